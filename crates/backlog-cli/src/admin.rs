@@ -1,0 +1,177 @@
+//! `stats`, `job …`, `dead …` and `queue …`.
+
+use std::process::ExitCode;
+
+use backlog::{Client, JobState, QueueSettings, StateFilter};
+
+use crate::cli::{DeadCommand, JobCommand, QueueCommand, QueueSetArgs, queue_name};
+use crate::output;
+
+fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(v)?);
+    Ok(())
+}
+
+/// Checks `queue set` arguments before connecting.
+pub fn check_set(a: &QueueSetArgs) -> anyhow::Result<()> {
+    queue_name(&a.queue)?;
+    if let Some(o) = &a.order {
+        o.parse::<backlog::Ordering>()?;
+    }
+    if let Some(r) = &a.retention {
+        r.parse::<backlog::Retention>()?;
+    }
+    if let Some(l) = a.lease
+        && l.is_zero()
+    {
+        anyhow::bail!("lease must be longer than zero");
+    }
+    Ok(())
+}
+
+/// `stats`.
+pub async fn stats(client: &Client, queue: Option<String>, json: bool) -> anyhow::Result<ExitCode> {
+    let q = queue.as_deref().map(queue_name).transpose()?;
+    let rows = client.stats(q.as_ref()).await?;
+    if json {
+        let map: serde_json::Map<String, serde_json::Value> = rows
+            .iter()
+            .map(|(n, s)| Ok((n.clone(), serde_json::to_value(s)?)))
+            .collect::<anyhow::Result<_>>()?;
+        print_json(&map)?;
+    } else {
+        print!("{}", output::stats(&rows));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `job …`.
+pub async fn job(client: &Client, cmd: JobCommand) -> anyhow::Result<ExitCode> {
+    let now = client.now();
+    match cmd {
+        JobCommand::Show { id, json } => {
+            let j = client.job(id).await?;
+            if json {
+                let mut v = serde_json::to_value(&j)?;
+                v["reported_state"] = j.reported_state(now).into();
+                print_json(&v)?;
+            } else {
+                print!("{}", output::job(&j, now));
+            }
+        }
+        JobCommand::List {
+            queue,
+            state,
+            limit,
+            json,
+        } => {
+            let q = queue_name(&queue)?;
+            let state = state.map(|s| s.parse::<StateFilter>()).transpose()?;
+            let list = client.jobs(Some(&q), state, 0, limit).await?;
+            if json {
+                print_json(&list)?;
+            } else {
+                print!("{}", output::jobs(&list, now));
+            }
+        }
+        JobCommand::Retry { id } => report(client.retry(id).await?),
+        JobCommand::Cancel { id } => report(client.cancel(id).await?),
+        JobCommand::Hold { id } => report(client.hold(id).await?),
+        JobCommand::Release { id } => report(client.unhold(id).await?),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(j: backlog::Job) {
+    println!("job {} is now {}", j.id, j.state);
+}
+
+/// `dead …`.
+pub async fn dead(client: &Client, cmd: DeadCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        DeadCommand::List { queue, limit, json } => {
+            let q = queue_name(&queue)?;
+            let list = client
+                .jobs(
+                    Some(&q),
+                    Some(StateFilter::Stored(JobState::Dead)),
+                    0,
+                    limit,
+                )
+                .await?;
+            if json {
+                print_json(&list)?;
+            } else {
+                print!("{}", output::jobs(&list, client.now()));
+            }
+        }
+        DeadCommand::Redrive { queue, limit } => {
+            let n = client.redrive(&queue_name(&queue)?, limit).await?;
+            println!("{n}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `queue …`.
+pub async fn queue(client: &Client, cmd: QueueCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        QueueCommand::List { json } => {
+            let list = client.queues().await?;
+            if json {
+                print_json(&list)?;
+            } else {
+                print!("{}", output::queues(&list));
+            }
+        }
+        QueueCommand::Pause { queue } => {
+            client.queue_set_paused(&queue_name(&queue)?, true).await?;
+            println!("queue {queue} is paused");
+        }
+        QueueCommand::Resume { queue } => {
+            client.queue_set_paused(&queue_name(&queue)?, false).await?;
+            println!("queue {queue} is running");
+        }
+        QueueCommand::Set(a) => {
+            let name = queue_name(&a.queue)?;
+            let mut s: QueueSettings = client
+                .backend()
+                .queue_get(&name)
+                .await?
+                .unwrap_or_else(|| QueueSettings::defaults(name.clone()));
+            if let Some(v) = a.max_attempts {
+                s.max_attempts = v;
+            }
+            if let Some(v) = a.backoff_base {
+                s.backoff_base = v;
+            }
+            if let Some(v) = a.backoff_max {
+                s.backoff_max = v;
+            }
+            if let Some(v) = a.lease {
+                s.lease = v;
+            }
+            if let Some(v) = a.order {
+                s.order = v.parse()?;
+            }
+            if let Some(v) = a.retention {
+                s.retention = v.parse()?;
+            }
+            if let Some(v) = a.concurrency {
+                s.concurrency = Some(v);
+            }
+            client.queue_configure(&s).await?;
+            print!("{}", output::settings(&s));
+        }
+        QueueCommand::Show { queue, json } => {
+            let name = queue_name(&queue)?;
+            let s = client.queue_settings(&name).await?;
+            if json {
+                print_json(&s)?;
+            } else {
+                print!("{}", output::settings(&s));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

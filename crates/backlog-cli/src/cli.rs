@@ -1,0 +1,318 @@
+//! Arguments, exactly as PRODUCT.md's command table says, and dispatch.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use backlog::{Client, Kind, QueueName, StateFilter};
+use clap::{Args, Parser, Subcommand};
+
+use crate::{admin, demo, enqueue, work};
+
+/// Durable job queues in the SQL database you already run.
+#[derive(Debug, Parser)]
+#[command(name = "backlog", version, about)]
+pub struct Cli {
+    /// Database URL: sqlite://PATH, postgres://…, mysql://… (MySQL and MariaDB).
+    #[arg(
+        long,
+        global = true,
+        env = "BACKLOG_DATABASE_URL",
+        default_value = "sqlite://backlog.db"
+    )]
+    pub database_url: String,
+    /// Largest accepted payload in bytes.
+    #[arg(long, global = true, env = "BACKLOG_PAYLOAD_LIMIT", default_value_t = backlog::DEFAULT_PAYLOAD_LIMIT as u64,
+          value_parser = clap::value_parser!(u64).range(1..=64 * 1024 * 1024))]
+    pub payload_limit: u64,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Creates or upgrades the schema (idempotent; safe from several processes at once).
+    Migrate,
+    /// Enqueues one job (prints its id), or one per line of a JSONL file (prints the count).
+    Enqueue(EnqueueArgs),
+    /// Runs CMD once per job: payload on stdin; exit 0 completes the job, anything else fails it.
+    Work(WorkArgs),
+    /// Job counts per queue and state.
+    Stats {
+        /// Only this queue.
+        queue: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Inspect and operate on jobs.
+    #[command(subcommand)]
+    Job(JobCommand),
+    /// The dead-letter view.
+    #[command(subcommand)]
+    Dead(DeadCommand),
+    /// Queue administration.
+    #[command(subcommand)]
+    Queue(QueueCommand),
+    /// Runs the main job end to end on the database (SQLite by default) and shows what happened.
+    Demo {
+        /// Jobs to run.
+        #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        jobs: u32,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct EnqueueArgs {
+    /// Queue name (letters, digits, _ - . :).
+    pub queue: String,
+    /// JSON payload, or - to read it from stdin.
+    pub payload: Option<String>,
+    /// Enqueue one job per line of FILE (- for stdin).
+    #[arg(long, value_name = "FILE", conflicts_with = "payload")]
+    pub jsonl: Option<PathBuf>,
+    /// Lower runs first.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub priority: i16,
+    /// Run no earlier than this long from now (e.g. 30s, 5m).
+    #[arg(long, value_parser = parse_duration)]
+    pub delay: Option<Duration>,
+    /// Attempts before the job is dead (default: the queue's setting).
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=10_000))]
+    pub max_attempts: Option<i32>,
+    /// While a job with this key is unfinished, return its id and create nothing.
+    #[arg(long, conflicts_with = "jsonl")]
+    pub unique_key: Option<String>,
+    /// Job kind (for typed handlers and filters).
+    #[arg(long)]
+    pub kind: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkArgs {
+    /// Queues to work.
+    #[arg(required = true, num_args = 1..)]
+    pub queues: Vec<String>,
+    /// The command to run per job, after `--`.
+    #[arg(last = true, required = true, num_args = 1..)]
+    pub cmd: Vec<String>,
+    /// Jobs run at once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub concurrency: u32,
+    /// Lease length (default: the queue's); heartbeats renew it while the command runs.
+    #[arg(long, value_parser = parse_duration)]
+    pub lease: Option<Duration>,
+    /// Kill the command and fail the job after this long.
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Exit 0 once no job of these queues is available, scheduled, running or waiting to retry.
+    #[arg(long)]
+    pub drain: bool,
+    /// Only jobs of these kinds.
+    #[arg(long = "kind")]
+    pub kinds: Vec<String>,
+    /// Longest wait between polls when the queues are empty.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub poll: Duration,
+    /// On SIGINT/SIGTERM, how long running jobs may finish before they are stopped and released.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub grace: Duration,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobCommand {
+    /// One job with its error history.
+    Show {
+        /// Job id.
+        id: i64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Jobs of a queue.
+    List {
+        /// Queue name.
+        queue: String,
+        /// available, scheduled, retrying, running, completed, dead, cancelled or held.
+        #[arg(long)]
+        state: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        limit: u32,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Runs a dead, cancelled or completed job again (attempts reset).
+    Retry {
+        /// Job id.
+        id: i64,
+    },
+    /// Cancels a job that is not running.
+    Cancel {
+        /// Job id.
+        id: i64,
+    },
+    /// Holds an available job back until released.
+    Hold {
+        /// Job id.
+        id: i64,
+    },
+    /// Releases a held job.
+    Release {
+        /// Job id.
+        id: i64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DeadCommand {
+    /// A queue's dead jobs.
+    List {
+        /// Queue name.
+        queue: String,
+        /// At most this many.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        limit: u32,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Moves dead jobs back to available.
+    Redrive {
+        /// Queue name.
+        queue: String,
+        /// At most this many.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        limit: u32,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueCommand {
+    /// Every known queue.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stops handing out the queue's jobs.
+    Pause {
+        /// Queue name.
+        queue: String,
+    },
+    /// Hands out the queue's jobs again.
+    Resume {
+        /// Queue name.
+        queue: String,
+    },
+    /// Changes settings (the queue is created if new).
+    Set(QueueSetArgs),
+    /// Prints a queue's settings.
+    Show {
+        /// Queue name.
+        queue: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct QueueSetArgs {
+    /// Queue name.
+    pub queue: String,
+    /// Attempts before a job is dead.
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=10_000))]
+    pub max_attempts: Option<i32>,
+    /// First retry delay.
+    #[arg(long, value_parser = parse_duration)]
+    pub backoff_base: Option<Duration>,
+    /// Longest retry delay.
+    #[arg(long, value_parser = parse_duration)]
+    pub backoff_max: Option<Duration>,
+    /// Lease length.
+    #[arg(long, value_parser = parse_duration)]
+    pub lease: Option<Duration>,
+    /// fifo or lifo among equal priorities.
+    #[arg(long)]
+    pub order: Option<String>,
+    /// What completion does: delete, keep or archive.
+    #[arg(long)]
+    pub retention: Option<String>,
+    /// Jobs of this queue running at once per worker process.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub concurrency: Option<u32>,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    backlog::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A validated queue name, with the library's message on error.
+pub fn queue_name(s: &str) -> anyhow::Result<QueueName> {
+    Ok(QueueName::new(s)?)
+}
+
+/// Validated kinds.
+pub fn kinds(v: &[String]) -> anyhow::Result<Vec<Kind>> {
+    v.iter().map(|k| Ok(Kind::new(k.as_str())?)).collect()
+}
+
+async fn connect(cli: &Cli) -> anyhow::Result<Client> {
+    let client = Client::connect(&cli.database_url).await?;
+    Ok(client.with_payload_limit(cli.payload_limit as usize))
+}
+
+/// Runs the command.
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // Everything a user typed is checked before the database is touched.
+    match &cli.command {
+        Command::Enqueue(a) => enqueue::check(a, cli.payload_limit as usize)?,
+        Command::Work(a) => {
+            for q in &a.queues {
+                queue_name(q)?;
+            }
+            kinds(&a.kinds)?;
+        }
+        Command::Job(JobCommand::List { queue, state, .. }) => {
+            queue_name(queue)?;
+            if let Some(s) = state {
+                s.parse::<StateFilter>()?;
+            }
+        }
+        Command::Stats { queue: Some(q), .. }
+        | Command::Dead(DeadCommand::List { queue: q, .. })
+        | Command::Dead(DeadCommand::Redrive { queue: q, .. })
+        | Command::Queue(QueueCommand::Pause { queue: q })
+        | Command::Queue(QueueCommand::Resume { queue: q })
+        | Command::Queue(QueueCommand::Show { queue: q, .. }) => {
+            queue_name(q)?;
+        }
+        Command::Queue(QueueCommand::Set(a)) => admin::check_set(a)?,
+        _ => {}
+    }
+    let client = connect(&cli).await?;
+    let code = match cli.command {
+        Command::Migrate => {
+            let r = client.migrate().await?;
+            if r.applied.is_empty() {
+                println!("schema is at version {} (nothing to do)", r.current);
+            } else {
+                println!(
+                    "schema is at version {} (applied {:?})",
+                    r.current, r.applied
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Enqueue(a) => enqueue::run(&client, a).await?,
+        Command::Work(a) => work::run(client, a).await?,
+        Command::Stats { queue, json } => admin::stats(&client, queue, json).await?,
+        Command::Job(c) => admin::job(&client, c).await?,
+        Command::Dead(c) => admin::dead(&client, c).await?,
+        Command::Queue(c) => admin::queue(&client, c).await?,
+        Command::Demo { jobs } => demo::run(client, jobs).await?,
+    };
+    Ok(code)
+}

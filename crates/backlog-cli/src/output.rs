@@ -1,0 +1,145 @@
+//! Human-readable output of jobs, queues and stats.
+
+use backlog::{Job, QueueInfo, QueueSettings, QueueStats, format_duration};
+
+/// A time in microseconds since the epoch, as RFC 3339 UTC.
+pub fn time(us: i64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_micros(us.max(0) as u64);
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// `job show`.
+pub fn job(j: &Job, now: i64) -> String {
+    let mut s = String::new();
+    let mut line = |k: &str, v: String| s.push_str(&format!("{k:<13} {v}\n"));
+    line("id", j.id.to_string());
+    line("queue", j.queue.clone());
+    line("kind", j.kind.clone().unwrap_or_else(|| "-".into()));
+    line("state", j.reported_state(now).to_string());
+    line("priority", j.priority.to_string());
+    line(
+        "attempt",
+        match j.max_attempts {
+            Some(m) => format!("{} of {m}", j.attempt),
+            None => format!("{} (max: the queue's)", j.attempt),
+        },
+    );
+    line("run at", time(j.run_at));
+    line("created at", time(j.created_at));
+    if let Some(t) = j.attempted_at {
+        line("attempted at", time(t));
+    }
+    if let Some(t) = j.finished_at {
+        line("finished at", time(t));
+    }
+    if let Some(o) = &j.lease_owner {
+        line("worker", o.clone());
+    }
+    if let Some(t) = j.lease_expires_at {
+        line("lease until", time(t));
+    }
+    if let Some(k) = &j.unique_key {
+        line("unique key", k.clone());
+    }
+    line("payload", j.payload.clone());
+    if let Some(p) = &j.progress {
+        line("progress", p.clone());
+    }
+    if let Some(r) = &j.result {
+        line("result", r.clone());
+    }
+    if j.errors.is_empty() {
+        line("errors", "none".into());
+    } else {
+        line("errors", String::new());
+        for e in &j.errors {
+            s.push_str(&format!(
+                "  attempt {} at {}: {}\n",
+                e.attempt,
+                time(e.at),
+                e.error
+            ));
+        }
+    }
+    s
+}
+
+/// `job list`, `dead list`.
+pub fn jobs(list: &[Job], now: i64) -> String {
+    let mut s = format!(
+        "{:>10}  {:<10} {:<16} {:>7}  {:<24} {}\n",
+        "ID", "STATE", "KIND", "ATTEMPT", "RUN AT", "LAST ERROR"
+    );
+    for j in list {
+        let err = j
+            .errors
+            .last()
+            .map(|e| e.error.replace('\n', " "))
+            .unwrap_or_default();
+        let err: String = err.chars().take(60).collect();
+        s.push_str(&format!(
+            "{:>10}  {:<10} {:<16} {:>7}  {:<24} {}\n",
+            j.id,
+            j.reported_state(now),
+            j.kind.as_deref().unwrap_or("-"),
+            j.attempt,
+            time(j.run_at),
+            err
+        ));
+    }
+    s
+}
+
+/// `stats`.
+pub fn stats(rows: &[(String, QueueStats)]) -> String {
+    let mut s = format!(
+        "{:<24} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8}\n",
+        "QUEUE", "AVAILABLE", "SCHEDULED", "RUNNING", "COMPLETED", "DEAD", "CANCELLED", "HELD"
+    );
+    for (q, st) in rows {
+        s.push_str(&format!(
+            "{:<24} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8}\n",
+            q, st.available, st.scheduled, st.running, st.completed, st.dead, st.cancelled, st.held
+        ));
+    }
+    s
+}
+
+/// `queue show`.
+pub fn settings(q: &QueueSettings) -> String {
+    format!(
+        "name          {}\npaused        {}\nmax attempts  {}\nbackoff       {} doubling up to {}\nlease         {}\norder         {}\nretention     {}\nconcurrency   {}\n",
+        q.name,
+        q.paused,
+        q.max_attempts,
+        format_duration(q.backoff_base),
+        format_duration(q.backoff_max),
+        format_duration(q.lease),
+        q.order.as_str(),
+        q.retention.as_str(),
+        q.concurrency
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "worker's setting".into())
+    )
+}
+
+/// `queue list`.
+pub fn queues(list: &[QueueInfo]) -> String {
+    let mut s = format!(
+        "{:<24} {:<7} {:>8} {:<5} {:<8} {:>9}\n",
+        "QUEUE", "PAUSED", "PENDING", "ORDER", "RETAIN", "ATTEMPTS"
+    );
+    for i in list {
+        let q = &i.settings;
+        s.push_str(&format!(
+            "{:<24} {:<7} {:>8} {:<5} {:<8} {:>9}\n",
+            q.name.as_str(),
+            if q.paused { "yes" } else { "no" },
+            i.pending,
+            q.order.as_str(),
+            q.retention.as_str(),
+            q.max_attempts
+        ));
+    }
+    s
+}

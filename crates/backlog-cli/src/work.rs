@@ -1,0 +1,131 @@
+//! `backlog work QUEUE… -- CMD`: the worker runtime with a handler that runs CMD once per job.
+//! The runtime brings heartbeats, timeouts, batched completion, maintenance and graceful shutdown.
+
+use std::process::{ExitCode, Stdio};
+use std::sync::Arc;
+
+use backlog::{CancellationToken, Client, DrainMode, HandlerResult, JobContext, Outcome, Worker};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+use crate::cli::{WorkArgs, kinds, queue_name};
+
+/// Bytes of the command's stderr kept for the job's error history.
+const STDERR_TAIL: usize = 2048;
+
+/// Runs the command.
+pub async fn run(client: Client, a: WorkArgs) -> anyhow::Result<ExitCode> {
+    for q in &a.queues {
+        queue_name(q)?;
+    }
+    kinds(&a.kinds)?;
+    let cmd = Arc::new(a.cmd.clone());
+    let mut builder = Worker::builder(Arc::new(client)).fallback_handler(move |ctx| {
+        let cmd = cmd.clone();
+        async move { run_command(&cmd, ctx).await }
+    });
+    for q in &a.queues {
+        builder = builder.queue(q, a.concurrency as usize);
+    }
+    if !a.kinds.is_empty() {
+        let kinds: Vec<&str> = a.kinds.iter().map(String::as_str).collect();
+        builder = builder.kinds(&kinds);
+    }
+    let worker = builder
+        .configure(|c| {
+            c.lease = a.lease;
+            c.job_timeout = a.timeout;
+            c.grace = a.grace;
+            c.poll_max = a.poll;
+            c.drain = a.drain.then_some(DrainMode::All);
+        })
+        .build()?;
+    let (shutdown, abort) = (CancellationToken::new(), CancellationToken::new());
+    spawn_signal_handler(shutdown.clone(), abort.clone());
+    let report = worker.run_until(shutdown, abort).await?;
+    tracing::info!("worker stopped: {report:?}");
+    worker.client().close().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn spawn_signal_handler(stop: CancellationToken, abort: CancellationToken) {
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
+        let mut signals = 0;
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            signals += 1;
+            if signals == 1 {
+                eprintln!(
+                    "backlog: stopping; running jobs may finish (signal again to stop them now)"
+                );
+                stop.cancel();
+            } else {
+                abort.cancel();
+            }
+        }
+    });
+}
+
+/// Runs CMD for one job: payload on stdin, the job in its environment. Exit 0 completes the job;
+/// anything else fails it with the tail of stderr. Dropping this future (timeout, cancellation,
+/// lost lease, shutdown) kills the command.
+async fn run_command(cmd: &[String], ctx: JobContext) -> HandlerResult {
+    let job = ctx.job();
+    let mut child = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .env("BACKLOG_JOB_ID", job.id.to_string())
+        .env("BACKLOG_QUEUE", &job.queue)
+        .env("BACKLOG_ATTEMPT", job.attempt.to_string())
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot run {:?}: {e}", cmd[0]))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let payload = job.payload.clone();
+        tokio::spawn(async move {
+            // A command that does not read its stdin is fine: ignore broken pipes.
+            let _ = stdin.write_all(payload.as_bytes()).await;
+        });
+    }
+    let tail = child.stderr.take().map(|mut err| {
+        tokio::spawn(async move {
+            let mut tail: Vec<u8> = vec![];
+            let mut buf = [0u8; 4096];
+            let mut out = tokio::io::stderr();
+            while let Ok(n) = err.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                let _ = out.write_all(&buf[..n]).await;
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > STDERR_TAIL {
+                    tail.drain(..tail.len() - STDERR_TAIL);
+                }
+            }
+            String::from_utf8_lossy(&tail).trim().to_owned()
+        })
+    });
+    let status = child
+        .wait()
+        .await
+        .map_err(|e| format!("waiting for the command failed: {e}"))?;
+    let tail = match tail {
+        Some(h) => h.await.unwrap_or_default(),
+        None => String::new(),
+    };
+    if status.success() {
+        return Ok(Outcome::Complete);
+    }
+    let mut msg = format!("command {status}");
+    if !tail.is_empty() {
+        msg.push_str(": ");
+        msg.push_str(&tail);
+    }
+    Err(msg.into())
+}

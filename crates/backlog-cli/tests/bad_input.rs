@@ -1,0 +1,179 @@
+//! Bad input gets a clear message on stderr, a non-zero exit, and changes nothing.
+
+mod common;
+
+use common::{Engine, TestDb};
+
+fn total_jobs(db: &TestDb) -> i64 {
+    db.sql("SELECT COUNT(*) FROM backlog_job")
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn bad_input_is_refused_and_changes_nothing() {
+    let db = TestDb::new(Engine::Sqlite);
+    let long = "q".repeat(129);
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["enqueue", "q", "{not json"], "invalid JSON payload"),
+        (vec!["enqueue", "q", ""], "invalid JSON payload"),
+        (vec!["enqueue", "q", "{} {}"], "invalid JSON payload"),
+        (
+            vec![
+                "--payload-limit",
+                "10",
+                "enqueue",
+                "q",
+                r#"{"a":"0123456789"}"#,
+            ],
+            "over the limit of 10 bytes",
+        ),
+        (vec!["enqueue", "", "{}"], "must not be empty"),
+        (vec!["enqueue", &long, "{}"], "at most 128"),
+        (
+            vec!["enqueue", "q'; DROP TABLE backlog_job; --", "{}"],
+            "invalid queue name",
+        ),
+        (
+            vec!["enqueue", "q", "{}", "--kind", "a b"],
+            "invalid job kind",
+        ),
+        (
+            vec!["enqueue", "q", "{}", "--unique-key", ""],
+            "invalid unique key",
+        ),
+        (vec!["enqueue", "q"], "a payload is required"),
+        (vec!["enqueue", "q", "{}", "--delay", "5"], "missing unit"),
+        (
+            vec!["enqueue", "q", "{}", "--delay", "soon"],
+            "invalid duration",
+        ),
+        (vec!["enqueue", "q", "{}", "--priority", "99999"], "99999"),
+        (
+            vec!["enqueue", "q", "{}", "--max-attempts", "0"],
+            "0 is not in 1..=10000",
+        ),
+        (
+            vec!["enqueue", "q", "{}", "--max-attempts=-3"],
+            "-3 is not in 1..=10000",
+        ),
+        (
+            vec!["job", "list", "q", "--state", "done"],
+            "unknown state \"done\"",
+        ),
+        (vec!["job", "show", "424242"], "no job with id 424242"),
+        (vec!["job", "show", "abc"], "invalid value 'abc'"),
+        (
+            vec!["queue", "set", "q", "--order", "random"],
+            "invalid order \"random\"",
+        ),
+        (
+            vec!["queue", "set", "q", "--retention", "forever"],
+            "invalid retention",
+        ),
+        (
+            vec!["queue", "set", "q", "--lease", "0s"],
+            "lease must be longer than zero",
+        ),
+        (
+            vec![
+                "queue",
+                "set",
+                "q",
+                "--backoff-base",
+                "10m",
+                "--backoff-max",
+                "1m",
+            ],
+            "base 10m > max 1m",
+        ),
+        (
+            vec!["queue", "set", "q", "--concurrency", "0"],
+            "0 is not in 1..=10000",
+        ),
+        (vec!["queue", "pause", "bad/name"], "invalid queue name"),
+        (
+            vec!["work", "q", "--concurrency", "0", "--", "true"],
+            "0 is not in 1..=1000",
+        ),
+        (
+            vec!["work", "q", "--lease", "1x", "--", "true"],
+            "invalid duration",
+        ),
+        (vec!["work", "q w", "--", "true"], "invalid queue name"),
+        (vec!["work", "q"], "required"),
+        (vec!["stats", "a;b"], "invalid queue name"),
+        (vec!["dead", "redrive", "q", "--limit", "0"], "0 is not in"),
+        (
+            vec!["--database-url", "oracle://x", "stats"],
+            "expected sqlite://PATH, postgres://… or mysql://…",
+        ),
+        (
+            vec!["--database-url", "nonsense", "stats"],
+            "invalid database URL",
+        ),
+        (
+            vec![
+                "--database-url",
+                "postgres://postgres@127.0.0.1:1/test",
+                "stats",
+            ],
+            "cannot connect",
+        ),
+        (
+            vec!["--database-url", "mysql://root@127.0.0.1:1/test", "stats"],
+            "cannot connect",
+        ),
+        (
+            vec!["--database-url", "postgres://u@host:notaport/db", "stats"],
+            "invalid database URL",
+        ),
+        (
+            vec!["--database-url", "postgres://u:secret@host:xx/db", "stats"],
+            "postgres://u:***@host:xx/db",
+        ),
+    ];
+    for (args, needle) in &cases {
+        db.fails(args, needle);
+    }
+    assert_eq!(total_jobs(&db), 0, "a refused command changed something");
+    assert_eq!(db.sql("SELECT COUNT(*) FROM backlog_queue").trim(), "0");
+
+    // A JSONL file with one bad line enqueues nothing at all.
+    std::fs::write(db.path("in.jsonl"), "{\"a\":1}\n{\"b\":\n{\"c\":3}\n").unwrap();
+    db.fails(&["enqueue", "q", "--jsonl", "in.jsonl"], "line 2");
+    db.fails(
+        &["enqueue", "q", "--jsonl", "missing.jsonl"],
+        "cannot open missing.jsonl",
+    );
+    assert_eq!(total_jobs(&db), 0);
+
+    // State conflicts are refused and change nothing.
+    let id = db.ok(&["enqueue", "q", "{}"]).trim().to_owned();
+    db.fails(&["job", "retry", &id], "cannot retry job");
+    db.fails(&["job", "release", &id], "cannot release job");
+    assert_eq!(
+        db.sql(&format!(
+            "SELECT state || ' ' || attempt FROM backlog_job WHERE id = {id}"
+        ))
+        .trim(),
+        "available 0"
+    );
+}
+
+#[test]
+fn a_database_without_the_schema_says_to_migrate() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("empty.db").display());
+    let out = std::process::Command::new(common::BIN)
+        .args(["--database-url", &url, "stats"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("run `backlog migrate`"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,377 @@
+//! The backend seam: one trait with one method per database operation.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::{
+    ClaimedJob, EnqueueOutcome, Job, JobRef, JobState, Kind, NewJob, Ordering, QueueInfo,
+    QueueName, QueueSettings, QueueStats, Result, Retention, StateFilter,
+};
+
+/// Called with a queue name when jobs arrive in it.
+pub type WakeFn = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How a claim picks and takes jobs. The backend's [`Capabilities`] say which it supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimStrategy {
+    /// `SELECT … FOR UPDATE SKIP LOCKED` (PostgreSQL, MySQL 8, MariaDB 10.6+).
+    SkipLocked,
+    /// One `UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING` on a single-writer engine (SQLite).
+    SingleWriter,
+    /// `UPDATE … SET lease_token = ? … LIMIT n`, then `SELECT` by token (seeds S3 and S5): for
+    /// engines without SKIP LOCKED.
+    ClaimToken,
+}
+
+/// What a backend can do; code asks this instead of comparing database names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// `FOR UPDATE SKIP LOCKED`.
+    pub skip_locked: bool,
+    /// `UPDATE … RETURNING`.
+    pub update_returning: bool,
+    /// One writer at a time (claims never race).
+    pub single_writer: bool,
+    /// Row locks held by an open transaction (transaction claim mode).
+    pub row_locks: bool,
+    /// `LISTEN/NOTIFY`.
+    pub listen_notify: bool,
+}
+
+impl Capabilities {
+    /// The best claim strategy for these capabilities.
+    pub fn default_strategy(&self) -> ClaimStrategy {
+        if self.single_writer {
+            ClaimStrategy::SingleWriter
+        } else if self.skip_locked {
+            ClaimStrategy::SkipLocked
+        } else {
+            ClaimStrategy::ClaimToken
+        }
+    }
+
+    /// Every strategy this backend can run.
+    pub fn strategies(&self) -> Vec<ClaimStrategy> {
+        let mut v = vec![self.default_strategy()];
+        if self.skip_locked && !v.contains(&ClaimStrategy::SkipLocked) {
+            v.push(ClaimStrategy::SkipLocked);
+        }
+        v.push(ClaimStrategy::ClaimToken);
+        v.dedup();
+        v
+    }
+}
+
+/// What `migrate` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrateReport {
+    /// Versions applied by this call (empty when already current).
+    pub applied: Vec<i64>,
+    /// The schema version now.
+    pub current: i64,
+}
+
+/// Input of [`Backend::job_insert`].
+#[derive(Debug, Clone)]
+pub struct JobInsertParams {
+    /// The jobs, in order; outcomes come back in the same order.
+    pub jobs: Vec<NewJob>,
+    /// Now.
+    pub now: i64,
+}
+
+/// Input of [`Backend::job_claim`] and [`Backend::job_claim_tx`].
+#[derive(Debug, Clone)]
+pub struct JobClaimParams {
+    /// The queue to claim from.
+    pub queue: QueueName,
+    /// Only these kinds (empty: any kind).
+    pub kinds: Vec<Kind>,
+    /// At most this many jobs.
+    pub limit: u32,
+    /// Who claims (stored as the lease owner).
+    pub owner: String,
+    /// Lease length.
+    pub lease: Duration,
+    /// Now.
+    pub now: i64,
+    /// FIFO or LIFO among equal priorities.
+    pub order: Ordering,
+    /// How to claim.
+    pub strategy: ClaimStrategy,
+}
+
+/// Input of [`Backend::job_complete`].
+#[derive(Debug, Clone)]
+pub struct JobCompleteParams {
+    /// The jobs with their lease tokens.
+    pub jobs: Vec<JobRef>,
+    /// Now.
+    pub now: i64,
+    /// What to do with the rows.
+    pub retention: Retention,
+}
+
+/// Input of [`Backend::job_fail`].
+#[derive(Debug, Clone)]
+pub struct JobFailParams {
+    /// The job with its lease token.
+    pub job: JobRef,
+    /// Now.
+    pub now: i64,
+    /// The error, appended to the job's history.
+    pub error: String,
+    /// When to retry; `None` makes the job dead (or cancelled, see `cancelled`).
+    pub retry_at: Option<i64>,
+    /// With no `retry_at`: end in `cancelled` instead of `dead` (a handler's cancel outcome).
+    pub cancelled: bool,
+}
+
+/// Input of [`Backend::job_release`].
+#[derive(Debug, Clone)]
+pub struct JobReleaseParams {
+    /// The job with its lease token.
+    pub job: JobRef,
+    /// Now.
+    pub now: i64,
+    /// When it may run again.
+    pub run_at: i64,
+}
+
+/// Input of [`Backend::job_heartbeat`].
+#[derive(Debug, Clone)]
+pub struct JobHeartbeatParams {
+    /// The job with its lease token.
+    pub job: JobRef,
+    /// The new lease expiry.
+    pub lease_expires_at: i64,
+}
+
+/// Input of [`Backend::job_progress`].
+#[derive(Debug, Clone)]
+pub struct JobProgressParams {
+    /// The job with its lease token.
+    pub job: JobRef,
+    /// Progress to store (JSON), if any.
+    pub progress: Option<String>,
+    /// Result to store (JSON), if any.
+    pub result: Option<String>,
+}
+
+/// Input of [`Backend::job_prune`].
+#[derive(Debug, Clone)]
+pub struct JobPruneParams {
+    /// The queue.
+    pub queue: QueueName,
+    /// Finished state to prune (completed, cancelled or dead).
+    pub state: JobState,
+    /// Only jobs finished before this time.
+    pub finished_before: i64,
+    /// At most this many (bounded batches keep transactions short).
+    pub limit: u32,
+    /// Move to `backlog_job_archive` instead of deleting.
+    pub archive: bool,
+}
+
+/// Input of [`Backend::leader_elect`].
+#[derive(Debug, Clone)]
+pub struct LeaderParams {
+    /// What is led (one leader per name).
+    pub name: String,
+    /// Who asks (unique per process).
+    pub holder: String,
+    /// Now.
+    pub now: i64,
+    /// Until when the leadership holds unless renewed.
+    pub expires_at: i64,
+}
+
+/// Input of [`Backend::cron_fire`].
+#[derive(Debug, Clone)]
+pub struct CronFireParams {
+    /// The schedule's name.
+    pub name: String,
+    /// The tick (a time) being fired; fires only if later than the last tick fired.
+    pub tick: i64,
+    /// The job to enqueue for it.
+    pub job: NewJob,
+    /// Now.
+    pub now: i64,
+}
+
+/// Input of [`Backend::job_rescue`].
+#[derive(Debug, Clone)]
+pub struct JobRescueParams {
+    /// Now: leases that expired before this are rescued.
+    pub now: i64,
+    /// At most this many jobs.
+    pub limit: u32,
+}
+
+/// Input of [`Backend::job_list`].
+#[derive(Debug, Clone)]
+pub struct JobListParams {
+    /// Only this queue.
+    pub queue: Option<QueueName>,
+    /// Only this state.
+    pub state: Option<StateFilter>,
+    /// Only ids greater than this (paging).
+    pub after_id: i64,
+    /// At most this many.
+    pub limit: u32,
+    /// Now (to tell available from scheduled).
+    pub now: i64,
+}
+
+/// Input of [`Backend::queue_redrive`].
+#[derive(Debug, Clone)]
+pub struct QueueRedriveParams {
+    /// The queue whose dead jobs move back.
+    pub queue: QueueName,
+    /// At most this many.
+    pub limit: u32,
+    /// Now.
+    pub now: i64,
+}
+
+/// An operator's action on a job that is not running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminAction {
+    /// available or held → cancelled.
+    Cancel,
+    /// available → held.
+    Hold,
+    /// held → available.
+    Release,
+    /// dead, cancelled or completed → available, attempts reset.
+    Retry,
+}
+
+impl AdminAction {
+    /// The states the action applies to.
+    pub fn from_states(self) -> &'static [JobState] {
+        match self {
+            AdminAction::Cancel => &[JobState::Available, JobState::Held],
+            AdminAction::Hold => &[JobState::Available],
+            AdminAction::Release => &[JobState::Held],
+            AdminAction::Retry => &[JobState::Dead, JobState::Cancelled, JobState::Completed],
+        }
+    }
+
+    /// The state the job ends in.
+    pub fn to_state(self) -> JobState {
+        match self {
+            AdminAction::Cancel => JobState::Cancelled,
+            AdminAction::Hold => JobState::Held,
+            AdminAction::Release | AdminAction::Retry => JobState::Available,
+        }
+    }
+
+    /// The verb, for messages.
+    pub fn verb(self) -> &'static str {
+        match self {
+            AdminAction::Cancel => "cancel",
+            AdminAction::Hold => "hold",
+            AdminAction::Release => "release",
+            AdminAction::Retry => "retry",
+        }
+    }
+}
+
+/// A job claimed in transaction claim mode: its row lock is held by an open transaction until
+/// the job is completed, failed or rolled back. If the connection drops, the job is free at once.
+#[async_trait]
+pub trait TxClaim: Send {
+    /// The job.
+    fn job(&self) -> &ClaimedJob;
+    /// Completes the job and commits.
+    async fn complete(self: Box<Self>, now: i64, retention: Retention) -> Result<()>;
+    /// Records a failure (retry at `retry_at`, or dead when `None`) and commits.
+    async fn fail(self: Box<Self>, now: i64, error: String, retry_at: Option<i64>) -> Result<()>;
+    /// Rolls back: the job is available again, as if never claimed.
+    async fn rollback(self: Box<Self>) -> Result<()>;
+}
+
+/// One database. Every method is one operation; the conformance suite pins their behaviour.
+#[async_trait]
+pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
+    /// What this backend can do.
+    fn capabilities(&self) -> Capabilities;
+    /// Creates or upgrades the schema, under a lock; idempotent.
+    async fn migrate(&self) -> Result<MigrateReport>;
+    /// Inserts jobs in one statement per batch, honouring unique keys.
+    async fn job_insert(&self, params: JobInsertParams) -> Result<Vec<EnqueueOutcome>>;
+    /// Claims up to `limit` due jobs of a queue that is not paused.
+    async fn job_claim(&self, params: &JobClaimParams) -> Result<Vec<ClaimedJob>>;
+    /// Claims one job in transaction claim mode.
+    async fn job_claim_tx(&self, params: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>>;
+    /// Completes jobs whose token is current; returns the ones completed.
+    async fn job_complete(&self, params: JobCompleteParams) -> Result<Vec<JobRef>>;
+    /// Fails a job (retry or dead); `LeaseLost` if the token is stale.
+    async fn job_fail(&self, params: JobFailParams) -> Result<()>;
+    /// Puts a running job back to available without consuming an attempt.
+    async fn job_release(&self, params: JobReleaseParams) -> Result<()>;
+    /// Extends a lease; `LeaseLost` if the token is stale. Returns true when cancellation of
+    /// the job was requested (see [`Backend::job_cancel_request`]).
+    async fn job_heartbeat(&self, params: JobHeartbeatParams) -> Result<bool>;
+    /// Stores progress and/or a result on a running job; `LeaseLost` if the token is stale.
+    async fn job_progress(&self, params: JobProgressParams) -> Result<()>;
+    /// Asks the worker running a job to stop it (seen at its next heartbeat).
+    async fn job_cancel_request(&self, id: i64, now: i64) -> Result<Job>;
+    /// Deletes or archives finished jobs of a queue, oldest first, in one bounded batch.
+    async fn job_prune(&self, params: JobPruneParams) -> Result<u64>;
+    /// Takes or renews the leadership of `name`: returns the term when `holder` leads.
+    async fn leader_elect(&self, params: &LeaderParams) -> Result<Option<i64>>;
+    /// Gives up the leadership of `name` if `holder` has it.
+    async fn leader_resign(&self, name: &str, holder: &str) -> Result<()>;
+    /// Enqueues a periodic job for a tick exactly once, however many processes try.
+    async fn cron_fire(&self, params: CronFireParams) -> Result<Option<EnqueueOutcome>>;
+    /// Subscribes (or unsubscribes) a queue to a topic.
+    async fn topic_subscribe(
+        &self,
+        topic: &QueueName,
+        queue: &QueueName,
+        subscribe: bool,
+        now: i64,
+    ) -> Result<()>;
+    /// The queues subscribed to a topic.
+    async fn topic_subscribers(&self, topic: &QueueName) -> Result<Vec<QueueName>>;
+    /// Starts delivering wake-ups (a queue name per batch of new jobs) to `wake`, from one shared
+    /// connection that reconnects by itself. Returns false when the backend has no such channel
+    /// (workers then poll).
+    async fn listen(&self, wake: WakeFn) -> Result<bool> {
+        let _ = wake;
+        Ok(false)
+    }
+    /// Makes running jobs whose lease expired available again (or dead when out of attempts).
+    async fn job_rescue(&self, params: JobRescueParams) -> Result<u64>;
+    /// One job by id.
+    async fn job_get(&self, id: i64) -> Result<Option<Job>>;
+    /// Jobs by queue and state, by id.
+    async fn job_list(&self, params: JobListParams) -> Result<Vec<Job>>;
+    /// An operator's action on a job that is not running.
+    async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job>;
+    /// Jobs of these queues that are available, scheduled, waiting to retry or running.
+    async fn job_count_pending(&self, queues: &[QueueName]) -> Result<i64>;
+    /// Moves a queue's dead jobs back to available.
+    async fn queue_redrive(&self, params: QueueRedriveParams) -> Result<u64>;
+    /// A queue's stored settings.
+    async fn queue_get(&self, name: &QueueName) -> Result<Option<QueueSettings>>;
+    /// Creates a queue with default settings unless it exists.
+    async fn queue_ensure(&self, name: &QueueName, now: i64) -> Result<()>;
+    /// Stores a queue's settings (creating the queue if new).
+    async fn queue_upsert(&self, settings: &QueueSettings, now: i64) -> Result<()>;
+    /// Pauses or resumes a queue (creating it if new).
+    async fn queue_set_paused(&self, name: &QueueName, paused: bool, now: i64) -> Result<()>;
+    /// Every known queue: with settings, or with jobs.
+    async fn queue_list(&self) -> Result<Vec<QueueInfo>>;
+    /// Job counts per queue and reported state.
+    async fn queue_stats(
+        &self,
+        queue: Option<&QueueName>,
+        now: i64,
+    ) -> Result<Vec<(String, QueueStats)>>;
+    /// Closes the pool.
+    async fn close(&self);
+}

@@ -1,0 +1,206 @@
+//! The one error type of backlog's library crates.
+
+use crate::JobState;
+
+/// Result with backlog's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong, named by cause.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A queue name is empty, too long, or has characters outside `[A-Za-z0-9_.:-]`.
+    #[error("invalid queue name {name:?}: {reason}")]
+    QueueNameInvalid {
+        /// The name as given.
+        name: String,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// A job kind is empty, too long, or has characters outside `[A-Za-z0-9_.:-]`.
+    #[error("invalid job kind {kind:?}: {reason}")]
+    KindInvalid {
+        /// The kind as given.
+        kind: String,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// A unique key is empty or too long.
+    #[error("invalid unique key: {reason}")]
+    UniqueKeyInvalid {
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// A payload is not valid JSON.
+    #[error("invalid JSON payload: {reason}")]
+    PayloadInvalid {
+        /// The parser's message.
+        reason: String,
+    },
+    /// A payload is larger than the configured limit.
+    #[error("payload of {size} bytes is over the limit of {limit} bytes")]
+    PayloadTooLarge {
+        /// Size of the payload in bytes.
+        size: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// A number is outside the range an option accepts.
+    #[error("{what} must be between {min} and {max}, got {value}")]
+    ValueOutOfRange {
+        /// The option.
+        what: &'static str,
+        /// The value given.
+        value: i64,
+        /// Smallest accepted value.
+        min: i64,
+        /// Largest accepted value.
+        max: i64,
+    },
+    /// A duration could not be read.
+    #[error("invalid duration {input:?}: {reason} (use e.g. 500ms, 30s, 5m, 2h)")]
+    DurationInvalid {
+        /// The text given.
+        input: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A state name is not one of the known states.
+    #[error(
+        "unknown state {value:?} (expected one of: {})",
+        crate::StateFilter::NAMES
+    )]
+    StateInvalid {
+        /// The name given.
+        value: String,
+    },
+    /// An option value is not one of the accepted words.
+    #[error("invalid {what} {value:?} (expected one of: {expected})")]
+    OptionInvalid {
+        /// The option.
+        what: &'static str,
+        /// The value given.
+        value: String,
+        /// The accepted values.
+        expected: &'static str,
+    },
+    /// A database URL could not be used.
+    #[error("invalid database URL {url:?}: {reason}")]
+    DatabaseUrlInvalid {
+        /// The URL with any password removed.
+        url: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The caller's lease on the job is gone: the token is stale (the job was rescued and claimed
+    /// again, or finished) so nothing was changed.
+    #[error("lease lost on job {job_id}: the job is no longer held with this lease token")]
+    LeaseLost {
+        /// The job.
+        job_id: i64,
+    },
+    /// No job has this id.
+    #[error("no job with id {job_id}")]
+    JobNotFound {
+        /// The id asked for.
+        job_id: i64,
+    },
+    /// The job exists but its state does not allow the operation.
+    #[error("cannot {action} job {job_id}: it is {state}")]
+    JobStateConflict {
+        /// The job.
+        job_id: i64,
+        /// Its current state.
+        state: JobState,
+        /// What was asked.
+        action: &'static str,
+    },
+    /// A job did not finish within the time a producer waited for it.
+    #[error("job {job_id} did not finish within {waited_ms} ms")]
+    WaitTimeout {
+        /// The job.
+        job_id: i64,
+        /// How long the caller waited.
+        waited_ms: u64,
+    },
+    /// The backend cannot do this (see [`crate::Capabilities`]).
+    #[error("not supported by this database: {0}")]
+    Unsupported(&'static str),
+    /// The schema is older than this build expects; run `backlog migrate`.
+    #[error(
+        "the database schema is at version {found}, this build needs {expected}: run `backlog migrate`"
+    )]
+    SchemaOutdated {
+        /// Version found.
+        found: i64,
+        /// Version needed.
+        expected: i64,
+    },
+    /// The database reported an error.
+    #[error("database error ({kind}): {source}")]
+    Database {
+        /// What kind of failure, for retry decisions.
+        kind: DbErrorKind,
+        /// The driver's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl Error {
+    /// True when retrying the same operation may succeed (deadlock, serialization failure,
+    /// lock timeout, lost connection).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Database { kind, .. } => kind.is_transient(),
+            _ => false,
+        }
+    }
+}
+
+/// The small set of database failures that code acts on differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DbErrorKind {
+    /// A unique constraint was violated.
+    UniqueViolation,
+    /// A CHECK or other integrity constraint was violated.
+    ConstraintViolation,
+    /// The transaction was chosen as a deadlock victim.
+    Deadlock,
+    /// A serializable transaction could not be ordered.
+    SerializationFailure,
+    /// A lock wait or statement timed out (or SQLite was busy).
+    LockTimeout,
+    /// The connection was lost or could not be made.
+    ConnectionLost,
+    /// Anything else.
+    Other,
+}
+
+impl DbErrorKind {
+    /// See [`Error::is_transient`].
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            DbErrorKind::Deadlock
+                | DbErrorKind::SerializationFailure
+                | DbErrorKind::LockTimeout
+                | DbErrorKind::ConnectionLost
+        )
+    }
+}
+
+impl std::fmt::Display for DbErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DbErrorKind::UniqueViolation => "unique violation",
+            DbErrorKind::ConstraintViolation => "constraint violation",
+            DbErrorKind::Deadlock => "deadlock",
+            DbErrorKind::SerializationFailure => "serialization failure",
+            DbErrorKind::LockTimeout => "lock timeout",
+            DbErrorKind::ConnectionLost => "connection lost",
+            DbErrorKind::Other => "other",
+        })
+    }
+}

@@ -1,0 +1,161 @@
+//! A job as enqueued, as claimed and as stored.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{JobState, Kind, Payload, QueueName, UniqueKey};
+
+/// A job to enqueue. Every field but `queue` and `payload` has a default.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    /// The queue (created on first use).
+    pub queue: QueueName,
+    /// Optional kind, for typed handlers and filters.
+    pub kind: Option<Kind>,
+    /// The JSON payload.
+    pub payload: Payload,
+    /// Lower runs first; default 0.
+    pub priority: i16,
+    /// When the job may run, in microseconds since the epoch; `None` means now.
+    pub run_at: Option<i64>,
+    /// Attempts before the job is dead; `None` takes the queue's setting.
+    pub max_attempts: Option<i32>,
+    /// While a job with this key is not finished, enqueueing it again returns the existing id.
+    pub unique_key: Option<UniqueKey>,
+}
+
+impl NewJob {
+    /// A job with defaults for everything but queue and payload.
+    pub fn new(queue: QueueName, payload: Payload) -> Self {
+        NewJob {
+            queue,
+            kind: None,
+            payload,
+            priority: 0,
+            run_at: None,
+            max_attempts: None,
+            unique_key: None,
+        }
+    }
+}
+
+/// What an enqueue did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct EnqueueOutcome {
+    /// The job's id (the existing job's id when the unique key was taken).
+    pub id: i64,
+    /// False when a job with the same unique key already existed and nothing was created.
+    pub created: bool,
+}
+
+/// A job and the lease that fences every outcome reported for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct JobRef {
+    /// The job.
+    pub id: i64,
+    /// The lease token issued by the claim.
+    pub token: i64,
+}
+
+/// A job handed to a worker by a claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClaimedJob {
+    /// The job's id.
+    pub id: i64,
+    /// Its queue.
+    pub queue: String,
+    /// Its kind, if any.
+    pub kind: Option<String>,
+    /// The JSON payload.
+    pub payload: String,
+    /// Its priority.
+    pub priority: i16,
+    /// This attempt's number (1 for the first).
+    pub attempt: i32,
+    /// The job's own max attempts, if set (else the queue's applies).
+    pub max_attempts: Option<i32>,
+    /// The fencing token of this claim.
+    pub lease_token: i64,
+    /// When the lease runs out unless extended.
+    pub lease_expires_at: i64,
+    /// When the job was due.
+    pub run_at: i64,
+    /// When it was enqueued.
+    pub created_at: i64,
+}
+
+impl ClaimedJob {
+    /// The (id, token) pair that fences this claim's outcome.
+    pub fn job_ref(&self) -> JobRef {
+        JobRef {
+            id: self.id,
+            token: self.lease_token,
+        }
+    }
+}
+
+/// One entry of a job's error history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorRecord {
+    /// The attempt that failed.
+    pub attempt: i32,
+    /// When, in microseconds since the epoch.
+    pub at: i64,
+    /// The error text.
+    pub error: String,
+}
+
+/// A job as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Job {
+    /// Its id.
+    pub id: i64,
+    /// Its queue.
+    pub queue: String,
+    /// Its kind, if any.
+    pub kind: Option<String>,
+    /// The stored state.
+    pub state: JobState,
+    /// The JSON payload.
+    pub payload: String,
+    /// Lower runs first.
+    pub priority: i16,
+    /// When it may run next.
+    pub run_at: i64,
+    /// Attempts made so far.
+    pub attempt: i32,
+    /// Its own max attempts, if set.
+    pub max_attempts: Option<i32>,
+    /// Current lease token (running jobs).
+    pub lease_token: Option<i64>,
+    /// Who holds the lease.
+    pub lease_owner: Option<String>,
+    /// When the lease runs out.
+    pub lease_expires_at: Option<i64>,
+    /// The unique key, if any.
+    pub unique_key: Option<String>,
+    /// Every failed attempt, oldest first.
+    pub errors: Vec<ErrorRecord>,
+    /// Result value stored by the handler (JSON), if any.
+    pub result: Option<String>,
+    /// Progress reported by the handler (JSON), if any.
+    pub progress: Option<String>,
+    /// When it was enqueued.
+    pub created_at: i64,
+    /// When the last attempt started.
+    pub attempted_at: Option<i64>,
+    /// When it reached a finished state.
+    pub finished_at: Option<i64>,
+    /// When cancellation of the running job was requested, if it was.
+    pub cancel_requested_at: Option<i64>,
+}
+
+impl Job {
+    /// The state as a user sees it: `scheduled` or `retrying` for available jobs not yet due.
+    pub fn reported_state(&self, now: i64) -> &'static str {
+        match self.state {
+            JobState::Available if self.run_at > now && !self.errors.is_empty() => "retrying",
+            JobState::Available if self.run_at > now => "scheduled",
+            s => s.as_str(),
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! The core of backlog: the job model, its states, validation of everything a user can type,
+//! errors, and the backend seam that every database implements.
+//!
+//! Map of the main types:
+//! - [`JobState`]: the closed set of states a job can be in (one CHECK constraint per dialect).
+//! - [`Job`], [`NewJob`], [`ClaimedJob`], [`JobRef`]: a job as stored, as enqueued, as claimed.
+//! - [`QueueSettings`], [`Ordering`], [`Retention`]: per-queue configuration.
+//! - [`QueueName`], [`Kind`], [`UniqueKey`], [`Payload`]: validated inputs (nothing a user types
+//!   reaches SQL as text).
+//! - [`Backend`] with its `…Params` structs and [`Capabilities`]: the one trait a database implements.
+//! - [`Clock`]: the injectable clock (all times are microseconds since the Unix epoch, UTC).
+//! - [`Error`]: one error enum, variants named by cause.
+
+mod backend;
+mod backoff;
+mod clock;
+mod duration;
+mod error;
+mod job;
+mod queue;
+mod state;
+mod validate;
+
+pub use backend::{
+    AdminAction, Backend, Capabilities, ClaimStrategy, CronFireParams, JobClaimParams,
+    JobCompleteParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
+    JobProgressParams, JobPruneParams, JobReleaseParams, JobRescueParams, LeaderParams,
+    MigrateReport, QueueRedriveParams, TxClaim, WakeFn,
+};
+pub use backoff::backoff_delay;
+pub use clock::{Clock, ManualClock, SystemClock, now_micros};
+pub use duration::{format_duration, parse_duration};
+pub use error::{DbErrorKind, Error, Result};
+pub use job::{ClaimedJob, EnqueueOutcome, ErrorRecord, Job, JobRef, NewJob};
+pub use queue::{Ordering, QueueInfo, QueueSettings, QueueStats, Retention};
+pub use state::{JobState, StateFilter};
+pub use validate::{
+    DEFAULT_PAYLOAD_LIMIT, Kind, MAX_NAME_LEN, MAX_UNIQUE_KEY_LEN, Payload, QueueName, UniqueKey,
+};

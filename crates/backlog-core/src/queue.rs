@@ -1,0 +1,168 @@
+//! Queue settings and statistics.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::{Error, QueueName};
+
+/// Order of jobs of equal priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ordering {
+    /// Oldest first (by `run_at`, then id).
+    #[default]
+    Fifo,
+    /// Newest first.
+    Lifo,
+}
+
+impl Ordering {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ordering::Fifo => "fifo",
+            Ordering::Lifo => "lifo",
+        }
+    }
+}
+
+impl FromStr for Ordering {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "fifo" => Ok(Ordering::Fifo),
+            "lifo" => Ok(Ordering::Lifo),
+            _ => Err(Error::OptionInvalid {
+                what: "order",
+                value: s.into(),
+                expected: "fifo, lifo",
+            }),
+        }
+    }
+}
+
+/// What happens to a job when it completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Retention {
+    /// The row is deleted at once.
+    Delete,
+    /// The row stays, in state `completed` (pruned later by maintenance).
+    #[default]
+    Keep,
+    /// The row moves to `backlog_job_archive`.
+    Archive,
+}
+
+impl Retention {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Retention::Delete => "delete",
+            Retention::Keep => "keep",
+            Retention::Archive => "archive",
+        }
+    }
+}
+
+impl FromStr for Retention {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "delete" => Ok(Retention::Delete),
+            "keep" => Ok(Retention::Keep),
+            "archive" => Ok(Retention::Archive),
+            _ => Err(Error::OptionInvalid {
+                what: "retention",
+                value: s.into(),
+                expected: "delete, keep, archive",
+            }),
+        }
+    }
+}
+
+/// A queue's settings. A queue without a row in `backlog_queue` has the defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueSettings {
+    /// The queue.
+    #[serde(serialize_with = "ser_display")]
+    pub name: QueueName,
+    /// Paused queues hand out no jobs.
+    pub paused: bool,
+    /// Attempts before a job is dead (unless the job sets its own).
+    pub max_attempts: i32,
+    /// First retry delay.
+    #[serde(serialize_with = "ser_duration")]
+    pub backoff_base: Duration,
+    /// Longest retry delay.
+    #[serde(serialize_with = "ser_duration")]
+    pub backoff_max: Duration,
+    /// Lease length given by a claim.
+    #[serde(serialize_with = "ser_duration")]
+    pub lease: Duration,
+    /// FIFO or LIFO among equal priorities.
+    pub order: Ordering,
+    /// What completion does with the row.
+    pub retention: Retention,
+    /// Most jobs of this queue running at once per worker process (`None`: the worker's own setting).
+    pub concurrency: Option<u32>,
+}
+
+fn ser_display<S: serde::Serializer>(v: &QueueName, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(v.as_str())
+}
+
+fn ser_duration<S: serde::Serializer>(v: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&crate::format_duration(*v))
+}
+
+impl QueueSettings {
+    /// Default attempts.
+    pub const DEFAULT_MAX_ATTEMPTS: i32 = 25;
+
+    /// The defaults for a queue.
+    pub fn defaults(name: QueueName) -> Self {
+        QueueSettings {
+            name,
+            paused: false,
+            max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
+            backoff_base: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(3600),
+            lease: Duration::from_secs(30),
+            order: Ordering::Fifo,
+            retention: Retention::Keep,
+            concurrency: None,
+        }
+    }
+}
+
+/// A queue in the queue list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueInfo {
+    /// Its settings.
+    #[serde(flatten)]
+    pub settings: QueueSettings,
+    /// Jobs not finished (available, running, held).
+    pub pending: i64,
+}
+
+/// Job counts of one queue by reported state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct QueueStats {
+    /// Available and due.
+    pub available: i64,
+    /// Available, due later (including those waiting to retry).
+    pub scheduled: i64,
+    /// Running.
+    pub running: i64,
+    /// Completed (kept).
+    pub completed: i64,
+    /// Dead.
+    pub dead: i64,
+    /// Cancelled.
+    pub cancelled: i64,
+    /// Held.
+    pub held: i64,
+}

@@ -1,0 +1,3 @@
+-- Changes a row only for a tick later than the last one fired: the job is enqueued in the same
+-- transaction only when this changed a row (the WHERE makes matched rows equal changed rows).
+UPDATE backlog_cron SET last_tick = ? WHERE name = ? AND last_tick < ?

@@ -1,0 +1,5 @@
+-- The schedule's row, created before any tick (bound as the smallest BIGINT) so that
+-- cron_advance decides alone. Not one INSERT … ON DUPLICATE KEY UPDATE for both: sqlx connects
+-- with CLIENT_FOUND_ROWS, under which an unchanged duplicate reports 1 row, like an insert.
+INSERT INTO backlog_cron (name, last_tick) VALUES (?, ?)
+ON DUPLICATE KEY UPDATE name = name

@@ -1,0 +1,1 @@
+UPDATE backlog_job SET cancel_requested_at = ? WHERE id = ? AND state = 'running'

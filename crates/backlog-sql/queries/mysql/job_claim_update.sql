@@ -1,0 +1,6 @@
+-- The rows job_claim locked in this transaction (one ? each). FORCE INDEX: on a small table the
+-- optimizer scans instead, waiting on rows other workers hold.
+UPDATE backlog_job FORCE INDEX (PRIMARY)
+SET state = 'running', attempt = attempt + 1, lease_token = ?, lease_owner = ?,
+    lease_expires_at = ?, attempted_at = ?
+WHERE id IN (/*IDS*/)

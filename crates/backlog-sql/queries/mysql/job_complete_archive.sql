@@ -1,0 +1,10 @@
+-- Rows job_complete_lock found running with the caller's token (FORCE INDEX: see there); they
+-- are deleted afterwards.
+INSERT INTO backlog_job_archive
+    (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+     lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+     attempted_at, finished_at)
+SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
+       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?
+FROM backlog_job FORCE INDEX (PRIMARY)
+WHERE id IN (/*IDS*/)

@@ -1,0 +1,4 @@
+-- Rows job_complete_lock found running with the caller's token (still locked; FORCE INDEX: see there).
+UPDATE backlog_job FORCE INDEX (PRIMARY)
+SET state = 'completed', finished_at = ?, lease_token = NULL, lease_expires_at = NULL
+WHERE id IN (/*IDS*/)

@@ -1,0 +1,3 @@
+-- No RETURNING in MySQL: job_heartbeat_cancel reads the cancel flag after this.
+UPDATE backlog_job SET lease_expires_at = ?
+WHERE id = ? AND lease_token = ? AND state = 'running'

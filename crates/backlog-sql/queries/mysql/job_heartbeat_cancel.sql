@@ -1,0 +1,4 @@
+-- Whether cancellation of the job was requested, read after job_heartbeat (fenced again: no row
+-- means the lease was lost in between).
+SELECT cancel_requested_at IS NOT NULL AS cancel_requested
+FROM backlog_job WHERE id = ? AND lease_token = ? AND state = 'running'

@@ -1,0 +1,3 @@
+-- The rows job_insert created: ids from the statement's first id up, carrying its marker.
+SELECT id, queue, unique_key FROM backlog_job FORCE INDEX (PRIMARY)
+WHERE id >= ? AND lease_token = ? ORDER BY id

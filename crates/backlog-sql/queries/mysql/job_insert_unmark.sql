@@ -1,0 +1,4 @@
+-- Clears job_insert's marker before the transaction commits, on the ids job_insert_created found
+-- (one ? each): an open range would take next-key locks up to the end of the table in a
+-- caller's REPEATABLE READ transaction, blocking every other producer until it commits.
+UPDATE backlog_job FORCE INDEX (PRIMARY) SET lease_token = NULL WHERE id IN (/*IDS*/)

@@ -1,0 +1,10 @@
+-- The rows job_prune_lock locked (one ? each); job_prune_delete removes them after.
+INSERT INTO backlog_job_archive
+    (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+     lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+     attempted_at, finished_at, cancel_requested_at)
+SELECT id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+       lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+       attempted_at, finished_at, cancel_requested_at
+FROM backlog_job FORCE INDEX (PRIMARY)
+WHERE id IN (/*IDS*/)

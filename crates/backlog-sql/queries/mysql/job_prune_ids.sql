@@ -1,0 +1,6 @@
+-- Candidates of one bounded batch, oldest first by id. Not a locking read: a sort under FOR UPDATE
+-- would lock every matching row before LIMIT applies; job_prune_lock locks the batch by id.
+SELECT id FROM backlog_job
+WHERE queue = ? AND state = ? AND finished_at < ?
+ORDER BY id
+LIMIT ?

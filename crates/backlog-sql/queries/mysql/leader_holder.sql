@@ -1,0 +1,2 @@
+-- Read in leader_elect's transaction: the caller leads if the row carries its holder and expiry.
+SELECT holder, term, expires_at FROM backlog_leader WHERE name = ?

@@ -1,0 +1,1 @@
+SELECT id FROM backlog_job WHERE queue = ? AND state = 'dead' ORDER BY id LIMIT ?

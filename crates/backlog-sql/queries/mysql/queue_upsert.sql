@@ -1,0 +1,9 @@
+-- VALUES(col) rather than MySQL 8's row alias, which MariaDB does not have.
+INSERT INTO backlog_queue (name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms,
+                           ordering, retention, concurrency, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON DUPLICATE KEY UPDATE
+    paused = VALUES(paused), max_attempts = VALUES(max_attempts),
+    backoff_base_ms = VALUES(backoff_base_ms), backoff_max_ms = VALUES(backoff_max_ms),
+    lease_ms = VALUES(lease_ms), ordering = VALUES(ordering), retention = VALUES(retention),
+    concurrency = VALUES(concurrency), updated_at = VALUES(updated_at)

@@ -1,0 +1,3 @@
+-- A no-op update rather than INSERT IGNORE, which would also swallow other errors.
+INSERT INTO backlog_subscription (topic, queue, created_at) VALUES (?, ?, ?)
+ON DUPLICATE KEY UPDATE topic = topic

@@ -1,0 +1,6 @@
+-- Casts: $3 may be NULL, and jsonb_build_object takes "any" so its arguments need a type.
+UPDATE backlog_job
+SET state = $1, run_at = $2, finished_at = $3::bigint, lease_token = NULL, lease_expires_at = NULL,
+    errors = errors || jsonb_build_array(
+        jsonb_build_object('attempt', attempt, 'at', $4::bigint, 'error', $5::text))
+WHERE id = $6 AND lease_token = $7 AND state = 'running'

@@ -1,0 +1,5 @@
+-- Back to available without consuming the attempt the claim counted.
+UPDATE backlog_job
+SET state = 'available', attempt = GREATEST(attempt - 1, 0), run_at = $1,
+    lease_token = NULL, lease_expires_at = NULL
+WHERE id = $2 AND lease_token = $3 AND state = 'running'

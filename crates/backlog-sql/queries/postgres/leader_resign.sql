@@ -1,0 +1,1 @@
+UPDATE backlog_leader SET expires_at = 0 WHERE name = $1 AND holder = $2

@@ -1,0 +1,1 @@
+SELECT queue FROM backlog_subscription WHERE topic = $1 ORDER BY queue

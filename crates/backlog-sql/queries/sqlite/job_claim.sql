@@ -1,0 +1,14 @@
+-- One statement: SQLite has a single writer, so the picked rows cannot be taken by anyone else.
+UPDATE backlog_job
+SET state = 'running', attempt = attempt + 1, lease_token = ?1, lease_owner = ?2,
+    lease_expires_at = ?3, attempted_at = ?4
+WHERE id IN (
+    SELECT id FROM backlog_job
+    WHERE queue = ?5 AND state = 'available' AND run_at <= ?4
+      AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND paused = 1)
+    ORDER BY /*ORDER*/
+    LIMIT ?7
+)
+RETURNING id, queue, kind, payload, priority, attempt, max_attempts, lease_token,
+          lease_expires_at, run_at, created_at

@@ -1,0 +1,2 @@
+SELECT id FROM backlog_job
+WHERE queue = ?1 AND unique_key = ?2 AND state IN ('available', 'running', 'held')

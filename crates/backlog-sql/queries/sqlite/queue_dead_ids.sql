@@ -1,0 +1,1 @@
+SELECT id FROM backlog_job WHERE queue = ?1 AND state = 'dead' ORDER BY id LIMIT ?2

@@ -1,0 +1,2 @@
+SELECT queue, SUM(CASE WHEN state IN ('available', 'running', 'held') THEN 1 ELSE 0 END) AS pending
+FROM backlog_job GROUP BY queue

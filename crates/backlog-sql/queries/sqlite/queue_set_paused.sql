@@ -1,0 +1,2 @@
+INSERT INTO backlog_queue (name, paused, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
+ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at

@@ -1,0 +1,8 @@
+INSERT INTO backlog_queue (name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms,
+                           ordering, retention, concurrency, created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
+ON CONFLICT (name) DO UPDATE SET
+    paused = excluded.paused, max_attempts = excluded.max_attempts,
+    backoff_base_ms = excluded.backoff_base_ms, backoff_max_ms = excluded.backoff_max_ms,
+    lease_ms = excluded.lease_ms, ordering = excluded.ordering, retention = excluded.retention,
+    concurrency = excluded.concurrency, updated_at = excluded.updated_at

@@ -1,0 +1,2 @@
+INSERT INTO backlog_subscription (topic, queue, created_at) VALUES (?1, ?2, ?3)
+ON CONFLICT (topic, queue) DO NOTHING

@@ -1,0 +1,1 @@
+DELETE FROM backlog_subscription WHERE topic = ?1 AND queue = ?2

@@ -1,0 +1,108 @@
+//! Enqueue logic shared by every backend: de-duplicating unique keys inside a batch, and
+//! resolving keys that were already taken to the existing job's id.
+
+use std::collections::HashMap;
+
+use backlog_core::{EnqueueOutcome, NewJob, Result};
+
+use crate::rows::unique_slot;
+
+/// Most rows in one INSERT statement (SQLite allows 32,766 bound values; 8 per row).
+pub(crate) const INSERT_CHUNK: usize = 1000;
+
+/// Rows of a batch with duplicate unique keys folded into their first occurrence.
+pub(crate) struct Deduped {
+    /// The rows to insert.
+    pub rows: Vec<NewJob>,
+    /// For each input job, the index of its row.
+    pub map: Vec<usize>,
+}
+
+impl Deduped {
+    pub fn new(jobs: Vec<NewJob>) -> Self {
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut rows = Vec::with_capacity(jobs.len());
+        let mut map = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            if let Some(key) = &job.unique_key {
+                let slot = unique_slot(job.queue.as_str(), key.as_str());
+                if let Some(&i) = seen.get(&slot) {
+                    map.push(i);
+                    continue;
+                }
+                seen.insert(slot, rows.len());
+            }
+            map.push(rows.len());
+            rows.push(job);
+        }
+        Deduped { rows, map }
+    }
+
+    /// The unique slot of each row, if it has a key.
+    pub fn slots(rows: &[NewJob]) -> Vec<Option<String>> {
+        rows.iter()
+            .map(|j| {
+                j.unique_key
+                    .as_ref()
+                    .map(|k| unique_slot(j.queue.as_str(), k.as_str()))
+            })
+            .collect()
+    }
+
+    /// Outcomes in input order from each row's (id, created).
+    pub fn outcomes(&self, per_row: &[(i64, bool)]) -> Vec<EnqueueOutcome> {
+        let mut first = vec![true; per_row.len()];
+        self.map
+            .iter()
+            .map(|&r| {
+                let (id, created) = per_row[r];
+                let out = EnqueueOutcome {
+                    id,
+                    created: created && first[r],
+                };
+                first[r] = false;
+                out
+            })
+            .collect()
+    }
+}
+
+/// What a backend does for [`resolve`].
+pub(crate) trait InsertOps {
+    /// Inserts rows (one statement per chunk); an id per row, `None` where the key was taken.
+    async fn insert(&mut self, rows: &[NewJob]) -> Result<Vec<Option<i64>>>;
+    /// The unfinished job holding this row's unique key, if any.
+    async fn find(&mut self, row: &NewJob) -> Result<Option<i64>>;
+}
+
+/// Inserts a de-duplicated batch and resolves rows whose unique key was taken: looks the existing
+/// job up, and inserts the row after all if that job finished in the meantime.
+pub(crate) async fn insert_all<O: InsertOps>(
+    ops: &mut O,
+    rows: &[NewJob],
+) -> Result<Vec<(i64, bool)>> {
+    let mut got = ops.insert(rows).await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        if let Some(id) = got[i].take() {
+            out.push((id, true));
+            continue;
+        }
+        let mut resolved = None;
+        for _ in 0..10 {
+            if let Some(id) = ops.find(row).await? {
+                resolved = Some((id, false));
+                break;
+            }
+            if let Some(Some(id)) = ops.insert(std::slice::from_ref(row)).await?.first() {
+                resolved = Some((*id, true));
+                break;
+            }
+        }
+        out.push(resolved.ok_or_else(|| backlog_core::Error::Database {
+            kind: backlog_core::DbErrorKind::SerializationFailure,
+            source: "unique key kept changing hands while enqueueing".into(),
+        })?);
+    }
+    Ok(out)
+}

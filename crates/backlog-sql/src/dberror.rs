@@ -1,0 +1,96 @@
+//! Driver errors translated, in one place, into backlog's error kinds.
+
+use backlog_core::{DbErrorKind, Error};
+
+/// Translates a sqlx error.
+pub(crate) fn db(err: sqlx::Error) -> Error {
+    let kind = classify(&err);
+    if let sqlx::Error::Database(e) = &err {
+        let code = e.code().unwrap_or_default();
+        let msg = e.message();
+        // undefined_table (PostgreSQL), ER_NO_SUCH_TABLE (MySQL), "no such table" (SQLite).
+        if code == "42P01" || code == "1146" || code == "42S02" || msg.contains("no such table") {
+            return Error::SchemaOutdated {
+                found: 0,
+                expected: crate::SCHEMA_VERSION,
+            };
+        }
+    }
+    Error::Database {
+        kind,
+        source: Box::new(err),
+    }
+}
+
+fn classify(err: &sqlx::Error) -> DbErrorKind {
+    match err {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::Protocol(_) => DbErrorKind::ConnectionLost,
+        sqlx::Error::Database(e) => {
+            let code = e.code().unwrap_or_default();
+            match &*code {
+                // PostgreSQL SQLSTATEs.
+                "40P01" => DbErrorKind::Deadlock,
+                "40001" => DbErrorKind::SerializationFailure,
+                "55P03" | "57014" => DbErrorKind::LockTimeout,
+                "57P01" | "57P02" | "57P03" | "08000" | "08003" | "08006" => {
+                    DbErrorKind::ConnectionLost
+                }
+                // MySQL / MariaDB error numbers (sqlx reports the SQLSTATE for some).
+                "1213" => DbErrorKind::Deadlock,
+                "1205" | "3572" => DbErrorKind::LockTimeout,
+                // SQLite: SQLITE_BUSY and SQLITE_LOCKED with their extended codes.
+                "5" | "6" | "261" | "517" | "262" => DbErrorKind::LockTimeout,
+                _ => match e.kind() {
+                    sqlx::error::ErrorKind::UniqueViolation => DbErrorKind::UniqueViolation,
+                    sqlx::error::ErrorKind::CheckViolation
+                    | sqlx::error::ErrorKind::NotNullViolation
+                    | sqlx::error::ErrorKind::ForeignKeyViolation => {
+                        DbErrorKind::ConstraintViolation
+                    }
+                    _ => {
+                        let msg = e.message();
+                        if msg.contains("Deadlock found") {
+                            DbErrorKind::Deadlock
+                        } else if msg.contains("Lock wait timeout") || msg.contains("locked") {
+                            DbErrorKind::LockTimeout
+                        } else {
+                            DbErrorKind::Other
+                        }
+                    }
+                },
+            }
+        }
+        _ => DbErrorKind::Other,
+    }
+}
+
+/// Extension to translate sqlx results.
+pub(crate) trait DbResultExt<T> {
+    /// Maps the error with [`db`].
+    fn db(self) -> Result<T, Error>;
+}
+
+impl<T> DbResultExt<T> for Result<T, sqlx::Error> {
+    fn db(self) -> Result<T, Error> {
+        self.map_err(db)
+    }
+}
+
+/// Translates a connection failure, naming the (redacted) URL.
+pub(crate) fn connect_error(url: &str, err: sqlx::Error) -> Error {
+    match err {
+        sqlx::Error::Configuration(e) => Error::DatabaseUrlInvalid {
+            url: crate::redact_url(url),
+            reason: e.to_string(),
+        },
+        other => Error::Database {
+            kind: DbErrorKind::ConnectionLost,
+            source: format!("cannot connect to {}: {other}", crate::redact_url(url)).into(),
+        },
+    }
+}

@@ -1,0 +1,128 @@
+//! The database backends of backlog: SQLite (embedded default), PostgreSQL, and MySQL 8 / MariaDB.
+//!
+//! Map:
+//! - [`connect`] reads a URL (`sqlite://PATH`, `postgres://…`, `mysql://…`) and returns the
+//!   matching [`Backend`](backlog_core::Backend).
+//! - [`SqliteBackend`], [`PgBackend`], [`MySqlBackend`]: one implementation of the seam each, with
+//!   their SQL in `queries/<dialect>/*.sql` and migrations in `migrations/<dialect>/`.
+//! - [`BackendConfig`]: pool sizing.
+
+mod batch;
+mod dberror;
+mod mysql;
+mod postgres;
+mod rows;
+mod shared;
+mod sqlite;
+mod sqltext;
+mod tx;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use backlog_core::{Backend, Error, Result};
+
+pub use mysql::MySqlBackend;
+pub use postgres::PgBackend;
+pub use sqlite::SqliteBackend;
+pub use tx::{JobConnection, JobTx, SqlBackend};
+
+/// The schema version this build creates and expects.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// Connection pool settings.
+#[derive(Debug, Clone)]
+pub struct BackendConfig {
+    /// Most connections open at once (SQLite always uses one writer connection).
+    pub max_connections: u32,
+    /// How long to wait for a connection before giving up.
+    pub acquire_timeout: Duration,
+}
+
+impl Default for BackendConfig {
+    fn default() -> Self {
+        BackendConfig {
+            max_connections: 16,
+            acquire_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Which engine a URL names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlScheme {
+    /// `sqlite://PATH`.
+    Sqlite,
+    /// `postgres://…` or `postgresql://…`.
+    Postgres,
+    /// `mysql://…` or `mariadb://…`.
+    MySql,
+}
+
+/// Reads the scheme of a database URL.
+pub fn url_scheme(url: &str) -> Result<UrlScheme> {
+    let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or("");
+    match scheme {
+        "sqlite" => Ok(UrlScheme::Sqlite),
+        "postgres" | "postgresql" => Ok(UrlScheme::Postgres),
+        "mysql" | "mariadb" => Ok(UrlScheme::MySql),
+        _ => Err(Error::DatabaseUrlInvalid {
+            url: redact_url(url),
+            reason: "expected sqlite://PATH, postgres://… or mysql://…".into(),
+        }),
+    }
+}
+
+/// The URL with its password replaced by `***`, for messages (also when the URL does not parse).
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+/// Opens the backend a URL names. The schema is not touched: call `migrate` for that.
+///
+/// # Example
+/// ```no_run
+/// # async fn f() -> backlog_core::Result<()> {
+/// let backend = backlog_sql::connect("sqlite://backlog.db", &Default::default()).await?;
+/// backend.migrate().await?;
+/// # Ok(()) }
+/// ```
+pub async fn connect(url: &str, config: &BackendConfig) -> Result<Arc<dyn Backend>> {
+    Ok(match url_scheme(url)? {
+        UrlScheme::Sqlite => Arc::new(SqliteBackend::connect(url, config).await?),
+        UrlScheme::Postgres => Arc::new(PgBackend::connect(url, config).await?),
+        UrlScheme::MySql => Arc::new(MySqlBackend::connect(url, config).await?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            redact_url("postgres://u:secret@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(
+            redact_url("postgres://u:secret@h:xx/db?x=1"),
+            "postgres://u:***@h:xx/db?x=1"
+        );
+        assert_eq!(redact_url("mysql://root@h/db"), "mysql://root@h/db");
+        assert_eq!(redact_url("sqlite://backlog.db"), "sqlite://backlog.db");
+        assert!(url_scheme("oracle://x").is_err());
+        assert_eq!(url_scheme("postgresql://x").unwrap(), UrlScheme::Postgres);
+    }
+}

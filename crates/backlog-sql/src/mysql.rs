@@ -1,0 +1,1024 @@
+//! MySQL 8 and MariaDB 10.6+, written to their common subset. Claims are `SELECT … FOR UPDATE
+//! SKIP LOCKED` then `UPDATE` in one transaction (no `UPDATE … RETURNING`); sessions run at READ
+//! COMMITTED so claimers and producers take no gap locks; transaction claim mode holds a job's
+//! row lock in an open transaction.
+
+use std::str::FromStr;
+
+use async_trait::async_trait;
+use backlog_core::{
+    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CronFireParams, DbErrorKind,
+    EnqueueOutcome, Error, Job, JobClaimParams, JobCompleteParams, JobFailParams,
+    JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
+    JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName,
+    QueueRedriveParams, QueueSettings, QueueStats, Result, Retention, TxClaim,
+};
+use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlPoolOptions};
+use sqlx::query::Query;
+use sqlx::{AssertSqlSafe, Connection, MySql, MySqlConnection, MySqlPool, Row, Transaction};
+
+use crate::batch::{self, Deduped, INSERT_CHUNK};
+use crate::dberror::{DbResultExt, connect_error};
+use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, unique_slot};
+use crate::sqltext::{Migration, Ordered, question_list, question_rows, split_statements};
+use crate::{BackendConfig, shared};
+
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sql: include_str!("../migrations/mysql/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "runtime",
+        sql: include_str!("../migrations/mysql/0002_runtime.sql"),
+    },
+];
+
+macro_rules! q {
+    ($name:literal) => {
+        include_str!(concat!("../queries/mysql/", $name, ".sql"))
+    };
+}
+
+/// Retries of an operation chosen as a deadlock victim before the error is returned.
+const DEADLOCK_RETRIES: u64 = 10;
+
+type MyQuery = Query<'static, MySql, MySqlArguments>;
+
+/// `sql` with `/*IDS*/` (or another marker) replaced by one `?` per value.
+fn with_list(sql: &str, marker: &str, n: usize) -> AssertSqlSafe<String> {
+    AssertSqlSafe(sql.replace(marker, &question_list(n)))
+}
+
+/// The MySQL / MariaDB backend.
+#[derive(Debug, Clone)]
+pub struct MySqlBackend {
+    pool: MySqlPool,
+    claim: Ordered,
+    claim_token: Ordered,
+    /// `Some(step)` when the ids of one multi-row INSERT are consecutive (auto-increment lock
+    /// mode 0 or 1), `step` apart; `None` when they may interleave with other sessions' ids.
+    id_step: Option<i64>,
+}
+
+impl MySqlBackend {
+    /// Connects to the database a `mysql://…` (or `mariadb://…`) URL names.
+    pub async fn connect(url: &str, config: &BackendConfig) -> Result<Self> {
+        // The driver reads `mariadb://` URLs too: it does not look at the scheme.
+        let opts = MySqlConnectOptions::from_str(url).map_err(|e| connect_error(url, e))?;
+        // One direct connection first: an unreachable server or bad credentials fail at once
+        // instead of after the pool's acquire timeout.
+        let first = MySqlConnection::connect_with(&opts)
+            .await
+            .map_err(|e| connect_error(url, e))?;
+        first.close().await.ok();
+        let pool = MySqlPoolOptions::new()
+            .max_connections(config.max_connections)
+            .acquire_timeout(config.acquire_timeout)
+            .after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    // READ COMMITTED: no gap locks between claimers and producers.
+                    sqlx::raw_sql("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .connect_with(opts)
+            .await
+            .map_err(|e| connect_error(url, e))?;
+        let mut backend = Self::from_pool(pool);
+        let (mode, step): (i64, i64) = sqlx::query_as(
+            "SELECT CAST(@@innodb_autoinc_lock_mode AS SIGNED), \
+             CAST(@@auto_increment_increment AS SIGNED)",
+        )
+        .fetch_one(&backend.pool)
+        .await
+        .map_err(|e| connect_error(url, e))?;
+        backend.id_step = (mode == 0 || mode == 1).then_some(step.max(1));
+        Ok(backend)
+    }
+
+    /// Uses an existing pool (the caller's own sqlx pool). Its sessions should run at READ
+    /// COMMITTED, as [`connect`](Self::connect) sets up; ids of a batch are read back by marker.
+    pub fn from_pool(pool: MySqlPool) -> Self {
+        MySqlBackend {
+            pool,
+            claim: Ordered::new(q!("job_claim")),
+            claim_token: Ordered::new(q!("job_claim_token")),
+            id_step: None,
+        }
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &MySqlPool {
+        &self.pool
+    }
+
+    /// One claim attempt in its own transaction.
+    async fn claim_once(&self, p: &JobClaimParams) -> Result<Vec<ClaimedJob>> {
+        match p.strategy {
+            ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => {
+                let mut tx = self.pool.begin().await.db()?;
+                let jobs = claim_on(&mut tx, self.claim.get(p.order), p, p.limit).await?;
+                tx.commit().await.db()?;
+                Ok(jobs)
+            }
+            ClaimStrategy::ClaimToken => {
+                let token = shared::new_token();
+                let expires = p.now + p.lease.as_micros() as i64;
+                let kinds = shared::kinds_json(&p.kinds);
+                let mut tx = self.pool.begin().await.db()?;
+                let q = sqlx::query(AssertSqlSafe(self.claim_token.get(p.order).to_owned()))
+                    .bind(token)
+                    .bind(p.owner.clone())
+                    .bind(expires)
+                    .bind(p.now);
+                let res = bind_claim_filter(q, p, &kinds, p.limit)
+                    .execute(&mut *tx)
+                    .await
+                    .db()?;
+                if res.rows_affected() == 0 {
+                    tx.commit().await.db()?;
+                    return Ok(vec![]);
+                }
+                let rows = sqlx::query(q!("job_select_token"))
+                    .bind(expires)
+                    .bind(token)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .db()?;
+                tx.commit().await.db()?;
+                let mut jobs = rows
+                    .iter()
+                    .map(|r| Ok(claimed_from_row!(r)))
+                    .collect::<Result<Vec<_>>>()?;
+                crate::rows::sort_claimed(&mut jobs, p.order);
+                Ok(jobs)
+            }
+        }
+    }
+
+    /// Migrations missing from `backlog_migration`, applied statement by statement on `conn`
+    /// (which holds the migration lock). MySQL commits each DDL statement by itself.
+    async fn migrate_on(conn: &mut MySqlConnection) -> Result<Vec<i64>> {
+        sqlx::raw_sql(
+            "CREATE TABLE IF NOT EXISTS backlog_migration (version BIGINT PRIMARY KEY, \
+             name VARCHAR(64) NOT NULL, applied_at BIGINT NOT NULL)",
+        )
+        .execute(&mut *conn)
+        .await
+        .db()?;
+        let done: Vec<i64> = sqlx::query_scalar("SELECT version FROM backlog_migration")
+            .fetch_all(&mut *conn)
+            .await
+            .db()?;
+        let mut applied = vec![];
+        for m in MIGRATIONS.iter().filter(|m| !done.contains(&m.version)) {
+            for stmt in split_statements(m.sql) {
+                sqlx::raw_sql(AssertSqlSafe(stmt))
+                    .execute(&mut *conn)
+                    .await
+                    .db()?;
+            }
+            sqlx::query(
+                "INSERT INTO backlog_migration (version, name, applied_at) VALUES (?, ?, ?)",
+            )
+            .bind(m.version)
+            .bind(m.name)
+            .bind(backlog_core::now_micros())
+            .execute(&mut *conn)
+            .await
+            .db()?;
+            applied.push(m.version);
+        }
+        Ok(applied)
+    }
+}
+
+/// Runs `op` again when InnoDB chose it as a deadlock victim: the whole transaction was rolled
+/// back, so nothing of it took effect. Claimers, completers and producers that touch the same
+/// rows in different orders can always deadlock in InnoDB; callers should not see it.
+async fn retry_deadlock<T, F, Fut>(mut op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut tries = 0u64;
+    loop {
+        match op().await {
+            Err(Error::Database {
+                kind: DbErrorKind::Deadlock | DbErrorKind::SerializationFailure,
+                ..
+            }) if tries < DEADLOCK_RETRIES => {
+                tries += 1;
+                let jitter = rand::random::<u64>() % (5 * tries);
+                tokio::time::sleep(std::time::Duration::from_millis(1 + jitter)).await;
+            }
+            r => return r,
+        }
+    }
+}
+
+/// The claim's WHERE values, in the order job_claim and job_claim_token take them.
+fn bind_claim_filter(
+    q: MyQuery,
+    p: &JobClaimParams,
+    kinds: &Option<String>,
+    limit: u32,
+) -> MyQuery {
+    q.bind(p.queue.as_str().to_owned())
+        .bind(p.now)
+        .bind(kinds.clone())
+        .bind(kinds.clone())
+        .bind(p.queue.as_str().to_owned())
+        .bind(limit as i64)
+}
+
+/// Locks up to `limit` claimable jobs (SKIP LOCKED) and marks them running, on a connection
+/// inside a transaction.
+async fn claim_on(
+    conn: &mut MySqlConnection,
+    sql: &str,
+    p: &JobClaimParams,
+    limit: u32,
+) -> Result<Vec<ClaimedJob>> {
+    let token = shared::new_token();
+    let expires = p.now + p.lease.as_micros() as i64;
+    let kinds = shared::kinds_json(&p.kinds);
+    let q = sqlx::query(AssertSqlSafe(sql.to_owned()))
+        .bind(token)
+        .bind(expires);
+    let rows = bind_claim_filter(q, p, &kinds, limit)
+        .fetch_all(&mut *conn)
+        .await
+        .db()?;
+    let jobs = rows
+        .iter()
+        .map(|r| Ok(claimed_from_row!(r)))
+        .collect::<Result<Vec<_>>>()?;
+    if jobs.is_empty() {
+        return Ok(jobs);
+    }
+    let mut q = sqlx::query(with_list(q!("job_claim_update"), "/*IDS*/", jobs.len()))
+        .bind(token)
+        .bind(p.owner.clone())
+        .bind(expires)
+        .bind(p.now);
+    for j in &jobs {
+        q = q.bind(j.id);
+    }
+    q.execute(&mut *conn).await.db()?;
+    Ok(jobs)
+}
+
+/// Completes the jobs whose token is current, on a connection inside a transaction.
+async fn complete_on(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Result<Vec<JobRef>> {
+    if p.jobs.is_empty() {
+        return Ok(vec![]);
+    }
+    let mut q = sqlx::query(with_list(q!("job_complete_lock"), "/*IDS*/", p.jobs.len()));
+    for j in &p.jobs {
+        q = q.bind(j.id);
+    }
+    let locked = q.fetch_all(&mut *conn).await.db()?;
+    let mut ids = Vec::with_capacity(locked.len());
+    for r in &locked {
+        let id: i64 = r.try_get("id").db()?;
+        let token: Option<i64> = r.try_get("lease_token").db()?;
+        let state: String = r.try_get("state").db()?;
+        let current = p.jobs.iter().any(|j| j.id == id && Some(j.token) == token);
+        if state == "running" && current {
+            ids.push(id);
+        }
+    }
+    if ids.is_empty() {
+        return Ok(vec![]);
+    }
+    let by_ids = |q: MyQuery| ids.iter().fold(q, |q, id| q.bind(*id));
+    let delete = || {
+        by_ids(sqlx::query(with_list(
+            q!("job_complete_delete"),
+            "/*IDS*/",
+            ids.len(),
+        )))
+    };
+    match p.retention {
+        Retention::Delete => {
+            delete().execute(&mut *conn).await.db()?;
+        }
+        Retention::Keep => {
+            let sql = with_list(q!("job_complete_keep"), "/*IDS*/", ids.len());
+            by_ids(sqlx::query(sql).bind(p.now))
+                .execute(&mut *conn)
+                .await
+                .db()?;
+        }
+        Retention::Archive => {
+            let sql = with_list(q!("job_complete_archive"), "/*IDS*/", ids.len());
+            by_ids(sqlx::query(sql).bind(p.now))
+                .execute(&mut *conn)
+                .await
+                .db()?;
+            delete().execute(&mut *conn).await.db()?;
+        }
+    }
+    Ok(shared::refs_with_ids(&p.jobs, &ids))
+}
+
+/// Records a failure; the number of rows changed (0: the lease is gone).
+async fn fail_on(conn: &mut MySqlConnection, p: &JobFailParams) -> Result<u64> {
+    let (state, run_at, finished) = shared::fail_target(p);
+    let res = sqlx::query(q!("job_fail"))
+        .bind(p.now)
+        .bind(p.error.clone())
+        .bind(state)
+        .bind(run_at)
+        .bind(finished)
+        .bind(p.job.id)
+        .bind(p.job.token)
+        .execute(&mut *conn)
+        .await
+        .db()?;
+    Ok(res.rows_affected())
+}
+
+/// Deletes (or archives, then deletes) one bounded batch of finished jobs, on a connection inside
+/// a transaction; the number removed.
+async fn prune_on(conn: &mut MySqlConnection, p: &JobPruneParams) -> Result<u64> {
+    let candidates: Vec<i64> = sqlx::query_scalar(q!("job_prune_ids"))
+        .bind(p.queue.as_str())
+        .bind(p.state.as_str())
+        .bind(p.finished_before)
+        .bind(p.limit as i64)
+        .fetch_all(&mut *conn)
+        .await
+        .db()?;
+    if candidates.is_empty() {
+        return Ok(0);
+    }
+    let sql = with_list(q!("job_prune_lock"), "/*IDS*/", candidates.len());
+    let lock = candidates
+        .iter()
+        .fold(sqlx::query_scalar(sql), |q, id| q.bind(*id));
+    let ids: Vec<i64> = lock
+        .bind(p.state.as_str())
+        .fetch_all(&mut *conn)
+        .await
+        .db()?;
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let by_ids = |sql: &str| {
+        let sql = with_list(sql, "/*IDS*/", ids.len());
+        ids.iter().fold(sqlx::query(sql), |q, id| q.bind(*id))
+    };
+    if p.archive {
+        by_ids(q!("job_prune_archive"))
+            .execute(&mut *conn)
+            .await
+            .db()?;
+    }
+    let res = by_ids(q!("job_prune_delete"))
+        .execute(&mut *conn)
+        .await
+        .db()?;
+    Ok(res.rows_affected())
+}
+
+struct Inserter<'c> {
+    conn: &'c mut MySqlConnection,
+    now: i64,
+    id_step: Option<i64>,
+}
+
+impl batch::InsertOps for Inserter<'_> {
+    async fn insert(&mut self, rows: &[NewJob]) -> Result<Vec<Option<i64>>> {
+        let conn = &mut *self.conn;
+        let mut out = Vec::with_capacity(rows.len());
+        for chunk in rows.chunks(INSERT_CHUNK) {
+            // Without unique keys every row is inserted; with consecutive ids the first is enough.
+            let step = self
+                .id_step
+                .filter(|_| chunk.iter().all(|j| j.unique_key.is_none()));
+            let marker = step.is_none().then(shared::new_token);
+            let sql = q!("job_insert").replace("/*ROWS*/", &question_rows(chunk.len(), 9));
+            let mut query = sqlx::query(AssertSqlSafe(sql));
+            for j in chunk {
+                query = query
+                    .bind(j.queue.as_str().to_owned())
+                    .bind(j.kind.as_ref().map(|k| k.as_str().to_owned()))
+                    .bind(j.payload.as_str().to_owned())
+                    .bind(j.priority)
+                    .bind(j.run_at.unwrap_or(self.now))
+                    .bind(j.max_attempts)
+                    .bind(j.unique_key.as_ref().map(|k| k.as_str().to_owned()))
+                    .bind(self.now)
+                    .bind(marker);
+            }
+            let res = query.execute(&mut *conn).await.db()?;
+            let first = res.last_insert_id() as i64;
+            let (Some(marker), None) = (marker, step) else {
+                let step = step.expect("no marker means consecutive ids");
+                out.extend((0..chunk.len() as i64).map(|i| Some(first + i * step)));
+                continue;
+            };
+            let mut created = vec![];
+            if res.rows_affected() > 0 {
+                let found = sqlx::query(q!("job_insert_created"))
+                    .bind(first)
+                    .bind(marker)
+                    .fetch_all(&mut *conn)
+                    .await
+                    .db()?;
+                created = found
+                    .iter()
+                    .map(|r| {
+                        let id: i64 = r.try_get("id")?;
+                        let queue: String = r.try_get("queue")?;
+                        let key: Option<String> = r.try_get("unique_key")?;
+                        Ok((id, key.map(|k| unique_slot(&queue, &k))))
+                    })
+                    .collect::<Result<_, sqlx::Error>>()
+                    .db()?;
+                if !created.is_empty() {
+                    let sql = with_list(q!("job_insert_unmark"), "/*IDS*/", created.len());
+                    let unmark = created
+                        .iter()
+                        .fold(sqlx::query(sql), |q, (id, _)| q.bind(*id));
+                    unmark.execute(&mut *conn).await.db()?;
+                }
+            }
+            out.extend(assign_ids(&created, &Deduped::slots(chunk)));
+        }
+        Ok(out)
+    }
+
+    async fn find(&mut self, job: &NewJob) -> Result<Option<i64>> {
+        let Some(key) = &job.unique_key else {
+            return Ok(None);
+        };
+        sqlx::query_scalar(q!("job_find_unique"))
+            .bind(job.queue.as_str().to_owned())
+            .bind(key.as_str().to_owned())
+            .fetch_optional(&mut *self.conn)
+            .await
+            .db()
+    }
+}
+
+/// A job claimed in transaction claim mode: the transaction holds its row lock.
+struct MySqlTxClaim {
+    tx: Transaction<'static, MySql>,
+    job: ClaimedJob,
+}
+
+#[async_trait]
+impl TxClaim for MySqlTxClaim {
+    fn job(&self) -> &ClaimedJob {
+        &self.job
+    }
+
+    async fn complete(self: Box<Self>, now: i64, retention: Retention) -> Result<()> {
+        let MySqlTxClaim { mut tx, job } = *self;
+        let p = JobCompleteParams {
+            jobs: vec![job.job_ref()],
+            now,
+            retention,
+        };
+        let done = complete_on(&mut tx, &p).await?;
+        if done.is_empty() {
+            tx.rollback().await.db()?;
+            return Err(Error::LeaseLost { job_id: job.id });
+        }
+        tx.commit().await.db()
+    }
+
+    async fn fail(self: Box<Self>, now: i64, error: String, retry_at: Option<i64>) -> Result<()> {
+        let MySqlTxClaim { mut tx, job } = *self;
+        let p = JobFailParams {
+            job: job.job_ref(),
+            now,
+            error,
+            retry_at,
+            cancelled: false,
+        };
+        if fail_on(&mut tx, &p).await? == 0 {
+            tx.rollback().await.db()?;
+            return Err(Error::LeaseLost { job_id: job.id });
+        }
+        tx.commit().await.db()
+    }
+
+    async fn rollback(self: Box<Self>) -> Result<()> {
+        self.tx.rollback().await.db()
+    }
+}
+
+#[async_trait]
+impl Backend for MySqlBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            skip_locked: true,
+            update_returning: false,
+            single_writer: false,
+            row_locks: true,
+            listen_notify: false,
+        }
+    }
+
+    async fn migrate(&self) -> Result<MigrateReport> {
+        let mut conn = self.pool.acquire().await.db()?;
+        // A named lock serialises migrators across processes. Lock names are capped at 64
+        // characters in MySQL; two databases sharing a long prefix merely take turns.
+        let got: Option<i64> = sqlx::query_scalar(
+            "SELECT GET_LOCK(CONCAT('backlog_migrate:', LEFT(DATABASE(), 48)), 60)",
+        )
+        .fetch_one(&mut *conn)
+        .await
+        .db()?;
+        if got != Some(1) {
+            return Err(Error::Database {
+                kind: DbErrorKind::LockTimeout,
+                source: "timed out waiting for the migration lock (GET_LOCK)".into(),
+            });
+        }
+        let applied = Self::migrate_on(&mut conn).await;
+        let released =
+            sqlx::query("SELECT RELEASE_LOCK(CONCAT('backlog_migrate:', LEFT(DATABASE(), 48)))")
+                .execute(&mut *conn)
+                .await
+                .db();
+        let applied = applied?;
+        released?;
+        Ok(MigrateReport {
+            applied,
+            current: crate::SCHEMA_VERSION,
+        })
+    }
+
+    async fn job_insert(&self, params: JobInsertParams) -> Result<Vec<EnqueueOutcome>> {
+        let dedup = Deduped::new(params.jobs);
+        let per_row = retry_deadlock(|| async {
+            let mut tx = self.pool.begin().await.db()?;
+            let mut ins = Inserter {
+                conn: &mut tx,
+                now: params.now,
+                id_step: self.id_step,
+            };
+            let per_row = batch::insert_all(&mut ins, &dedup.rows).await?;
+            tx.commit().await.db()?;
+            Ok(per_row)
+        })
+        .await?;
+        Ok(dedup.outcomes(&per_row))
+    }
+
+    async fn job_claim(&self, p: &JobClaimParams) -> Result<Vec<ClaimedJob>> {
+        retry_deadlock(|| self.claim_once(p)).await
+    }
+
+    async fn job_claim_tx(&self, p: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>> {
+        let mut tx = self.pool.begin().await.db()?;
+        let mut jobs = claim_on(&mut tx, self.claim.get(p.order), p, 1).await?;
+        match jobs.pop() {
+            Some(job) => Ok(Some(Box::new(MySqlTxClaim { tx, job }))),
+            None => {
+                tx.commit().await.db()?;
+                Ok(None)
+            }
+        }
+    }
+
+    async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {
+        retry_deadlock(|| async {
+            let mut tx = self.pool.begin().await.db()?;
+            let done = complete_on(&mut tx, &p).await?;
+            tx.commit().await.db()?;
+            Ok(done)
+        })
+        .await
+    }
+
+    async fn job_fail(&self, p: JobFailParams) -> Result<()> {
+        let mut conn = self.pool.acquire().await.db()?;
+        let n = fail_on(&mut conn, &p).await?;
+        shared::fenced(n, p.job.id)
+    }
+
+    async fn job_release(&self, p: JobReleaseParams) -> Result<()> {
+        let res = sqlx::query(q!("job_release"))
+            .bind(p.run_at)
+            .bind(p.job.id)
+            .bind(p.job.token)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        shared::fenced(res.rows_affected(), p.job.id)
+    }
+
+    async fn job_heartbeat(&self, p: JobHeartbeatParams) -> Result<bool> {
+        let mut conn = self.pool.acquire().await.db()?;
+        let res = sqlx::query(q!("job_heartbeat"))
+            .bind(p.lease_expires_at)
+            .bind(p.job.id)
+            .bind(p.job.token)
+            .execute(&mut *conn)
+            .await
+            .db()?;
+        shared::fenced(res.rows_affected(), p.job.id)?;
+        let flag: Option<i64> = sqlx::query_scalar(q!("job_heartbeat_cancel"))
+            .bind(p.job.id)
+            .bind(p.job.token)
+            .fetch_optional(&mut *conn)
+            .await
+            .db()?;
+        let flag = flag.ok_or(Error::LeaseLost { job_id: p.job.id })?;
+        Ok(flag != 0)
+    }
+
+    async fn job_progress(&self, p: JobProgressParams) -> Result<()> {
+        let res = sqlx::query(q!("job_progress"))
+            .bind(p.progress)
+            .bind(p.result)
+            .bind(p.job.id)
+            .bind(p.job.token)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        shared::fenced(res.rows_affected(), p.job.id)
+    }
+
+    async fn job_cancel_request(&self, id: i64, now: i64) -> Result<Job> {
+        let res = sqlx::query(q!("job_cancel_request"))
+            .bind(now)
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        let job = self.job_get(id).await?;
+        shared::admin_result(id, AdminAction::Cancel, res.rows_affected(), job)
+    }
+
+    async fn job_prune(&self, p: JobPruneParams) -> Result<u64> {
+        retry_deadlock(|| async {
+            let mut tx = self.pool.begin().await.db()?;
+            let n = prune_on(&mut tx, &p).await?;
+            tx.commit().await.db()?;
+            Ok(n)
+        })
+        .await
+    }
+
+    async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {
+        retry_deadlock(|| async {
+            let mut tx = self.pool.begin().await.db()?;
+            sqlx::query(q!("leader_elect"))
+                .bind(p.name.as_str())
+                .bind(p.holder.as_str())
+                .bind(p.expires_at)
+                .bind(p.now)
+                .bind(p.now)
+                .bind(p.now)
+                .execute(&mut *tx)
+                .await
+                .db()?;
+            // Our upsert keeps the row locked, so this reads what it left.
+            let (holder, term, expires_at): (String, i64, i64) =
+                sqlx::query_as(q!("leader_holder"))
+                    .bind(p.name.as_str())
+                    .fetch_one(&mut *tx)
+                    .await
+                    .db()?;
+            tx.commit().await.db()?;
+            Ok((holder == p.holder && expires_at == p.expires_at).then_some(term))
+        })
+        .await
+    }
+
+    async fn leader_resign(&self, name: &str, holder: &str) -> Result<()> {
+        sqlx::query(q!("leader_resign"))
+            .bind(name)
+            .bind(holder)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn cron_fire(&self, p: CronFireParams) -> Result<Option<EnqueueOutcome>> {
+        let dedup = Deduped::new(vec![p.job.clone()]);
+        let per_row = retry_deadlock(|| async {
+            let mut tx = self.pool.begin().await.db()?;
+            sqlx::query(q!("cron_ensure"))
+                .bind(p.name.as_str())
+                .bind(i64::MIN)
+                .execute(&mut *tx)
+                .await
+                .db()?;
+            let res = sqlx::query(q!("cron_advance"))
+                .bind(p.tick)
+                .bind(p.name.as_str())
+                .bind(p.tick)
+                .execute(&mut *tx)
+                .await
+                .db()?;
+            if res.rows_affected() == 0 {
+                tx.rollback().await.db()?;
+                return Ok(None); // already fired
+            }
+            let mut ins = Inserter {
+                conn: &mut tx,
+                now: p.now,
+                id_step: self.id_step,
+            };
+            let per_row = batch::insert_all(&mut ins, &dedup.rows).await?;
+            tx.commit().await.db()?;
+            Ok(Some(per_row))
+        })
+        .await?;
+        Ok(per_row.and_then(|r| dedup.outcomes(&r).pop()))
+    }
+
+    async fn topic_subscribe(
+        &self,
+        topic: &QueueName,
+        queue: &QueueName,
+        subscribe: bool,
+        now: i64,
+    ) -> Result<()> {
+        let q = if subscribe {
+            sqlx::query(q!("topic_subscribe"))
+                .bind(topic.as_str())
+                .bind(queue.as_str())
+                .bind(now)
+        } else {
+            sqlx::query(q!("topic_unsubscribe"))
+                .bind(topic.as_str())
+                .bind(queue.as_str())
+        };
+        q.execute(&self.pool).await.db()?;
+        Ok(())
+    }
+
+    async fn topic_subscribers(&self, topic: &QueueName) -> Result<Vec<QueueName>> {
+        let names: Vec<String> = sqlx::query_scalar(q!("topic_subscribers"))
+            .bind(topic.as_str())
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        names.into_iter().map(QueueName::new).collect()
+    }
+
+    async fn job_rescue(&self, p: JobRescueParams) -> Result<u64> {
+        let res = sqlx::query(q!("job_rescue"))
+            .bind(p.now)
+            .bind(p.now)
+            .bind(p.now)
+            .bind(p.now)
+            .bind(p.limit as i64)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(res.rows_affected())
+    }
+
+    async fn job_get(&self, id: i64) -> Result<Option<Job>> {
+        let mut row = sqlx::query(q!("job_get"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .db()?;
+        if row.is_none() {
+            row = sqlx::query(q!("job_get_archived"))
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .db()?;
+        }
+        row.map(|r| Ok(job_from_row!(&r))).transpose()
+    }
+
+    async fn job_list(&self, p: JobListParams) -> Result<Vec<Job>> {
+        let (state, mode) = shared::state_filter(p.state);
+        let queue = p.queue.as_ref().map(|q| q.as_str().to_owned());
+        let rows = sqlx::query(q!("job_list"))
+            .bind(queue.clone())
+            .bind(queue)
+            .bind(state)
+            .bind(state)
+            .bind(p.after_id)
+            .bind(mode)
+            .bind(mode)
+            .bind(p.now)
+            .bind(mode)
+            .bind(p.now)
+            .bind(mode)
+            .bind(p.now)
+            .bind(p.limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        rows.iter().map(|r| Ok(job_from_row!(r))).collect()
+    }
+
+    async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job> {
+        let t = shared::admin_target(action, now);
+        let res = sqlx::query(q!("job_admin"))
+            .bind(t.to)
+            .bind(t.run_at)
+            .bind(t.reset_attempts)
+            .bind(t.finished_at)
+            .bind(id)
+            .bind(t.from[0])
+            .bind(t.from[1])
+            .bind(t.from[2])
+            .execute(&self.pool)
+            .await
+            .db()?;
+        let job = self.job_get(id).await?;
+        shared::admin_result(id, action, res.rows_affected(), job)
+    }
+
+    async fn job_count_pending(&self, queues: &[QueueName]) -> Result<i64> {
+        if queues.is_empty() {
+            return Ok(0);
+        }
+        let sql = with_list(q!("job_count_pending"), "/*QUEUES*/", queues.len());
+        let q = queues.iter().fold(sqlx::query_scalar(sql), |q, name| {
+            q.bind(name.as_str().to_owned())
+        });
+        q.fetch_one(&self.pool).await.db()
+    }
+
+    async fn queue_redrive(&self, p: QueueRedriveParams) -> Result<u64> {
+        let ids: Vec<i64> = sqlx::query_scalar(q!("queue_dead_ids"))
+            .bind(p.queue.as_str())
+            .bind(p.limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let sql = with_list(q!("queue_redrive"), "/*IDS*/", ids.len());
+        let q = ids
+            .iter()
+            .fold(sqlx::query(sql).bind(p.now), |q, id| q.bind(*id));
+        match q.execute(&self.pool).await.db() {
+            Ok(r) => Ok(r.rows_affected()),
+            // Another job holds one of the unique keys: move the others one at a time.
+            Err(e) if shared::is_unique_violation(&e) => {
+                shared::redrive_one_by_one(self, &ids, p.now).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn queue_get(&self, name: &QueueName) -> Result<Option<QueueSettings>> {
+        let row = sqlx::query(q!("queue_get"))
+            .bind(name.as_str())
+            .fetch_optional(&self.pool)
+            .await
+            .db()?;
+        row.map(|r| Ok(queue_from_row!(&r))).transpose()
+    }
+
+    async fn queue_ensure(&self, name: &QueueName, now: i64) -> Result<()> {
+        sqlx::query(q!("queue_ensure"))
+            .bind(name.as_str())
+            .bind(now)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn queue_upsert(&self, s: &QueueSettings, now: i64) -> Result<()> {
+        sqlx::query(q!("queue_upsert"))
+            .bind(s.name.as_str())
+            .bind(s.paused)
+            .bind(s.max_attempts)
+            .bind(s.backoff_base.as_millis() as i64)
+            .bind(s.backoff_max.as_millis() as i64)
+            .bind(s.lease.as_millis() as i64)
+            .bind(s.order.as_str())
+            .bind(s.retention.as_str())
+            .bind(s.concurrency.map(|c| c as i32))
+            .bind(now)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn queue_set_paused(&self, name: &QueueName, paused: bool, now: i64) -> Result<()> {
+        sqlx::query(q!("queue_set_paused"))
+            .bind(name.as_str())
+            .bind(paused)
+            .bind(now)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn queue_list(&self) -> Result<Vec<QueueInfo>> {
+        let rows = sqlx::query(q!("queue_all"))
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        let settings = rows
+            .iter()
+            .map(|r| Ok(queue_from_row!(r)))
+            .collect::<Result<Vec<_>>>()?;
+        let pending = sqlx::query(q!("queue_pending"))
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        let pending = pending
+            .iter()
+            .map(|r| Ok((r.try_get::<String, _>(0)?, r.try_get::<i64, _>(1)?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .db()?;
+        shared::merge_queue_list(settings, pending)
+    }
+
+    async fn queue_stats(
+        &self,
+        queue: Option<&QueueName>,
+        now: i64,
+    ) -> Result<Vec<(String, QueueStats)>> {
+        let name = queue.map(|q| q.as_str().to_owned());
+        let rows = sqlx::query(q!("queue_stats"))
+            .bind(now)
+            .bind(name.clone())
+            .bind(name)
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        let counts = rows
+            .iter()
+            .map(|r| {
+                Ok((
+                    r.try_get::<String, _>(0)?,
+                    r.try_get::<String, _>(1)?,
+                    r.try_get::<i64, _>(2)? != 0,
+                    r.try_get::<i64, _>(3)?,
+                ))
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .db()?;
+        let names = match queue {
+            Some(q) => vec![q.as_str().to_owned()],
+            None => sqlx::query_scalar("SELECT name FROM backlog_queue")
+                .fetch_all(&self.pool)
+                .await
+                .db()?,
+        };
+        shared::fold_stats(names, counts)
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Transactions the caller controls. The caller's session may run at any isolation level (often
+/// MySQL's default REPEATABLE READ): the insert path reads unique keys with locking reads and
+/// clears its markers by id, so it neither misses rows a snapshot predates nor locks gaps.
+impl crate::tx::JobConnection for MySqlConnection {
+    async fn backlog_enqueue(
+        &mut self,
+        jobs: Vec<NewJob>,
+        now: i64,
+    ) -> Result<Vec<EnqueueOutcome>> {
+        for q in crate::tx::queues_of(&jobs) {
+            sqlx::query(q!("queue_ensure"))
+                .bind(q.as_str())
+                .bind(now)
+                .bind(now)
+                .execute(&mut *self)
+                .await
+                .db()?;
+        }
+        let dedup = Deduped::new(jobs);
+        // The auto-increment lock mode is unknown here: ids are read back by marker.
+        let mut ins = Inserter {
+            conn: self,
+            now,
+            id_step: None,
+        };
+        let per_row = batch::insert_all(&mut ins, &dedup.rows).await?;
+        Ok(dedup.outcomes(&per_row))
+    }
+
+    async fn backlog_complete(&mut self, params: &JobCompleteParams) -> Result<Vec<JobRef>> {
+        complete_on(self, params).await
+    }
+}

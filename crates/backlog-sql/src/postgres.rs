@@ -1,0 +1,864 @@
+//! PostgreSQL: many writers. Claims and rescues use `FOR UPDATE SKIP LOCKED`, batches travel as
+//! arrays (`UNNEST`), and transaction claim mode holds a job's row lock in an open transaction.
+
+use std::str::FromStr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use backlog_core::{
+    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CronFireParams, EnqueueOutcome,
+    Job, JobClaimParams, JobCompleteParams, JobFailParams, JobHeartbeatParams, JobInsertParams,
+    JobListParams, JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams,
+    LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams, QueueSettings,
+    QueueStats, Result, Retention, TxClaim, WakeFn,
+};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool, Postgres, Row, Transaction};
+
+use crate::batch::{self, Deduped, INSERT_CHUNK};
+use crate::dberror::{DbResultExt, connect_error};
+use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, unique_slot};
+use crate::sqltext::{Migration, Ordered};
+use crate::{BackendConfig, shared};
+
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sql: include_str!("../migrations/postgres/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "runtime",
+        sql: include_str!("../migrations/postgres/0002_runtime.sql"),
+    },
+];
+
+/// The advisory lock migrators take (transaction-scoped): "backlog" in ASCII.
+const MIGRATE_LOCK: i64 = 0x0062_6163_6b6c_6f67;
+
+macro_rules! q {
+    ($name:literal) => {
+        include_str!(concat!("../queries/postgres/", $name, ".sql"))
+    };
+}
+
+/// The PostgreSQL backend.
+#[derive(Debug, Clone)]
+pub struct PgBackend {
+    pool: PgPool,
+    claim: Ordered,
+    claim_token: Ordered,
+    /// Shared by clones: one LISTEN connection per backend, however often `listen` is called.
+    notifier: Arc<Notifier>,
+}
+
+impl PgBackend {
+    /// Connects to the database a `postgres://…` URL names. Connection parameters such as
+    /// `options=-c search_path=SCHEMA` are honoured.
+    pub async fn connect(url: &str, config: &BackendConfig) -> Result<Self> {
+        let opts = PgConnectOptions::from_str(url).map_err(|e| connect_error(url, e))?;
+        // One direct connection first: an unreachable server or bad credentials fail at once
+        // instead of after the pool's acquire timeout.
+        let first = PgConnection::connect_with(&opts)
+            .await
+            .map_err(|e| connect_error(url, e))?;
+        first.close().await.ok();
+        let pool = PgPoolOptions::new()
+            .max_connections(config.max_connections.max(1))
+            .acquire_timeout(config.acquire_timeout)
+            .connect_lazy_with(opts);
+        Ok(Self::from_pool(pool))
+    }
+
+    /// Uses an existing pool (the caller's own sqlx pool).
+    pub fn from_pool(pool: PgPool) -> Self {
+        PgBackend {
+            pool,
+            claim: Ordered::new(q!("job_claim")),
+            claim_token: Ordered::new(q!("job_claim_token")),
+            notifier: Arc::default(),
+        }
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+}
+
+/// The channel the `backlog_notify` trigger (migration 2) signals, with a queue name as payload.
+const NOTIFY_CHANNEL: &str = "backlog_job";
+/// First and longest wait before reconnecting a lost LISTEN connection.
+const RECONNECT_MIN: Duration = Duration::from_millis(100);
+const RECONNECT_MAX: Duration = Duration::from_secs(10);
+
+/// Who wants wake-ups, and whether the one task that listens for them was started.
+#[derive(Default)]
+struct Notifier {
+    wakes: RwLock<Vec<WakeFn>>,
+    started: tokio::sync::Mutex<bool>,
+}
+
+impl std::fmt::Debug for Notifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.wakes.read().map_or(0, |w| w.len());
+        f.debug_struct("Notifier").field("wakes", &n).finish()
+    }
+}
+
+impl Notifier {
+    fn wake(&self, queue: &str) {
+        let wakes = self.wakes.read().unwrap_or_else(|e| e.into_inner());
+        for wake in wakes.iter() {
+            wake(queue);
+        }
+    }
+}
+
+/// A connection from the pool that LISTENs on the channel (it holds one of the pool's slots).
+async fn subscribe(pool: &PgPool) -> Result<PgListener, sqlx::Error> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.listen(NOTIFY_CHANNEL).await?;
+    Ok(listener)
+}
+
+/// Hands every notification to the wake functions until the pool closes. A lost connection is
+/// replaced (PgListener re-LISTENs on it); after an error the listener is rebuilt with a capped
+/// backoff. Notifications sent while no connection listens are lost: workers poll meanwhile.
+async fn notify_loop(pool: PgPool, mut listener: PgListener, notifier: Arc<Notifier>) {
+    let mut backoff = RECONNECT_MIN;
+    loop {
+        match listener.try_recv().await {
+            Ok(Some(n)) => {
+                backoff = RECONNECT_MIN;
+                notifier.wake(n.payload());
+                continue;
+            }
+            Ok(None) => {
+                tracing::warn!("backlog: LISTEN connection lost; reconnected");
+                continue;
+            }
+            Err(sqlx::Error::PoolClosed) => return,
+            Err(e) => tracing::warn!(error = %e, "backlog: LISTEN connection failed"),
+        }
+        drop(listener); // its connection goes back to the pool (after UNLISTEN *)
+        listener = loop {
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                () = pool.close_event() => return,
+            }
+            backoff = (backoff * 2).min(RECONNECT_MAX);
+            match subscribe(&pool).await {
+                Ok(l) => break l,
+                Err(_) if pool.is_closed() => return,
+                Err(e) => tracing::warn!(
+                    error = %e,
+                    retry_in = ?backoff,
+                    "backlog: cannot LISTEN for new jobs; workers poll until it can"
+                ),
+            }
+        };
+    }
+}
+
+struct Inserter<'c> {
+    conn: &'c mut PgConnection,
+    now: i64,
+}
+
+impl batch::InsertOps for Inserter<'_> {
+    async fn insert(&mut self, rows: &[NewJob]) -> Result<Vec<Option<i64>>> {
+        let (conn, now) = (&mut *self.conn, self.now);
+        let mut out = Vec::with_capacity(rows.len());
+        for chunk in rows.chunks(INSERT_CHUNK) {
+            let text = |f: fn(&NewJob) -> Option<&str>| -> Vec<Option<String>> {
+                chunk.iter().map(|j| f(j).map(str::to_owned)).collect()
+            };
+            let priorities: Vec<i16> = chunk.iter().map(|j| j.priority).collect();
+            let run_ats: Vec<i64> = chunk.iter().map(|j| j.run_at.unwrap_or(now)).collect();
+            let max_attempts: Vec<Option<i32>> = chunk.iter().map(|j| j.max_attempts).collect();
+            let rows = sqlx::query(q!("job_insert"))
+                .bind(text(|j| Some(j.queue.as_str())))
+                .bind(text(|j| j.kind.as_ref().map(|k| k.as_str())))
+                .bind(text(|j| Some(j.payload.as_str())))
+                .bind(priorities)
+                .bind(run_ats)
+                .bind(max_attempts)
+                .bind(text(|j| j.unique_key.as_ref().map(|k| k.as_str())))
+                .bind(now)
+                .fetch_all(&mut *conn)
+                .await
+                .db()?;
+            let mut created: Vec<(i64, Option<String>)> = rows
+                .iter()
+                .map(|r| {
+                    let id: i64 = r.try_get("id")?;
+                    let queue: String = r.try_get("queue")?;
+                    let key: Option<String> = r.try_get("unique_key")?;
+                    Ok((id, key.map(|k| unique_slot(&queue, &k))))
+                })
+                .collect::<Result<_, sqlx::Error>>()
+                .db()?;
+            created.sort_by_key(|(id, _)| *id);
+            out.extend(assign_ids(&created, &Deduped::slots(chunk)));
+        }
+        Ok(out)
+    }
+
+    async fn find(&mut self, job: &NewJob) -> Result<Option<i64>> {
+        let Some(key) = &job.unique_key else {
+            return Ok(None);
+        };
+        sqlx::query_scalar(q!("job_find_unique"))
+            .bind(job.queue.as_str())
+            .bind(key.as_str())
+            .fetch_optional(&mut *self.conn)
+            .await
+            .db()
+    }
+}
+
+/// Tries of an enqueue batch that deadlocked with another.
+const INSERT_ATTEMPTS: u32 = 5;
+
+fn is_deadlock(e: &backlog_core::Error) -> bool {
+    matches!(
+        e,
+        backlog_core::Error::Database {
+            kind: backlog_core::DbErrorKind::Deadlock,
+            ..
+        }
+    )
+}
+
+/// The operations transaction claim mode shares with the pool path, on one connection.
+async fn complete_on(conn: &mut PgConnection, p: &JobCompleteParams) -> Result<Vec<JobRef>> {
+    if p.jobs.is_empty() {
+        return Ok(vec![]);
+    }
+    let ids: Vec<i64> = p.jobs.iter().map(|j| j.id).collect();
+    let tokens: Vec<i64> = p.jobs.iter().map(|j| j.token).collect();
+    let query = match p.retention {
+        Retention::Delete => sqlx::query_scalar(q!("job_complete_delete")),
+        Retention::Keep => sqlx::query_scalar(q!("job_complete_keep")),
+        Retention::Archive => sqlx::query_scalar(q!("job_complete_archive")),
+    };
+    let query = query.bind(ids).bind(tokens);
+    let query = match p.retention {
+        Retention::Delete => query,
+        Retention::Keep | Retention::Archive => query.bind(p.now),
+    };
+    let done: Vec<i64> = query.fetch_all(&mut *conn).await.db()?;
+    Ok(shared::refs_with_ids(&p.jobs, &done))
+}
+
+async fn fail_on(conn: &mut PgConnection, p: &JobFailParams) -> Result<()> {
+    let (state, run_at, finished) = shared::fail_target(p);
+    let res = sqlx::query(q!("job_fail"))
+        .bind(state)
+        .bind(run_at)
+        .bind(finished)
+        .bind(p.now)
+        .bind(&p.error)
+        .bind(p.job.id)
+        .bind(p.job.token)
+        .execute(&mut *conn)
+        .await
+        .db()?;
+    shared::fenced(res.rows_affected(), p.job.id)
+}
+
+/// A job claimed in transaction claim mode: the open transaction holds its row lock.
+struct PgTxClaim {
+    tx: Transaction<'static, Postgres>,
+    job: ClaimedJob,
+}
+
+impl PgTxClaim {
+    fn job_ref(&self) -> JobRef {
+        JobRef {
+            id: self.job.id,
+            token: self.job.lease_token,
+        }
+    }
+}
+
+#[async_trait]
+impl TxClaim for PgTxClaim {
+    fn job(&self) -> &ClaimedJob {
+        &self.job
+    }
+
+    async fn complete(mut self: Box<Self>, now: i64, retention: Retention) -> Result<()> {
+        let job = self.job_ref();
+        let p = JobCompleteParams {
+            jobs: vec![job],
+            now,
+            retention,
+        };
+        let done = complete_on(&mut self.tx, &p).await?;
+        shared::fenced(done.len() as u64, job.id)?;
+        self.tx.commit().await.db()
+    }
+
+    async fn fail(
+        mut self: Box<Self>,
+        now: i64,
+        error: String,
+        retry_at: Option<i64>,
+    ) -> Result<()> {
+        let p = JobFailParams {
+            job: self.job_ref(),
+            now,
+            error,
+            retry_at,
+            cancelled: false,
+        };
+        fail_on(&mut self.tx, &p).await?;
+        self.tx.commit().await.db()
+    }
+
+    async fn rollback(self: Box<Self>) -> Result<()> {
+        self.tx.rollback().await.db()
+    }
+}
+
+#[async_trait]
+impl Backend for PgBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            skip_locked: true,
+            update_returning: true,
+            single_writer: false,
+            row_locks: true,
+            listen_notify: true,
+        }
+    }
+
+    async fn migrate(&self) -> Result<MigrateReport> {
+        let mut tx = self.pool.begin().await.db()?;
+        // First: concurrent migrators queue here, so even CREATE TABLE IF NOT EXISTS cannot race
+        // (it is not safe against a concurrent create). Released at commit or rollback.
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(MIGRATE_LOCK)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        sqlx::raw_sql(
+            "CREATE TABLE IF NOT EXISTS backlog_migration (version BIGINT PRIMARY KEY, \
+             name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
+        )
+        .execute(&mut *tx)
+        .await
+        .db()?;
+        let done: Vec<i64> = sqlx::query_scalar("SELECT version FROM backlog_migration")
+            .fetch_all(&mut *tx)
+            .await
+            .db()?;
+        let mut applied = vec![];
+        for m in MIGRATIONS.iter().filter(|m| !done.contains(&m.version)) {
+            sqlx::raw_sql(m.sql).execute(&mut *tx).await.db()?;
+            sqlx::query(
+                "INSERT INTO backlog_migration (version, name, applied_at) VALUES ($1, $2, $3)",
+            )
+            .bind(m.version)
+            .bind(m.name)
+            .bind(backlog_core::now_micros())
+            .execute(&mut *tx)
+            .await
+            .db()?;
+            applied.push(m.version);
+        }
+        tx.commit().await.db()?;
+        Ok(MigrateReport {
+            applied,
+            current: crate::SCHEMA_VERSION,
+        })
+    }
+
+    async fn job_insert(&self, params: JobInsertParams) -> Result<Vec<EnqueueOutcome>> {
+        let dedup = Deduped::new(params.jobs);
+        let now = params.now;
+        let mut attempt = 1;
+        loop {
+            let mut tx = self.pool.begin().await.db()?;
+            let res = batch::insert_all(&mut Inserter { conn: &mut tx, now }, &dedup.rows).await;
+            let res = match res {
+                Ok(per_row) => tx.commit().await.db().map(|()| per_row),
+                Err(e) => Err(e),
+            };
+            match res {
+                Ok(per_row) => return Ok(dedup.outcomes(&per_row)),
+                // Rows go in input order, so producers whose batches share unique keys in
+                // different orders can deadlock; the batch rolled back whole and is retried.
+                Err(e) if is_deadlock(&e) && attempt < INSERT_ATTEMPTS => attempt += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn job_claim(&self, p: &JobClaimParams) -> Result<Vec<ClaimedJob>> {
+        let token = shared::new_token();
+        let expires = p.now + p.lease.as_micros() as i64;
+        let kinds = shared::kinds_vec(&p.kinds);
+        let mut jobs = match p.strategy {
+            ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => {
+                let rows = sqlx::query(AssertSqlSafe(self.claim.get(p.order).to_owned()))
+                    .bind(token)
+                    .bind(&p.owner)
+                    .bind(expires)
+                    .bind(p.now)
+                    .bind(p.queue.as_str())
+                    .bind(kinds)
+                    .bind(p.limit as i64)
+                    .fetch_all(&self.pool)
+                    .await
+                    .db()?;
+                rows.iter()
+                    .map(|r| Ok(claimed_from_row!(r)))
+                    .collect::<Result<Vec<_>>>()?
+            }
+            ClaimStrategy::ClaimToken => {
+                let mut tx = self.pool.begin().await.db()?;
+                sqlx::query(AssertSqlSafe(self.claim_token.get(p.order).to_owned()))
+                    .bind(token)
+                    .bind(&p.owner)
+                    .bind(expires)
+                    .bind(p.now)
+                    .bind(p.queue.as_str())
+                    .bind(kinds)
+                    .bind(p.limit as i64)
+                    .execute(&mut *tx)
+                    .await
+                    .db()?;
+                let rows = sqlx::query(q!("job_select_token"))
+                    .bind(expires)
+                    .bind(token)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .db()?;
+                tx.commit().await.db()?;
+                rows.iter()
+                    .map(|r| Ok(claimed_from_row!(r)))
+                    .collect::<Result<Vec<_>>>()?
+            }
+        };
+        crate::rows::sort_claimed(&mut jobs, p.order);
+        Ok(jobs)
+    }
+
+    async fn job_claim_tx(&self, p: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>> {
+        let mut tx = self.pool.begin().await.db()?;
+        // The claim statement with LIMIT 1: it locks the row (FOR UPDATE SKIP LOCKED) and marks
+        // it running; the lock lasts until this transaction ends, and dies with the connection.
+        let row = sqlx::query(AssertSqlSafe(self.claim.get(p.order).to_owned()))
+            .bind(shared::new_token())
+            .bind(&p.owner)
+            .bind(p.now + p.lease.as_micros() as i64)
+            .bind(p.now)
+            .bind(p.queue.as_str())
+            .bind(shared::kinds_vec(&p.kinds))
+            .bind(1_i64)
+            .fetch_optional(&mut *tx)
+            .await
+            .db()?;
+        let Some(row) = row else {
+            tx.rollback().await.db()?;
+            return Ok(None);
+        };
+        let job = claimed_from_row!(&row);
+        Ok(Some(Box::new(PgTxClaim { tx, job })))
+    }
+
+    async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {
+        let mut conn = self.pool.acquire().await.db()?;
+        complete_on(&mut conn, &p).await
+    }
+
+    async fn job_fail(&self, p: JobFailParams) -> Result<()> {
+        let mut conn = self.pool.acquire().await.db()?;
+        fail_on(&mut conn, &p).await
+    }
+
+    async fn job_release(&self, p: JobReleaseParams) -> Result<()> {
+        let res = sqlx::query(q!("job_release"))
+            .bind(p.run_at)
+            .bind(p.job.id)
+            .bind(p.job.token)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        shared::fenced(res.rows_affected(), p.job.id)
+    }
+
+    async fn job_heartbeat(&self, p: JobHeartbeatParams) -> Result<bool> {
+        let cancel: Option<bool> = sqlx::query_scalar(q!("job_heartbeat"))
+            .bind(p.lease_expires_at)
+            .bind(p.job.id)
+            .bind(p.job.token)
+            .fetch_optional(&self.pool)
+            .await
+            .db()?;
+        cancel.ok_or(backlog_core::Error::LeaseLost { job_id: p.job.id })
+    }
+
+    async fn job_progress(&self, p: JobProgressParams) -> Result<()> {
+        let res = sqlx::query(q!("job_progress"))
+            .bind(p.progress)
+            .bind(p.result)
+            .bind(p.job.id)
+            .bind(p.job.token)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        shared::fenced(res.rows_affected(), p.job.id)
+    }
+
+    async fn job_cancel_request(&self, id: i64, now: i64) -> Result<Job> {
+        let res = sqlx::query(q!("job_cancel_request"))
+            .bind(now)
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        let job = self.job_get(id).await?;
+        shared::admin_result(id, AdminAction::Cancel, res.rows_affected(), job)
+    }
+
+    async fn job_prune(&self, p: JobPruneParams) -> Result<u64> {
+        // One statement either way: archiving moves the batch with a data-modifying CTE.
+        let query = if p.archive {
+            sqlx::query(q!("job_prune_archive"))
+        } else {
+            sqlx::query(q!("job_prune_delete"))
+        };
+        let res = query
+            .bind(p.queue.as_str())
+            .bind(p.state.as_str())
+            .bind(p.finished_before)
+            .bind(p.limit as i64)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(res.rows_affected())
+    }
+
+    async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {
+        sqlx::query_scalar(q!("leader_elect"))
+            .bind(&p.name)
+            .bind(&p.holder)
+            .bind(p.now)
+            .bind(p.expires_at)
+            .fetch_optional(&self.pool)
+            .await
+            .db()
+    }
+
+    async fn leader_resign(&self, name: &str, holder: &str) -> Result<()> {
+        sqlx::query(q!("leader_resign"))
+            .bind(name)
+            .bind(holder)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn cron_fire(&self, p: CronFireParams) -> Result<Option<EnqueueOutcome>> {
+        let mut tx = self.pool.begin().await.db()?;
+        let res = sqlx::query(q!("cron_advance"))
+            .bind(&p.name)
+            .bind(p.tick)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        if res.rows_affected() == 0 {
+            return Ok(None); // already fired (the transaction rolls back on drop)
+        }
+        let dedup = Deduped::new(vec![p.job]);
+        let per_row = batch::insert_all(
+            &mut Inserter {
+                conn: &mut tx,
+                now: p.now,
+            },
+            &dedup.rows,
+        )
+        .await?;
+        tx.commit().await.db()?;
+        Ok(dedup.outcomes(&per_row).pop())
+    }
+
+    async fn topic_subscribe(
+        &self,
+        topic: &QueueName,
+        queue: &QueueName,
+        subscribe: bool,
+        now: i64,
+    ) -> Result<()> {
+        let query = if subscribe {
+            sqlx::query(q!("topic_subscribe"))
+                .bind(topic.as_str())
+                .bind(queue.as_str())
+                .bind(now)
+        } else {
+            sqlx::query(q!("topic_unsubscribe"))
+                .bind(topic.as_str())
+                .bind(queue.as_str())
+        };
+        query.execute(&self.pool).await.db()?;
+        Ok(())
+    }
+
+    async fn topic_subscribers(&self, topic: &QueueName) -> Result<Vec<QueueName>> {
+        let names: Vec<String> = sqlx::query_scalar(q!("topic_subscribers"))
+            .bind(topic.as_str())
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        names.into_iter().map(QueueName::new).collect()
+    }
+
+    async fn listen(&self, wake: WakeFn) -> Result<bool> {
+        if self.pool.options().get_max_connections() < 2 {
+            return Ok(false); // the LISTEN connection would starve everything else: poll
+        }
+        let mut started = self.notifier.started.lock().await;
+        if !*started {
+            // LISTEN before returning, so that jobs inserted after this call wake `wake`.
+            let listener = subscribe(&self.pool).await.db()?;
+            let (pool, notifier) = (self.pool.clone(), self.notifier.clone());
+            tokio::spawn(notify_loop(pool, listener, notifier));
+            *started = true;
+        }
+        self.notifier
+            .wakes
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(wake);
+        Ok(true)
+    }
+
+    async fn job_rescue(&self, p: JobRescueParams) -> Result<u64> {
+        let res = sqlx::query(q!("job_rescue"))
+            .bind(p.now)
+            .bind(p.limit as i64)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(res.rows_affected())
+    }
+
+    async fn job_get(&self, id: i64) -> Result<Option<Job>> {
+        let mut row = sqlx::query(q!("job_get"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .db()?;
+        if row.is_none() {
+            row = sqlx::query(q!("job_get_archived"))
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .db()?;
+        }
+        row.map(|r| Ok(job_from_row!(&r))).transpose()
+    }
+
+    async fn job_list(&self, p: JobListParams) -> Result<Vec<Job>> {
+        let (state, mode) = shared::state_filter(p.state);
+        let rows = sqlx::query(q!("job_list"))
+            .bind(p.queue.as_ref().map(|q| q.as_str()))
+            .bind(state)
+            .bind(p.after_id)
+            .bind(mode)
+            .bind(p.now)
+            .bind(p.limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        rows.iter().map(|r| Ok(job_from_row!(r))).collect()
+    }
+
+    async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job> {
+        let t = shared::admin_target(action, now);
+        let res = sqlx::query(q!("job_admin"))
+            .bind(t.to)
+            .bind(t.run_at)
+            .bind(t.reset_attempts)
+            .bind(t.finished_at)
+            .bind(id)
+            .bind(t.from[0])
+            .bind(t.from[1])
+            .bind(t.from[2])
+            .execute(&self.pool)
+            .await
+            .db()?;
+        let job = self.job_get(id).await?;
+        shared::admin_result(id, action, res.rows_affected(), job)
+    }
+
+    async fn job_count_pending(&self, queues: &[QueueName]) -> Result<i64> {
+        let names: Vec<String> = queues.iter().map(|q| q.as_str().to_owned()).collect();
+        sqlx::query_scalar(q!("job_count_pending"))
+            .bind(names)
+            .fetch_one(&self.pool)
+            .await
+            .db()
+    }
+
+    async fn queue_redrive(&self, p: QueueRedriveParams) -> Result<u64> {
+        let res = sqlx::query(q!("queue_redrive"))
+            .bind(p.now)
+            .bind(p.queue.as_str())
+            .bind(p.limit as i64)
+            .execute(&self.pool)
+            .await;
+        match res.db() {
+            Ok(r) => Ok(r.rows_affected()),
+            Err(e) if shared::is_unique_violation(&e) => {
+                let ids: Vec<i64> = sqlx::query_scalar(q!("queue_dead_ids"))
+                    .bind(p.queue.as_str())
+                    .bind(p.limit as i64)
+                    .fetch_all(&self.pool)
+                    .await
+                    .db()?;
+                shared::redrive_one_by_one(self, &ids, p.now).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn queue_get(&self, name: &QueueName) -> Result<Option<QueueSettings>> {
+        let row = sqlx::query(q!("queue_get"))
+            .bind(name.as_str())
+            .fetch_optional(&self.pool)
+            .await
+            .db()?;
+        row.map(|r| Ok(queue_from_row!(&r))).transpose()
+    }
+
+    async fn queue_ensure(&self, name: &QueueName, now: i64) -> Result<()> {
+        sqlx::query(q!("queue_ensure"))
+            .bind(name.as_str())
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn queue_upsert(&self, s: &QueueSettings, now: i64) -> Result<()> {
+        sqlx::query(q!("queue_upsert"))
+            .bind(s.name.as_str())
+            .bind(s.paused)
+            .bind(s.max_attempts)
+            .bind(s.backoff_base.as_millis() as i64)
+            .bind(s.backoff_max.as_millis() as i64)
+            .bind(s.lease.as_millis() as i64)
+            .bind(s.order.as_str())
+            .bind(s.retention.as_str())
+            .bind(s.concurrency.map(|c| c as i32))
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn queue_set_paused(&self, name: &QueueName, paused: bool, now: i64) -> Result<()> {
+        sqlx::query(q!("queue_set_paused"))
+            .bind(name.as_str())
+            .bind(paused)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn queue_list(&self) -> Result<Vec<QueueInfo>> {
+        let rows = sqlx::query(q!("queue_all"))
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        let settings = rows
+            .iter()
+            .map(|r| Ok(queue_from_row!(r)))
+            .collect::<Result<Vec<_>>>()?;
+        let pending = sqlx::query(q!("queue_pending"))
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        let pending = pending
+            .iter()
+            .map(|r| Ok((r.try_get::<String, _>(0)?, r.try_get::<i64, _>(1)?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .db()?;
+        shared::merge_queue_list(settings, pending)
+    }
+
+    async fn queue_stats(
+        &self,
+        queue: Option<&QueueName>,
+        now: i64,
+    ) -> Result<Vec<(String, QueueStats)>> {
+        let rows = sqlx::query(q!("queue_stats"))
+            .bind(now)
+            .bind(queue.map(|q| q.as_str()))
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        let counts = rows
+            .iter()
+            .map(|r| {
+                Ok((
+                    r.try_get::<String, _>(0)?,
+                    r.try_get::<String, _>(1)?,
+                    r.try_get::<bool, _>(2)?,
+                    r.try_get::<i64, _>(3)?,
+                ))
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .db()?;
+        let names = match queue {
+            Some(q) => vec![q.as_str().to_owned()],
+            None => sqlx::query_scalar("SELECT name FROM backlog_queue")
+                .fetch_all(&self.pool)
+                .await
+                .db()?,
+        };
+        shared::fold_stats(names, counts)
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Enqueue and complete inside the caller's transaction: `&mut *tx` of a `Transaction<Postgres>`.
+impl crate::tx::JobConnection for PgConnection {
+    async fn backlog_enqueue(
+        &mut self,
+        jobs: Vec<NewJob>,
+        now: i64,
+    ) -> Result<Vec<EnqueueOutcome>> {
+        for q in crate::tx::queues_of(&jobs) {
+            sqlx::query(q!("queue_ensure"))
+                .bind(q.as_str())
+                .bind(now)
+                .execute(&mut *self)
+                .await
+                .db()?;
+        }
+        // No deadlock retry here, unlike job_insert: the transaction is the caller's to retry.
+        let dedup = Deduped::new(jobs);
+        let per_row = batch::insert_all(&mut Inserter { conn: self, now }, &dedup.rows).await?;
+        Ok(dedup.outcomes(&per_row))
+    }
+
+    async fn backlog_complete(&mut self, params: &JobCompleteParams) -> Result<Vec<JobRef>> {
+        complete_on(self, params).await
+    }
+}

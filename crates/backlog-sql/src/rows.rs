@@ -1,0 +1,125 @@
+//! Decoding rows into core types; written once as macros because each driver has its own row type.
+
+use backlog_core::{Error, ErrorRecord, JobState};
+
+/// Parses a stored state, refusing anything outside the closed set.
+pub(crate) fn state(s: &str) -> Result<JobState, Error> {
+    s.parse()
+}
+
+/// Parses the error history; a history written by hand that does not parse reads as empty.
+pub(crate) fn errors(text: Option<String>) -> Vec<ErrorRecord> {
+    text.and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// The columns every query that returns whole jobs selects, in this order.
+macro_rules! job_from_row {
+    ($row:expr) => {{
+        use sqlx::Row as _;
+        let row = $row;
+        backlog_core::Job {
+            id: row.try_get("id").db()?,
+            queue: row.try_get("queue").db()?,
+            kind: row.try_get("kind").db()?,
+            state: $crate::rows::state(row.try_get::<String, _>("state").db()?.as_str())?,
+            payload: row.try_get("payload").db()?,
+            priority: row.try_get("priority").db()?,
+            run_at: row.try_get("run_at").db()?,
+            attempt: row.try_get("attempt").db()?,
+            max_attempts: row.try_get("max_attempts").db()?,
+            lease_token: row.try_get("lease_token").db()?,
+            lease_owner: row.try_get("lease_owner").db()?,
+            lease_expires_at: row.try_get("lease_expires_at").db()?,
+            unique_key: row.try_get("unique_key").db()?,
+            errors: $crate::rows::errors(row.try_get("errors").db()?),
+            result: row.try_get("result").db()?,
+            progress: row.try_get("progress").db()?,
+            created_at: row.try_get("created_at").db()?,
+            attempted_at: row.try_get("attempted_at").db()?,
+            finished_at: row.try_get("finished_at").db()?,
+            cancel_requested_at: row.try_get("cancel_requested_at").db()?,
+        }
+    }};
+}
+
+/// The columns a claim returns.
+macro_rules! claimed_from_row {
+    ($row:expr) => {{
+        use sqlx::Row as _;
+        let row = $row;
+        backlog_core::ClaimedJob {
+            id: row.try_get("id").db()?,
+            queue: row.try_get("queue").db()?,
+            kind: row.try_get("kind").db()?,
+            payload: row.try_get("payload").db()?,
+            priority: row.try_get("priority").db()?,
+            attempt: row.try_get("attempt").db()?,
+            max_attempts: row.try_get("max_attempts").db()?,
+            lease_token: row.try_get("lease_token").db()?,
+            lease_expires_at: row.try_get("lease_expires_at").db()?,
+            run_at: row.try_get("run_at").db()?,
+            created_at: row.try_get("created_at").db()?,
+        }
+    }};
+}
+
+/// A `backlog_queue` row.
+macro_rules! queue_from_row {
+    ($row:expr) => {{
+        use sqlx::Row as _;
+        let row = $row;
+        let ms = |v: i64| std::time::Duration::from_millis(v.max(0) as u64);
+        backlog_core::QueueSettings {
+            name: backlog_core::QueueName::new(row.try_get::<String, _>("name").db()?)?,
+            paused: row.try_get("paused").db()?,
+            max_attempts: row.try_get("max_attempts").db()?,
+            backoff_base: ms(row.try_get("backoff_base_ms").db()?),
+            backoff_max: ms(row.try_get("backoff_max_ms").db()?),
+            lease: ms(row.try_get("lease_ms").db()?),
+            order: row.try_get::<String, _>("ordering").db()?.parse()?,
+            retention: row.try_get::<String, _>("retention").db()?.parse()?,
+            concurrency: row
+                .try_get::<Option<i32>, _>("concurrency")
+                .db()?
+                .map(|c| c.max(1) as u32),
+        }
+    }};
+}
+
+pub(crate) use {claimed_from_row, job_from_row, queue_from_row};
+
+/// Orders claimed jobs the way the claim picked them (RETURNING does not promise an order).
+pub(crate) fn sort_claimed(jobs: &mut [backlog_core::ClaimedJob], order: backlog_core::Ordering) {
+    jobs.sort_by(|a, b| {
+        let k = a.priority.cmp(&b.priority);
+        let t = (a.run_at, a.id).cmp(&(b.run_at, b.id));
+        k.then(match order {
+            backlog_core::Ordering::Fifo => t,
+            backlog_core::Ordering::Lifo => t.reverse(),
+        })
+    });
+}
+
+/// Maps outcomes of a multi-row insert back to input order. `created` holds the new rows as
+/// (id, queue-and-key) in ascending id order, which is input order; `keys[i]` is row i's
+/// queue-and-key (see [`unique_slot`]). Returns `None` for rows whose unique key was taken.
+pub(crate) fn assign_ids(
+    created: &[(i64, Option<String>)],
+    keys: &[Option<String>],
+) -> Vec<Option<i64>> {
+    let created_keys: std::collections::HashSet<&str> =
+        created.iter().filter_map(|(_, k)| k.as_deref()).collect();
+    let mut ids = created.iter().map(|(id, _)| *id);
+    keys.iter()
+        .map(|k| match k {
+            Some(k) if !created_keys.contains(k.as_str()) => None,
+            _ => ids.next(),
+        })
+        .collect()
+}
+
+/// The identity of a unique key: keys are unique per queue. NUL cannot occur in either part.
+pub(crate) fn unique_slot(queue: &str, key: &str) -> String {
+    format!("{queue}\u{0}{key}")
+}

@@ -1,0 +1,199 @@
+//! Logic every backend shares around its SQL: tokens, fencing results, state filters, and
+//! folding of query results into core types.
+
+use std::collections::BTreeMap;
+
+use backlog_core::{
+    AdminAction, Backend, DbErrorKind, Error, Job, JobFailParams, JobRef, JobState, Kind,
+    QueueInfo, QueueName, QueueSettings, QueueStats, Result, StateFilter,
+};
+use rand::Rng;
+
+/// A fresh lease (fencing) token: random and never zero.
+pub(crate) fn new_token() -> i64 {
+    loop {
+        let t: i64 = rand::rng().random();
+        if t != 0 {
+            return t;
+        }
+    }
+}
+
+/// Kinds as a JSON array for engines that take lists as JSON (`None` for "any kind").
+pub(crate) fn kinds_json(kinds: &[Kind]) -> Option<String> {
+    if kinds.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+    Some(serde_json::to_string(&names).expect("strings serialize"))
+}
+
+/// The kinds as owned strings (`None` for "any kind").
+pub(crate) fn kinds_vec(kinds: &[Kind]) -> Option<Vec<String>> {
+    (!kinds.is_empty()).then(|| kinds.iter().map(|k| k.as_str().to_owned()).collect())
+}
+
+/// State, run_at and finished_at a failure leads to.
+pub(crate) fn fail_target(p: &JobFailParams) -> (&'static str, i64, Option<i64>) {
+    match p.retry_at {
+        Some(at) => (JobState::Available.as_str(), at, None),
+        None if p.cancelled => (JobState::Cancelled.as_str(), p.now, Some(p.now)),
+        None => (JobState::Dead.as_str(), p.now, Some(p.now)),
+    }
+}
+
+/// A fenced single-row update: no row changed means the lease is gone.
+pub(crate) fn fenced(rows_affected: u64, job_id: i64) -> Result<()> {
+    if rows_affected == 0 {
+        Err(Error::LeaseLost { job_id })
+    } else {
+        Ok(())
+    }
+}
+
+/// The jobs among `refs` whose ids are in `ids`.
+pub(crate) fn refs_with_ids(refs: &[JobRef], ids: &[i64]) -> Vec<JobRef> {
+    refs.iter()
+        .filter(|r| ids.contains(&r.id))
+        .copied()
+        .collect()
+}
+
+/// A state filter as (stored state, time mode) for the job_list queries: mode 0 any time,
+/// 1 due, 2 not yet due, 3 not yet due after a failed attempt.
+pub(crate) fn state_filter(f: Option<StateFilter>) -> (Option<&'static str>, i32) {
+    match f {
+        None => (None, 0),
+        Some(StateFilter::Stored(JobState::Available)) => (Some("available"), 1),
+        Some(StateFilter::Stored(s)) => (Some(s.as_str()), 0),
+        Some(StateFilter::Scheduled) => (Some("available"), 2),
+        Some(StateFilter::Retrying) => (Some("available"), 3),
+    }
+}
+
+/// The update an admin action makes.
+pub(crate) struct AdminTarget {
+    pub to: &'static str,
+    pub run_at: Option<i64>,
+    pub reset_attempts: bool,
+    pub finished_at: Option<i64>,
+    /// Allowed source states, padded to three by repetition.
+    pub from: [&'static str; 3],
+}
+
+pub(crate) fn admin_target(action: AdminAction, now: i64) -> AdminTarget {
+    let from = action.from_states();
+    let pick = |i: usize| from[i.min(from.len() - 1)].as_str();
+    AdminTarget {
+        to: action.to_state().as_str(),
+        run_at: matches!(action, AdminAction::Release | AdminAction::Retry).then_some(now),
+        reset_attempts: action == AdminAction::Retry,
+        finished_at: action.to_state().is_finished().then_some(now),
+        from: [pick(0), pick(1), pick(2)],
+    }
+}
+
+/// The result of an admin action: the job, or why nothing changed.
+pub(crate) fn admin_result(
+    id: i64,
+    action: AdminAction,
+    rows_affected: u64,
+    job: Option<Job>,
+) -> Result<Job> {
+    match job {
+        None => Err(Error::JobNotFound { job_id: id }),
+        Some(job) if rows_affected == 0 => Err(Error::JobStateConflict {
+            job_id: id,
+            state: job.state,
+            action: action.verb(),
+        }),
+        Some(job) => Ok(job),
+    }
+}
+
+pub(crate) fn is_unique_violation(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Database {
+            kind: DbErrorKind::UniqueViolation,
+            ..
+        }
+    )
+}
+
+/// Redrives dead jobs one at a time, skipping those whose unique key another job now holds.
+pub(crate) async fn redrive_one_by_one<B: Backend>(
+    backend: &B,
+    ids: &[i64],
+    now: i64,
+) -> Result<u64> {
+    let mut n = 0;
+    for &id in ids {
+        match backend.job_admin(id, AdminAction::Retry, now).await {
+            Ok(_) => n += 1,
+            Err(e) if is_unique_violation(&e) => {}
+            Err(Error::JobStateConflict { .. }) | Err(Error::JobNotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Queue list from stored settings and per-queue pending counts.
+pub(crate) fn merge_queue_list(
+    settings: Vec<QueueSettings>,
+    pending: Vec<(String, i64)>,
+) -> Result<Vec<QueueInfo>> {
+    let mut out: BTreeMap<String, QueueInfo> = settings
+        .into_iter()
+        .map(|s| {
+            (
+                s.name.as_str().to_owned(),
+                QueueInfo {
+                    settings: s,
+                    pending: 0,
+                },
+            )
+        })
+        .collect();
+    for (name, n) in pending {
+        if let Some(info) = out.get_mut(&name) {
+            info.pending = n;
+        } else if let Ok(q) = QueueName::new(name.clone()) {
+            // Jobs inserted by plain SQL into a queue with no settings row: defaults apply.
+            out.insert(
+                name,
+                QueueInfo {
+                    settings: QueueSettings::defaults(q),
+                    pending: n,
+                },
+            );
+        }
+    }
+    Ok(out.into_values().collect())
+}
+
+/// Stats from (queue, state, not-yet-due, count) rows; `names` are queues to list even when empty.
+pub(crate) fn fold_stats(
+    names: Vec<String>,
+    counts: Vec<(String, String, bool, i64)>,
+) -> Result<Vec<(String, QueueStats)>> {
+    let mut out: BTreeMap<String, QueueStats> = names
+        .into_iter()
+        .map(|n| (n, QueueStats::default()))
+        .collect();
+    for (queue, state, future, n) in counts {
+        let s = out.entry(queue).or_default();
+        let slot = match state.parse::<JobState>()? {
+            JobState::Available if future => &mut s.scheduled,
+            JobState::Available => &mut s.available,
+            JobState::Running => &mut s.running,
+            JobState::Completed => &mut s.completed,
+            JobState::Dead => &mut s.dead,
+            JobState::Cancelled => &mut s.cancelled,
+            JobState::Held => &mut s.held,
+        };
+        *slot += n;
+    }
+    Ok(out.into_iter().collect())
+}

@@ -1,0 +1,719 @@
+//! SQLite: the embedded default. One writer connection (SQLite has a single writer anyway, and
+//! queueing in the pool beats sleeping in the busy handler); WAL with `synchronous = FULL` so an
+//! acknowledged job survives power loss.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use backlog_core::{
+    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CronFireParams, EnqueueOutcome,
+    Error, Job, JobClaimParams, JobCompleteParams, JobFailParams, JobHeartbeatParams,
+    JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef, JobReleaseParams,
+    JobRescueParams, LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams,
+    QueueSettings, QueueStats, Result, Retention, TxClaim,
+};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{AssertSqlSafe, Connection, Row, SqliteConnection, SqlitePool};
+
+use crate::batch::{self, Deduped, INSERT_CHUNK};
+use crate::dberror::{DbResultExt, connect_error};
+use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, unique_slot};
+use crate::sqltext::{Migration, Ordered, question_rows};
+use crate::{BackendConfig, shared};
+
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sql: include_str!("../migrations/sqlite/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "runtime",
+        sql: include_str!("../migrations/sqlite/0002_runtime.sql"),
+    },
+];
+
+macro_rules! q {
+    ($name:literal) => {
+        include_str!(concat!("../queries/sqlite/", $name, ".sql"))
+    };
+}
+
+/// The SQLite backend.
+#[derive(Debug, Clone)]
+pub struct SqliteBackend {
+    pool: SqlitePool,
+    /// Connections for transactions the caller controls (job transactions), apart from the
+    /// writer connection so that heartbeats and claims are not queued behind them.
+    tx_pool: SqlitePool,
+    claim: Ordered,
+    claim_token: Ordered,
+}
+
+impl SqliteBackend {
+    /// Opens (creating if missing) the database file a `sqlite://PATH` URL names.
+    pub async fn connect(url: &str, _config: &BackendConfig) -> Result<Self> {
+        let opts = SqliteConnectOptions::from_str(url)
+            .map_err(|e| connect_error(url, e))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(30));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .acquire_timeout(Duration::from_secs(60))
+            .connect_with(opts.clone())
+            .await
+            .map_err(|e| connect_error(url, e))?;
+        let tx_pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(60))
+            .connect_lazy_with(opts);
+        let mut b = Self::from_pool(pool);
+        b.tx_pool = tx_pool;
+        Ok(b)
+    }
+
+    /// Uses an existing pool (the caller's own sqlx pool).
+    pub fn from_pool(pool: SqlitePool) -> Self {
+        SqliteBackend {
+            tx_pool: pool.clone(),
+            pool,
+            claim: Ordered::new(q!("job_claim")),
+            claim_token: Ordered::new(q!("job_claim_token")),
+        }
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Begins an immediate (write-locking) transaction for a handler's writes.
+    pub(crate) async fn begin_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
+        self.tx_pool.begin_with("BEGIN IMMEDIATE").await.db()
+    }
+}
+
+struct Inserter<'c> {
+    conn: &'c mut SqliteConnection,
+    now: i64,
+}
+
+impl batch::InsertOps for Inserter<'_> {
+    async fn insert(&mut self, rows: &[NewJob]) -> Result<Vec<Option<i64>>> {
+        let (conn, now) = (&mut *self.conn, self.now);
+        let mut out = Vec::with_capacity(rows.len());
+        for chunk in rows.chunks(INSERT_CHUNK) {
+            let sql = q!("job_insert").replace("/*ROWS*/", &question_rows(chunk.len(), 8));
+            let mut query = sqlx::query(AssertSqlSafe(sql));
+            for j in chunk {
+                query = query
+                    .bind(j.queue.as_str().to_owned())
+                    .bind(j.kind.as_ref().map(|k| k.as_str().to_owned()))
+                    .bind(j.payload.as_str().to_owned())
+                    .bind(j.priority)
+                    .bind(j.run_at.unwrap_or(now))
+                    .bind(j.max_attempts)
+                    .bind(j.unique_key.as_ref().map(|k| k.as_str().to_owned()))
+                    .bind(now);
+            }
+            let rows = query.fetch_all(&mut *conn).await.db()?;
+            let mut created: Vec<(i64, Option<String>)> = rows
+                .iter()
+                .map(|r| {
+                    let id: i64 = r.try_get("id")?;
+                    let queue: String = r.try_get("queue")?;
+                    let key: Option<String> = r.try_get("unique_key")?;
+                    Ok((id, key.map(|k| unique_slot(&queue, &k))))
+                })
+                .collect::<Result<_, sqlx::Error>>()
+                .db()?;
+            created.sort_by_key(|(id, _)| *id);
+            out.extend(assign_ids(&created, &Deduped::slots(chunk)));
+        }
+        Ok(out)
+    }
+
+    async fn find(&mut self, job: &NewJob) -> Result<Option<i64>> {
+        let conn = &mut *self.conn;
+        let Some(key) = &job.unique_key else {
+            return Ok(None);
+        };
+        sqlx::query_scalar(q!("job_find_unique"))
+            .bind(job.queue.as_str())
+            .bind(key.as_str())
+            .fetch_optional(&mut *conn)
+            .await
+            .db()
+    }
+}
+
+impl SqliteBackend {
+    async fn complete_on(
+        conn: &mut SqliteConnection,
+        p: &JobCompleteParams,
+    ) -> Result<Vec<JobRef>> {
+        if p.jobs.is_empty() {
+            return Ok(vec![]);
+        }
+        let pairs = question_rows(p.jobs.len(), 2);
+        let bind_pairs = |mut q: sqlx::query::Query<'static, sqlx::Sqlite, _>| {
+            for j in &p.jobs {
+                q = q.bind(j.id).bind(j.token);
+            }
+            q
+        };
+        let ids: Vec<i64> = match p.retention {
+            Retention::Delete => {
+                let sql = q!("job_complete_delete").replace("/*PAIRS*/", &pairs);
+                let q = bind_pairs(sqlx::query(AssertSqlSafe(sql)));
+                q.fetch_all(&mut *conn)
+                    .await
+                    .db()?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect()
+            }
+            Retention::Keep => {
+                let sql = q!("job_complete_keep").replace("/*PAIRS*/", &pairs);
+                let q = bind_pairs(sqlx::query(AssertSqlSafe(sql)).bind(p.now));
+                q.fetch_all(&mut *conn)
+                    .await
+                    .db()?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect()
+            }
+            Retention::Archive => {
+                let sql = q!("job_complete_archive").replace("/*PAIRS*/", &pairs);
+                let q = bind_pairs(sqlx::query(AssertSqlSafe(sql)).bind(p.now));
+                q.execute(&mut *conn).await.db()?;
+                let sql = q!("job_complete_delete").replace("/*PAIRS*/", &pairs);
+                let q = bind_pairs(sqlx::query(AssertSqlSafe(sql)));
+                q.fetch_all(&mut *conn)
+                    .await
+                    .db()?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect()
+            }
+        };
+        Ok(shared::refs_with_ids(&p.jobs, &ids))
+    }
+}
+
+#[async_trait]
+impl Backend for SqliteBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            skip_locked: false,
+            update_returning: true,
+            single_writer: true,
+            row_locks: false,
+            listen_notify: false,
+        }
+    }
+
+    async fn migrate(&self) -> Result<MigrateReport> {
+        let mut conn = self.pool.acquire().await.db()?;
+        // BEGIN IMMEDIATE takes the write lock up front: concurrent migrators queue behind it.
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+        sqlx::raw_sql(
+            "CREATE TABLE IF NOT EXISTS backlog_migration (version INTEGER PRIMARY KEY, \
+             name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
+        )
+        .execute(&mut *tx)
+        .await
+        .db()?;
+        let done: Vec<i64> = sqlx::query_scalar("SELECT version FROM backlog_migration")
+            .fetch_all(&mut *tx)
+            .await
+            .db()?;
+        let mut applied = vec![];
+        for m in MIGRATIONS.iter().filter(|m| !done.contains(&m.version)) {
+            sqlx::raw_sql(m.sql).execute(&mut *tx).await.db()?;
+            sqlx::query(
+                "INSERT INTO backlog_migration (version, name, applied_at) VALUES (?1, ?2, ?3)",
+            )
+            .bind(m.version)
+            .bind(m.name)
+            .bind(backlog_core::now_micros())
+            .execute(&mut *tx)
+            .await
+            .db()?;
+            applied.push(m.version);
+        }
+        tx.commit().await.db()?;
+        Ok(MigrateReport {
+            applied,
+            current: crate::SCHEMA_VERSION,
+        })
+    }
+
+    async fn job_insert(&self, params: JobInsertParams) -> Result<Vec<EnqueueOutcome>> {
+        let dedup = Deduped::new(params.jobs);
+        let now = params.now;
+        let mut conn = self.pool.acquire().await.db()?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+        let per_row = batch::insert_all(&mut Inserter { conn: &mut tx, now }, &dedup.rows).await?;
+        tx.commit().await.db()?;
+        Ok(dedup.outcomes(&per_row))
+    }
+
+    async fn job_claim(&self, p: &JobClaimParams) -> Result<Vec<ClaimedJob>> {
+        let token = shared::new_token();
+        let expires = p.now + p.lease.as_micros() as i64;
+        let kinds = shared::kinds_json(&p.kinds);
+        let mut conn = self.pool.acquire().await.db()?;
+        let mut jobs = match p.strategy {
+            ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => {
+                let rows = sqlx::query(AssertSqlSafe(self.claim.get(p.order).to_owned()))
+                    .bind(token)
+                    .bind(&p.owner)
+                    .bind(expires)
+                    .bind(p.now)
+                    .bind(p.queue.as_str())
+                    .bind(kinds)
+                    .bind(p.limit as i64)
+                    .fetch_all(&mut *conn)
+                    .await
+                    .db()?;
+                rows.iter()
+                    .map(|r| Ok(claimed_from_row!(r)))
+                    .collect::<Result<Vec<_>>>()?
+            }
+            ClaimStrategy::ClaimToken => {
+                let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+                sqlx::query(AssertSqlSafe(self.claim_token.get(p.order).to_owned()))
+                    .bind(token)
+                    .bind(&p.owner)
+                    .bind(expires)
+                    .bind(p.now)
+                    .bind(p.queue.as_str())
+                    .bind(kinds)
+                    .bind(p.limit as i64)
+                    .execute(&mut *tx)
+                    .await
+                    .db()?;
+                let rows = sqlx::query(q!("job_select_token"))
+                    .bind(expires)
+                    .bind(token)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .db()?;
+                tx.commit().await.db()?;
+                rows.iter()
+                    .map(|r| Ok(claimed_from_row!(r)))
+                    .collect::<Result<Vec<_>>>()?
+            }
+        };
+        crate::rows::sort_claimed(&mut jobs, p.order);
+        Ok(jobs)
+    }
+
+    async fn job_claim_tx(&self, _p: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>> {
+        Err(Error::Unsupported(
+            "transaction claim mode needs row locks; SQLite locks the whole database",
+        ))
+    }
+
+    async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {
+        let mut conn = self.pool.acquire().await.db()?;
+        if p.retention == Retention::Archive {
+            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+            let done = Self::complete_on(&mut tx, &p).await?;
+            tx.commit().await.db()?;
+            Ok(done)
+        } else {
+            Self::complete_on(&mut conn, &p).await
+        }
+    }
+
+    async fn job_fail(&self, p: JobFailParams) -> Result<()> {
+        let (state, run_at, finished) = shared::fail_target(&p);
+        let res = sqlx::query(q!("job_fail"))
+            .bind(state)
+            .bind(run_at)
+            .bind(finished)
+            .bind(p.now)
+            .bind(&p.error)
+            .bind(p.job.id)
+            .bind(p.job.token)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        shared::fenced(res.rows_affected(), p.job.id)
+    }
+
+    async fn job_release(&self, p: JobReleaseParams) -> Result<()> {
+        let res = sqlx::query(q!("job_release"))
+            .bind(p.run_at)
+            .bind(p.job.id)
+            .bind(p.job.token)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        shared::fenced(res.rows_affected(), p.job.id)
+    }
+
+    async fn job_heartbeat(&self, p: JobHeartbeatParams) -> Result<bool> {
+        let row: Option<bool> = sqlx::query_scalar(q!("job_heartbeat"))
+            .bind(p.lease_expires_at)
+            .bind(p.job.id)
+            .bind(p.job.token)
+            .fetch_optional(&self.pool)
+            .await
+            .db()?;
+        row.ok_or(Error::LeaseLost { job_id: p.job.id })
+    }
+
+    async fn job_progress(&self, p: JobProgressParams) -> Result<()> {
+        let res = sqlx::query(q!("job_progress"))
+            .bind(p.progress)
+            .bind(p.result)
+            .bind(p.job.id)
+            .bind(p.job.token)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        shared::fenced(res.rows_affected(), p.job.id)
+    }
+
+    async fn job_cancel_request(&self, id: i64, now: i64) -> Result<Job> {
+        let res = sqlx::query(q!("job_cancel_request"))
+            .bind(now)
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        let job = self.job_get(id).await?;
+        shared::admin_result(id, AdminAction::Cancel, res.rows_affected(), job)
+    }
+
+    async fn job_prune(&self, p: JobPruneParams) -> Result<u64> {
+        let mut conn = self.pool.acquire().await.db()?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+        if p.archive {
+            sqlx::query(q!("job_prune_archive"))
+                .bind(p.queue.as_str())
+                .bind(p.state.as_str())
+                .bind(p.finished_before)
+                .bind(p.limit as i64)
+                .execute(&mut *tx)
+                .await
+                .db()?;
+        }
+        let res = sqlx::query(q!("job_prune_delete"))
+            .bind(p.queue.as_str())
+            .bind(p.state.as_str())
+            .bind(p.finished_before)
+            .bind(p.limit as i64)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        tx.commit().await.db()?;
+        Ok(res.rows_affected())
+    }
+
+    async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {
+        sqlx::query_scalar(q!("leader_elect"))
+            .bind(&p.name)
+            .bind(&p.holder)
+            .bind(p.now)
+            .bind(p.expires_at)
+            .fetch_optional(&self.pool)
+            .await
+            .db()
+    }
+
+    async fn leader_resign(&self, name: &str, holder: &str) -> Result<()> {
+        sqlx::query(q!("leader_resign"))
+            .bind(name)
+            .bind(holder)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn cron_fire(&self, p: CronFireParams) -> Result<Option<EnqueueOutcome>> {
+        let mut conn = self.pool.acquire().await.db()?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+        let res = sqlx::query(q!("cron_advance"))
+            .bind(&p.name)
+            .bind(p.tick)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        if res.rows_affected() == 0 {
+            return Ok(None); // already fired (the transaction rolls back on drop)
+        }
+        let dedup = Deduped::new(vec![p.job]);
+        let per_row = batch::insert_all(
+            &mut Inserter {
+                conn: &mut tx,
+                now: p.now,
+            },
+            &dedup.rows,
+        )
+        .await?;
+        tx.commit().await.db()?;
+        Ok(dedup.outcomes(&per_row).pop())
+    }
+
+    async fn topic_subscribe(
+        &self,
+        topic: &QueueName,
+        queue: &QueueName,
+        subscribe: bool,
+        now: i64,
+    ) -> Result<()> {
+        let q = if subscribe {
+            sqlx::query(q!("topic_subscribe"))
+                .bind(topic.as_str())
+                .bind(queue.as_str())
+                .bind(now)
+        } else {
+            sqlx::query(q!("topic_unsubscribe"))
+                .bind(topic.as_str())
+                .bind(queue.as_str())
+        };
+        q.execute(&self.pool).await.db()?;
+        Ok(())
+    }
+
+    async fn topic_subscribers(&self, topic: &QueueName) -> Result<Vec<QueueName>> {
+        let names: Vec<String> = sqlx::query_scalar(q!("topic_subscribers"))
+            .bind(topic.as_str())
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        names.into_iter().map(QueueName::new).collect()
+    }
+
+    async fn job_rescue(&self, p: JobRescueParams) -> Result<u64> {
+        let res = sqlx::query(q!("job_rescue"))
+            .bind(p.now)
+            .bind(p.limit as i64)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(res.rows_affected())
+    }
+
+    async fn job_get(&self, id: i64) -> Result<Option<Job>> {
+        let mut row = sqlx::query(q!("job_get"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .db()?;
+        if row.is_none() {
+            row = sqlx::query(q!("job_get_archived"))
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .db()?;
+        }
+        row.map(|r| Ok(job_from_row!(&r))).transpose()
+    }
+
+    async fn job_list(&self, p: JobListParams) -> Result<Vec<Job>> {
+        let (state, mode) = shared::state_filter(p.state);
+        let rows = sqlx::query(q!("job_list"))
+            .bind(p.queue.as_ref().map(|q| q.as_str()))
+            .bind(state)
+            .bind(p.after_id)
+            .bind(mode)
+            .bind(p.now)
+            .bind(p.limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        rows.iter().map(|r| Ok(job_from_row!(r))).collect()
+    }
+
+    async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job> {
+        let t = shared::admin_target(action, now);
+        let res = sqlx::query(q!("job_admin"))
+            .bind(t.to)
+            .bind(t.run_at)
+            .bind(t.reset_attempts)
+            .bind(t.finished_at)
+            .bind(id)
+            .bind(t.from[0])
+            .bind(t.from[1])
+            .bind(t.from[2])
+            .execute(&self.pool)
+            .await
+            .db()?;
+        let job = self.job_get(id).await?;
+        shared::admin_result(id, action, res.rows_affected(), job)
+    }
+
+    async fn job_count_pending(&self, queues: &[QueueName]) -> Result<i64> {
+        let names: Vec<&str> = queues.iter().map(|q| q.as_str()).collect();
+        sqlx::query_scalar(q!("job_count_pending"))
+            .bind(serde_json::to_string(&names).expect("strings serialize"))
+            .fetch_one(&self.pool)
+            .await
+            .db()
+    }
+
+    async fn queue_redrive(&self, p: QueueRedriveParams) -> Result<u64> {
+        let res = sqlx::query(q!("queue_redrive"))
+            .bind(p.now)
+            .bind(p.queue.as_str())
+            .bind(p.limit as i64)
+            .execute(&self.pool)
+            .await;
+        match res.db() {
+            Ok(r) => Ok(r.rows_affected()),
+            Err(e) if shared::is_unique_violation(&e) => {
+                let ids: Vec<i64> = sqlx::query_scalar(q!("queue_dead_ids"))
+                    .bind(p.queue.as_str())
+                    .bind(p.limit as i64)
+                    .fetch_all(&self.pool)
+                    .await
+                    .db()?;
+                shared::redrive_one_by_one(self, &ids, p.now).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn queue_get(&self, name: &QueueName) -> Result<Option<QueueSettings>> {
+        let row = sqlx::query(q!("queue_get"))
+            .bind(name.as_str())
+            .fetch_optional(&self.pool)
+            .await
+            .db()?;
+        row.map(|r| Ok(queue_from_row!(&r))).transpose()
+    }
+
+    async fn queue_ensure(&self, name: &QueueName, now: i64) -> Result<()> {
+        sqlx::query(q!("queue_ensure"))
+            .bind(name.as_str())
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn queue_upsert(&self, s: &QueueSettings, now: i64) -> Result<()> {
+        sqlx::query(q!("queue_upsert"))
+            .bind(s.name.as_str())
+            .bind(s.paused)
+            .bind(s.max_attempts)
+            .bind(s.backoff_base.as_millis() as i64)
+            .bind(s.backoff_max.as_millis() as i64)
+            .bind(s.lease.as_millis() as i64)
+            .bind(s.order.as_str())
+            .bind(s.retention.as_str())
+            .bind(s.concurrency.map(|c| c as i32))
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn queue_set_paused(&self, name: &QueueName, paused: bool, now: i64) -> Result<()> {
+        sqlx::query(q!("queue_set_paused"))
+            .bind(name.as_str())
+            .bind(paused)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn queue_list(&self) -> Result<Vec<QueueInfo>> {
+        let rows = sqlx::query(q!("queue_all"))
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        let settings = rows
+            .iter()
+            .map(|r| Ok(queue_from_row!(r)))
+            .collect::<Result<Vec<_>>>()?;
+        let pending = sqlx::query(q!("queue_pending"))
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        let pending = pending
+            .iter()
+            .map(|r| Ok((r.try_get::<String, _>(0)?, r.try_get::<i64, _>(1)?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .db()?;
+        shared::merge_queue_list(settings, pending)
+    }
+
+    async fn queue_stats(
+        &self,
+        queue: Option<&QueueName>,
+        now: i64,
+    ) -> Result<Vec<(String, QueueStats)>> {
+        let rows = sqlx::query(q!("queue_stats"))
+            .bind(now)
+            .bind(queue.map(|q| q.as_str()))
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        let counts = rows
+            .iter()
+            .map(|r| {
+                Ok((
+                    r.try_get::<String, _>(0)?,
+                    r.try_get::<String, _>(1)?,
+                    r.try_get::<i64, _>(2)? != 0,
+                    r.try_get::<i64, _>(3)?,
+                ))
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .db()?;
+        let names = match queue {
+            Some(q) => vec![q.as_str().to_owned()],
+            None => sqlx::query_scalar("SELECT name FROM backlog_queue")
+                .fetch_all(&self.pool)
+                .await
+                .db()?,
+        };
+        shared::fold_stats(names, counts)
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+impl crate::tx::JobConnection for SqliteConnection {
+    async fn backlog_enqueue(
+        &mut self,
+        jobs: Vec<NewJob>,
+        now: i64,
+    ) -> Result<Vec<EnqueueOutcome>> {
+        for q in crate::tx::queues_of(&jobs) {
+            sqlx::query(q!("queue_ensure"))
+                .bind(q.as_str())
+                .bind(now)
+                .execute(&mut *self)
+                .await
+                .db()?;
+        }
+        let dedup = Deduped::new(jobs);
+        let per_row = batch::insert_all(&mut Inserter { conn: self, now }, &dedup.rows).await?;
+        Ok(dedup.outcomes(&per_row))
+    }
+
+    async fn backlog_complete(&mut self, params: &JobCompleteParams) -> Result<Vec<JobRef>> {
+        SqliteBackend::complete_on(self, params).await
+    }
+}

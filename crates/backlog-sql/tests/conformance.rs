@@ -1,0 +1,1360 @@
+#![allow(missing_docs)]
+//! The conformance suite: every operation and state transition of the backend seam, written once
+//! and run against SQLite, PostgreSQL and MariaDB/MySQL. PostgreSQL and MySQL are required: a
+//! database that cannot be reached fails these tests, it never skips them.
+
+mod harness;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use backlog_core::*;
+use harness::Db;
+
+const SEC: i64 = 1_000_000;
+
+fn q(name: &str) -> QueueName {
+    QueueName::new(name).unwrap()
+}
+
+fn job(queue: &str, payload: &str) -> NewJob {
+    NewJob::new(
+        q(queue),
+        Payload::parse(payload, DEFAULT_PAYLOAD_LIMIT).unwrap(),
+    )
+}
+
+fn keyed(queue: &str, key: &str) -> NewJob {
+    let mut j = job(queue, "{}");
+    j.unique_key = Some(UniqueKey::new(key).unwrap());
+    j
+}
+
+fn claim(queue: &str, limit: u32, now: i64, strategy: ClaimStrategy) -> JobClaimParams {
+    JobClaimParams {
+        queue: q(queue),
+        kinds: vec![],
+        limit,
+        owner: "test-worker".into(),
+        lease: Duration::from_secs(30),
+        now,
+        order: Ordering::Fifo,
+        strategy,
+    }
+}
+
+async fn enqueue(db: &Db, jobs: Vec<NewJob>, now: i64) -> Vec<EnqueueOutcome> {
+    db.b.job_insert(JobInsertParams { jobs, now })
+        .await
+        .unwrap()
+}
+
+async fn ids(db: &Db, jobs: Vec<NewJob>, now: i64) -> Vec<i64> {
+    enqueue(db, jobs, now)
+        .await
+        .into_iter()
+        .map(|o| o.id)
+        .collect()
+}
+
+async fn state_of(db: &Db, id: i64) -> JobState {
+    db.b.job_get(id).await.unwrap().expect("job exists").state
+}
+
+async fn complete(db: &Db, refs: Vec<JobRef>, now: i64, retention: Retention) -> Vec<JobRef> {
+    db.b.job_complete(JobCompleteParams {
+        jobs: refs,
+        now,
+        retention,
+    })
+    .await
+    .unwrap()
+}
+
+async fn migrate_is_idempotent_and_concurrent(db: Db) {
+    let mut handles = vec![];
+    for _ in 0..4 {
+        let url = db.url.clone();
+        handles.push(tokio::spawn(async move {
+            let b = backlog_sql::connect(&url, &Default::default())
+                .await
+                .unwrap();
+            let r = b.migrate().await.unwrap();
+            b.close().await;
+            r
+        }));
+    }
+    for h in handles {
+        assert_eq!(h.await.unwrap().current, backlog_sql::SCHEMA_VERSION);
+    }
+    let again = db.b.migrate().await.unwrap();
+    assert!(
+        again.applied.is_empty(),
+        "second migrate applied {:?}",
+        again.applied
+    );
+}
+
+async fn enqueue_defaults_and_claim(db: Db) {
+    let now = db.now;
+    let out = enqueue(&db, vec![job("mail", r#"{"to":"a@example.com"}"#)], now).await;
+    assert!(out[0].created);
+    let j = db.b.job_get(out[0].id).await.unwrap().unwrap();
+    assert_eq!(j.state, JobState::Available);
+    assert_eq!((j.attempt, j.priority, j.max_attempts), (0, 0, None));
+    assert_eq!(j.run_at, now);
+    assert!(j.errors.is_empty());
+    let got =
+        db.b.job_claim(&claim("mail", 10, now, db.strategy()))
+            .await
+            .unwrap();
+    assert_eq!(got.len(), 1);
+    let c = &got[0];
+    assert_eq!((c.id, c.attempt, c.queue.as_str()), (out[0].id, 1, "mail"));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&c.payload).unwrap()["to"],
+        "a@example.com"
+    );
+    assert_eq!(c.lease_expires_at, now + 30 * SEC);
+    let j = db.b.job_get(c.id).await.unwrap().unwrap();
+    assert_eq!(j.state, JobState::Running);
+    assert_eq!(j.lease_token, Some(c.lease_token));
+    assert_eq!(j.lease_owner.as_deref(), Some("test-worker"));
+    // Nothing else to claim.
+    assert!(
+        db.b.job_claim(&claim("mail", 10, now, db.strategy()))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn batch_enqueue_keeps_input_order(db: Db) {
+    let jobs: Vec<NewJob> = (0..2500)
+        .map(|i| job("bulk", &format!(r#"{{"i":{i}}}"#)))
+        .collect();
+    let out = enqueue(&db, jobs, db.now).await;
+    assert_eq!(out.len(), 2500);
+    assert!(out.iter().all(|o| o.created));
+    assert!(
+        out.windows(2).all(|w| w[0].id < w[1].id),
+        "ids not ascending"
+    );
+    for i in [0usize, 999, 1000, 2499] {
+        let j = db.b.job_get(out[i].id).await.unwrap().unwrap();
+        let v: serde_json::Value = serde_json::from_str(&j.payload).unwrap();
+        assert_eq!(v["i"], i, "row {i} got the wrong id");
+    }
+}
+
+async fn unique_keys(db: Db) {
+    let now = db.now;
+    let a = enqueue(&db, vec![keyed("u", "k1")], now).await[0];
+    assert!(a.created);
+    let again = enqueue(&db, vec![keyed("u", "k1")], now).await[0];
+    assert_eq!(
+        again,
+        EnqueueOutcome {
+            id: a.id,
+            created: false
+        }
+    );
+    // Inside one batch: duplicates fold into one job, existing keys return the existing id.
+    let out = enqueue(
+        &db,
+        vec![
+            keyed("u", "k1"),
+            keyed("u", "k2"),
+            job("u", "{}"),
+            keyed("u", "k2"),
+        ],
+        now,
+    )
+    .await;
+    assert_eq!(
+        out[0],
+        EnqueueOutcome {
+            id: a.id,
+            created: false
+        }
+    );
+    assert!(out[1].created && out[2].created);
+    assert_eq!(
+        out[3],
+        EnqueueOutcome {
+            id: out[1].id,
+            created: false
+        }
+    );
+    // The same key in another queue is another job.
+    assert!(enqueue(&db, vec![keyed("other", "k1")], now).await[0].created);
+    // Once the job is finished the key is free again.
+    let c =
+        db.b.job_claim(&claim("u", 1, now, db.strategy()))
+            .await
+            .unwrap();
+    assert_eq!(c[0].id, a.id);
+    complete(&db, vec![c[0].job_ref()], now, Retention::Keep).await;
+    let fresh = enqueue(&db, vec![keyed("u", "k1")], now).await[0];
+    assert!(fresh.created && fresh.id != a.id);
+}
+
+async fn unique_keys_under_concurrent_producers(db: Db) {
+    let mut handles = vec![];
+    for _ in 0..16 {
+        let b = db.b.clone();
+        let now = db.now;
+        handles.push(tokio::spawn(async move {
+            b.job_insert(JobInsertParams {
+                jobs: vec![keyed("race", "same"), keyed("race", "k-other")],
+                now,
+            })
+            .await
+            .unwrap()
+        }));
+    }
+    let mut outs = vec![];
+    for h in handles {
+        outs.push(h.await.unwrap());
+    }
+    for slot in 0..2 {
+        let ids: HashSet<i64> = outs.iter().map(|o| o[slot].id).collect();
+        assert_eq!(ids.len(), 1, "two jobs for one key: {ids:?}");
+        assert_eq!(outs.iter().filter(|o| o[slot].created).count(), 1);
+    }
+    let stats = db.b.queue_stats(Some(&q("race")), db.now).await.unwrap();
+    assert_eq!(stats[0].1.available, 2);
+}
+
+async fn fifo_lifo_and_priority(db: Db) {
+    for strategy in db.strategies() {
+        let now = db.now;
+        let qn = format!("order-{}", harness::strategy_name(strategy));
+        let mut jobs = vec![];
+        for (i, pr) in [5i16, 0, 5, 0].into_iter().enumerate() {
+            let mut j = job(&qn, &format!(r#"{{"i":{i}}}"#));
+            j.priority = pr;
+            j.run_at = Some(now - 10 * SEC + i as i64); // distinct due times, in input order
+            jobs.push(j);
+        }
+        let id = ids(&db, jobs, now).await;
+        let mut got = vec![];
+        for _ in 0..4 {
+            got.push(db.b.job_claim(&claim(&qn, 1, now, strategy)).await.unwrap()[0].id);
+        }
+        assert_eq!(
+            got,
+            vec![id[1], id[3], id[0], id[2]],
+            "fifo by priority ({strategy:?})"
+        );
+
+        let lq = format!("lifo-{}", harness::strategy_name(strategy));
+        let mut s = QueueSettings::defaults(q(&lq));
+        s.order = Ordering::Lifo;
+        db.b.queue_upsert(&s, now).await.unwrap();
+        assert_eq!(
+            db.b.queue_get(&q(&lq)).await.unwrap().unwrap().order,
+            Ordering::Lifo
+        );
+        let id = ids(
+            &db,
+            (0..3)
+                .map(|i| {
+                    let mut j = job(&lq, "{}");
+                    j.run_at = Some(now - 10 * SEC + i);
+                    j
+                })
+                .collect(),
+            now,
+        )
+        .await;
+        let mut p = claim(&lq, 3, now, strategy);
+        p.order = Ordering::Lifo;
+        let got: Vec<i64> =
+            db.b.job_claim(&p)
+                .await
+                .unwrap()
+                .iter()
+                .map(|c| c.id)
+                .collect();
+        assert_eq!(got, vec![id[2], id[1], id[0]], "lifo ({strategy:?})");
+    }
+}
+
+async fn delayed_jobs_wait_for_run_at(db: Db) {
+    let now = db.now;
+    let mut j = job("later", "{}");
+    j.run_at = Some(now + 60 * SEC);
+    let id = ids(&db, vec![j], now).await[0];
+    for strategy in db.strategies() {
+        assert!(
+            db.b.job_claim(&claim("later", 5, now, strategy))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            db.b.job_claim(&claim("later", 5, now + 60 * SEC - 1, strategy))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+    let stats = db.b.queue_stats(Some(&q("later")), now).await.unwrap();
+    assert_eq!((stats[0].1.scheduled, stats[0].1.available), (1, 0));
+    let got =
+        db.b.job_claim(&claim("later", 5, now + 60 * SEC, db.strategy()))
+            .await
+            .unwrap();
+    assert_eq!(got[0].id, id);
+}
+
+async fn paused_queues_hand_out_nothing(db: Db) {
+    let now = db.now;
+    let id = ids(&db, vec![job("p", "{}")], now).await[0];
+    db.b.queue_set_paused(&q("p"), true, now).await.unwrap();
+    for strategy in db.strategies() {
+        assert!(
+            db.b.job_claim(&claim("p", 5, now, strategy))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+    assert!(db.b.queue_get(&q("p")).await.unwrap().unwrap().paused);
+    db.b.queue_set_paused(&q("p"), false, now).await.unwrap();
+    assert_eq!(
+        db.b.job_claim(&claim("p", 5, now, db.strategy()))
+            .await
+            .unwrap()[0]
+            .id,
+        id
+    );
+}
+
+async fn kinds_filter_claims(db: Db) {
+    let now = db.now;
+    let mut a = job("k", "{}");
+    a.kind = Some(Kind::new("email").unwrap());
+    let mut b = job("k", "{}");
+    b.kind = Some(Kind::new("sms").unwrap());
+    let id = ids(&db, vec![a, b, job("k", "{}")], now).await;
+    for strategy in db.strategies() {
+        let mut p = claim("k", 10, now, strategy);
+        p.kinds = vec![Kind::new("sms").unwrap(), Kind::new("fax").unwrap()];
+        let got = db.b.job_claim(&p).await.unwrap();
+        if !got.is_empty() {
+            assert_eq!(got.len(), 1);
+            assert_eq!((got[0].id, got[0].kind.as_deref()), (id[1], Some("sms")));
+            db.b.job_release(JobReleaseParams {
+                job: got[0].job_ref(),
+                now,
+                run_at: now,
+            })
+            .await
+            .unwrap();
+        } else {
+            panic!("kind filter found nothing ({strategy:?})");
+        }
+    }
+    let all =
+        db.b.job_claim(&claim("k", 10, now, db.strategy()))
+            .await
+            .unwrap();
+    assert_eq!(all.len(), 3);
+}
+
+async fn completion_retention(db: Db) {
+    let now = db.now;
+    let id = ids(&db, vec![job("r", "1"), job("r", "2"), job("r", "3")], now).await;
+    let c =
+        db.b.job_claim(&claim("r", 3, now, db.strategy()))
+            .await
+            .unwrap();
+    let by_id = |i: i64| c.iter().find(|x| x.id == i).unwrap().job_ref();
+    assert_eq!(
+        complete(&db, vec![by_id(id[0])], now + 1, Retention::Delete)
+            .await
+            .len(),
+        1
+    );
+    assert!(db.b.job_get(id[0]).await.unwrap().is_none());
+    assert_eq!(
+        complete(&db, vec![by_id(id[1])], now + 2, Retention::Keep)
+            .await
+            .len(),
+        1
+    );
+    let kept = db.b.job_get(id[1]).await.unwrap().unwrap();
+    assert_eq!(
+        (kept.state, kept.finished_at, kept.lease_token),
+        (JobState::Completed, Some(now + 2), None)
+    );
+    assert_eq!(
+        complete(&db, vec![by_id(id[2])], now + 3, Retention::Archive)
+            .await
+            .len(),
+        1
+    );
+    // Moved out of the hot table; `job_get` still finds it in the archive.
+    assert_eq!(db.archived(id[2]).await, Some("completed".to_string()));
+    assert_eq!(state_of(&db, id[2]).await, JobState::Completed);
+    assert_eq!(db.b.job_count_pending(&[q("r")]).await.unwrap(), 0);
+    // A completed job is never handed out again.
+    assert!(
+        db.b.job_claim(&claim("r", 3, now + 10 * SEC, db.strategy()))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Completing twice changes nothing.
+    assert!(
+        complete(&db, vec![by_id(id[1])], now + 4, Retention::Keep)
+            .await
+            .is_empty()
+    );
+}
+
+async fn fencing_after_lease_takeover(db: Db) {
+    let now = db.now;
+    let id = ids(&db, vec![job("f", "{}")], now).await[0];
+    let mut p = claim("f", 1, now, db.strategy());
+    p.lease = Duration::from_secs(1);
+    let old = db.b.job_claim(&p).await.unwrap()[0].job_ref();
+    // Not expired yet: nothing to rescue.
+    assert_eq!(
+        db.b.job_rescue(JobRescueParams {
+            now: now + SEC / 2,
+            limit: 100
+        })
+        .await
+        .unwrap(),
+        0
+    );
+    let later = now + 2 * SEC;
+    assert_eq!(
+        db.b.job_rescue(JobRescueParams {
+            now: later,
+            limit: 100
+        })
+        .await
+        .unwrap(),
+        1
+    );
+    let rescued = db.b.job_get(id).await.unwrap().unwrap();
+    assert_eq!((rescued.state, rescued.attempt), (JobState::Available, 1));
+    assert!(
+        rescued.errors[0].error.contains("lease expired"),
+        "{:?}",
+        rescued.errors
+    );
+    let new =
+        db.b.job_claim(&claim("f", 1, later, db.strategy()))
+            .await
+            .unwrap()[0]
+            .clone();
+    assert_eq!((new.id, new.attempt), (id, 2));
+    assert_ne!(new.lease_token, old.token);
+    // The old holder can do nothing.
+    assert!(
+        complete(&db, vec![old], later, Retention::Keep)
+            .await
+            .is_empty()
+    );
+    let lost = |r: Result<()>| {
+        assert!(
+            matches!(r, Err(Error::LeaseLost { job_id }) if job_id == id),
+            "{r:?}"
+        )
+    };
+    lost(
+        db.b.job_fail(JobFailParams {
+            job: old,
+            now: later,
+            error: "x".into(),
+            cancelled: false,
+            retry_at: Some(later),
+        })
+        .await,
+    );
+    lost(
+        db.b.job_heartbeat(JobHeartbeatParams {
+            job: old,
+            lease_expires_at: later + 100 * SEC,
+        })
+        .await
+        .map(|_| ()),
+    );
+    lost(
+        db.b.job_release(JobReleaseParams {
+            job: old,
+            now: later,
+            run_at: later,
+        })
+        .await,
+    );
+    let j = db.b.job_get(id).await.unwrap().unwrap();
+    assert_eq!(
+        (j.state, j.lease_token, j.errors.len()),
+        (JobState::Running, Some(new.lease_token), 1)
+    );
+    // The current holder completes.
+    assert_eq!(
+        complete(&db, vec![new.job_ref()], later, Retention::Keep).await,
+        vec![new.job_ref()]
+    );
+    lost(
+        db.b.job_heartbeat(JobHeartbeatParams {
+            job: new.job_ref(),
+            lease_expires_at: later,
+        })
+        .await
+        .map(|_| ()),
+    );
+}
+
+async fn fail_retries_then_dies(db: Db) {
+    let now = db.now;
+    let mut j = job("fl", "{}");
+    j.max_attempts = Some(2);
+    let id = ids(&db, vec![j], now).await[0];
+    let c =
+        db.b.job_claim(&claim("fl", 1, now, db.strategy()))
+            .await
+            .unwrap()[0]
+            .job_ref();
+    db.b.job_fail(JobFailParams {
+        job: c,
+        now,
+        error: "boom 1".into(),
+        cancelled: false,
+        retry_at: Some(now + 5 * SEC),
+    })
+    .await
+    .unwrap();
+    let st = db.b.job_get(id).await.unwrap().unwrap();
+    assert_eq!(
+        (st.state, st.run_at, st.reported_state(now)),
+        (JobState::Available, now + 5 * SEC, "retrying")
+    );
+    assert_eq!(
+        st.errors,
+        vec![ErrorRecord {
+            attempt: 1,
+            at: now,
+            error: "boom 1".into()
+        }]
+    );
+    let listed =
+        db.b.job_list(JobListParams {
+            queue: Some(q("fl")),
+            state: Some(StateFilter::Retrying),
+            after_id: 0,
+            limit: 10,
+            now,
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(
+        db.b.job_claim(&claim("fl", 1, now + SEC, db.strategy()))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let t = now + 5 * SEC;
+    let c =
+        db.b.job_claim(&claim("fl", 1, t, db.strategy()))
+            .await
+            .unwrap()[0]
+            .clone();
+    assert_eq!(c.attempt, 2);
+    db.b.job_fail(JobFailParams {
+        job: c.job_ref(),
+        now: t,
+        error: "boom 2".into(),
+        cancelled: false,
+        retry_at: None,
+    })
+    .await
+    .unwrap();
+    let st = db.b.job_get(id).await.unwrap().unwrap();
+    assert_eq!(
+        (st.state, st.finished_at, st.errors.len()),
+        (JobState::Dead, Some(t), 2)
+    );
+    assert_eq!(st.errors[1].error, "boom 2");
+}
+
+async fn release_and_heartbeat(db: Db) {
+    let now = db.now;
+    let id = ids(&db, vec![job("rh", "{}")], now).await[0];
+    let c =
+        db.b.job_claim(&claim("rh", 1, now, db.strategy()))
+            .await
+            .unwrap()[0]
+            .job_ref();
+    db.b.job_release(JobReleaseParams {
+        job: c,
+        now,
+        run_at: now + 3 * SEC,
+    })
+    .await
+    .unwrap();
+    let j = db.b.job_get(id).await.unwrap().unwrap();
+    assert_eq!(
+        (j.state, j.attempt, j.run_at, j.lease_token),
+        (JobState::Available, 0, now + 3 * SEC, None)
+    );
+    let t = now + 3 * SEC;
+    let mut p = claim("rh", 1, t, db.strategy());
+    p.lease = Duration::from_secs(1);
+    let c = db.b.job_claim(&p).await.unwrap()[0].clone();
+    assert_eq!(c.attempt, 1);
+    db.b.job_heartbeat(JobHeartbeatParams {
+        job: c.job_ref(),
+        lease_expires_at: t + 60 * SEC,
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        db.b.job_rescue(JobRescueParams {
+            now: t + 10 * SEC,
+            limit: 10
+        })
+        .await
+        .unwrap(),
+        0
+    );
+    assert_eq!(state_of(&db, id).await, JobState::Running);
+}
+
+async fn rescue_of_last_attempt_is_dead(db: Db) {
+    let now = db.now;
+    let mut s = QueueSettings::defaults(q("rd"));
+    s.max_attempts = 1;
+    db.b.queue_upsert(&s, now).await.unwrap();
+    let id = ids(&db, vec![job("rd", "{}")], now).await[0];
+    let mut p = claim("rd", 1, now, db.strategy());
+    p.lease = Duration::from_secs(1);
+    db.b.job_claim(&p).await.unwrap();
+    assert_eq!(
+        db.b.job_rescue(JobRescueParams {
+            now: now + 5 * SEC,
+            limit: 10
+        })
+        .await
+        .unwrap(),
+        1
+    );
+    let j = db.b.job_get(id).await.unwrap().unwrap();
+    assert_eq!((j.state, j.errors.len()), (JobState::Dead, 1));
+}
+
+async fn operator_actions(db: Db) {
+    let now = db.now;
+    let id = ids(
+        &db,
+        vec![job("ad", "1"), job("ad", "2"), job("ad", "3")],
+        now,
+    )
+    .await;
+    // hold / release (seed S3's "pending review")
+    assert_eq!(
+        db.b.job_admin(id[0], AdminAction::Hold, now)
+            .await
+            .unwrap()
+            .state,
+        JobState::Held
+    );
+    let c =
+        db.b.job_claim(&claim("ad", 10, now, db.strategy()))
+            .await
+            .unwrap();
+    assert_eq!(c.len(), 2, "held job was claimed");
+    assert_eq!(
+        db.b.job_admin(id[0], AdminAction::Release, now)
+            .await
+            .unwrap()
+            .state,
+        JobState::Available
+    );
+    // cancel an available job; a running one is refused
+    assert_eq!(
+        db.b.job_admin(id[0], AdminAction::Cancel, now)
+            .await
+            .unwrap()
+            .state,
+        JobState::Cancelled
+    );
+    let e =
+        db.b.job_admin(id[1], AdminAction::Cancel, now)
+            .await
+            .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::JobStateConflict {
+                state: JobState::Running,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(matches!(
+        db.b.job_admin(999_999_999, AdminAction::Cancel, now).await,
+        Err(Error::JobNotFound { .. })
+    ));
+    // retry a cancelled job: attempts reset
+    let r =
+        db.b.job_admin(id[0], AdminAction::Retry, now + 1)
+            .await
+            .unwrap();
+    assert_eq!(
+        (r.state, r.attempt, r.run_at, r.finished_at),
+        (JobState::Available, 0, now + 1, None)
+    );
+    // dead jobs, then redrive
+    for c in &c {
+        db.b.job_fail(JobFailParams {
+            job: c.job_ref(),
+            now,
+            error: "no".into(),
+            cancelled: false,
+            retry_at: None,
+        })
+        .await
+        .unwrap();
+    }
+    let dead =
+        db.b.job_list(JobListParams {
+            queue: Some(q("ad")),
+            state: Some(StateFilter::Stored(JobState::Dead)),
+            after_id: 0,
+            limit: 10,
+            now,
+        })
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 2);
+    assert!(matches!(
+        db.b.job_admin(id[1], AdminAction::Hold, now).await,
+        Err(Error::JobStateConflict { .. })
+    ));
+    assert_eq!(
+        db.b.job_admin(id[1], AdminAction::Retry, now)
+            .await
+            .unwrap()
+            .state,
+        JobState::Available
+    );
+    assert_eq!(
+        db.b.queue_redrive(QueueRedriveParams {
+            queue: q("ad"),
+            limit: 10,
+            now
+        })
+        .await
+        .unwrap(),
+        1
+    );
+    assert_eq!(state_of(&db, id[2]).await, JobState::Available);
+    assert_eq!(
+        db.b.job_count_pending(&[q("ad"), q("none")]).await.unwrap(),
+        3
+    );
+}
+
+async fn redrive_skips_taken_unique_keys(db: Db) {
+    let now = db.now;
+    let a = enqueue(&db, vec![keyed("rk", "k")], now).await[0].id;
+    let c =
+        db.b.job_claim(&claim("rk", 1, now, db.strategy()))
+            .await
+            .unwrap()[0]
+            .job_ref();
+    db.b.job_fail(JobFailParams {
+        job: c,
+        now,
+        error: "x".into(),
+        cancelled: false,
+        retry_at: None,
+    })
+    .await
+    .unwrap();
+    let b = enqueue(&db, vec![keyed("rk", "k"), job("rk", "{}")], now).await;
+    assert!(b[0].created && b[0].id != a);
+    let d =
+        db.b.job_claim(&claim("rk", 2, now, db.strategy()))
+            .await
+            .unwrap();
+    let plain = d.iter().find(|x| x.id == b[1].id).unwrap().job_ref();
+    db.b.job_fail(JobFailParams {
+        job: plain,
+        now,
+        error: "x".into(),
+        cancelled: false,
+        retry_at: None,
+    })
+    .await
+    .unwrap();
+    // Job a's key is held by b: a stays dead, the other dead job comes back.
+    assert_eq!(
+        db.b.queue_redrive(QueueRedriveParams {
+            queue: q("rk"),
+            limit: 10,
+            now
+        })
+        .await
+        .unwrap(),
+        1
+    );
+    assert_eq!(state_of(&db, a).await, JobState::Dead);
+    assert_eq!(state_of(&db, b[1].id).await, JobState::Available);
+}
+
+async fn stats_and_lists(db: Db) {
+    let now = db.now;
+    let mut later = job("st", "{}");
+    later.run_at = Some(now + 100 * SEC);
+    let id = ids(
+        &db,
+        vec![job("st", "{}"), job("st", "{}"), later, job("st", "{}")],
+        now,
+    )
+    .await;
+    db.b.job_admin(id[3], AdminAction::Hold, now).await.unwrap();
+    let c =
+        db.b.job_claim(&claim("st", 1, now, db.strategy()))
+            .await
+            .unwrap();
+    complete(&db, vec![c[0].job_ref()], now, Retention::Keep).await;
+    db.b.queue_ensure(&q("empty"), now).await.unwrap();
+    let all = db.b.queue_stats(None, now).await.unwrap();
+    let st = &all.iter().find(|(n, _)| n == "st").unwrap().1;
+    assert_eq!(
+        *st,
+        QueueStats {
+            available: 1,
+            scheduled: 1,
+            running: 0,
+            completed: 1,
+            dead: 0,
+            cancelled: 0,
+            held: 1
+        }
+    );
+    assert!(
+        all.iter()
+            .any(|(n, s)| n == "empty" && *s == QueueStats::default())
+    );
+    let list = |state: Option<StateFilter>| {
+        let b = db.b.clone();
+        async move {
+            b.job_list(JobListParams {
+                queue: Some(q("st")),
+                state,
+                after_id: 0,
+                limit: 100,
+                now,
+            })
+            .await
+            .unwrap()
+            .iter()
+            .map(|j| j.id)
+            .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(list(None).await, id);
+    assert_eq!(list(Some(StateFilter::Scheduled)).await, vec![id[2]]);
+    assert_eq!(
+        list(Some(StateFilter::Stored(JobState::Available))).await,
+        vec![id[1]]
+    );
+    assert_eq!(
+        list(Some(StateFilter::Stored(JobState::Held))).await,
+        vec![id[3]]
+    );
+    let page =
+        db.b.job_list(JobListParams {
+            queue: None,
+            state: None,
+            after_id: id[1],
+            limit: 1,
+            now,
+        })
+        .await
+        .unwrap();
+    assert_eq!(page[0].id, id[2]);
+    let queues = db.b.queue_list().await.unwrap();
+    let stq = queues
+        .iter()
+        .find(|i| i.settings.name.as_str() == "st")
+        .expect("queue with jobs is listed");
+    assert_eq!(stq.pending, 3);
+    assert!(queues.iter().any(|i| i.settings.name.as_str() == "empty"));
+}
+
+async fn queue_settings_round_trip(db: Db) {
+    let now = db.now;
+    assert!(db.b.queue_get(&q("cfg")).await.unwrap().is_none());
+    let s = QueueSettings {
+        name: q("cfg"),
+        paused: false,
+        max_attempts: 7,
+        backoff_base: Duration::from_millis(250),
+        backoff_max: Duration::from_secs(90),
+        lease: Duration::from_secs(45),
+        order: Ordering::Lifo,
+        retention: Retention::Archive,
+        concurrency: Some(3),
+    };
+    db.b.queue_upsert(&s, now).await.unwrap();
+    assert_eq!(db.b.queue_get(&q("cfg")).await.unwrap().unwrap(), s);
+    db.b.queue_ensure(&q("cfg"), now).await.unwrap(); // does not reset
+    assert_eq!(db.b.queue_get(&q("cfg")).await.unwrap().unwrap(), s);
+}
+
+async fn concurrent_claimers_never_share_a_job(db: Db) {
+    for strategy in db.strategies() {
+        let qn = format!("many-{}", harness::strategy_name(strategy));
+        let n = 10_000usize;
+        let jobs: Vec<NewJob> = (0..n).map(|_| job(&qn, "{}")).collect();
+        enqueue(&db, jobs, db.now).await;
+        let mut handles = vec![];
+        for w in 0..16 {
+            let b = db.b.clone();
+            let qn = qn.clone();
+            let now = db.now;
+            handles.push(tokio::spawn(async move {
+                let mut mine = vec![];
+                let mut empty = 0;
+                while empty < 3 {
+                    let mut p = claim(&qn, 25, now, strategy);
+                    p.owner = format!("w{w}");
+                    let got = b.job_claim(&p).await.unwrap();
+                    if got.is_empty() {
+                        empty += 1;
+                        tokio::task::yield_now().await;
+                        continue;
+                    }
+                    empty = 0;
+                    let refs: Vec<JobRef> = got.iter().map(|c| c.job_ref()).collect();
+                    let done = b
+                        .job_complete(JobCompleteParams {
+                            jobs: refs.clone(),
+                            now,
+                            retention: Retention::Delete,
+                        })
+                        .await
+                        .unwrap();
+                    assert_eq!(
+                        done.len(),
+                        refs.len(),
+                        "a claimed job could not be completed"
+                    );
+                    mine.extend(got.iter().map(|c| c.id));
+                }
+                mine
+            }));
+        }
+        let mut all = vec![];
+        for h in handles {
+            all.extend(h.await.unwrap());
+        }
+        let distinct: HashSet<i64> = all.iter().copied().collect();
+        assert_eq!(
+            distinct.len(),
+            all.len(),
+            "a job was handed to two claimers ({strategy:?})"
+        );
+        assert_eq!(all.len(), n, "jobs were lost ({strategy:?})");
+    }
+}
+
+async fn transaction_claim_mode(db: Db) {
+    let now = db.now;
+    if !db.b.capabilities().row_locks {
+        let r = db.b.job_claim_tx(&claim("tx", 1, now, db.strategy())).await;
+        assert!(matches!(r, Err(Error::Unsupported(_))));
+        return;
+    }
+    let id = ids(&db, vec![job("tx", "1"), job("tx", "2")], now).await;
+    let held =
+        db.b.job_claim_tx(&claim("tx", 1, now, db.strategy()))
+            .await
+            .unwrap()
+            .expect("a job");
+    assert_eq!(held.job().id, id[0]);
+    // The row lock hides it from other claimers, who get the next job.
+    let other =
+        db.b.job_claim(&claim("tx", 5, now, db.strategy()))
+            .await
+            .unwrap();
+    assert_eq!(other.iter().map(|c| c.id).collect::<Vec<_>>(), vec![id[1]]);
+    // Dropping the transaction (a dead connection) frees the job at once, no attempt used.
+    drop(held);
+    let mut again = None;
+    for _ in 0..100 {
+        if let Some(t) =
+            db.b.job_claim_tx(&claim("tx", 1, now, db.strategy()))
+                .await
+                .unwrap()
+        {
+            again = Some(t);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let again = again.expect("job free again after the transaction dropped");
+    assert_eq!((again.job().id, again.job().attempt), (id[0], 1));
+    again.complete(now, Retention::Keep).await.unwrap();
+    assert_eq!(state_of(&db, id[0]).await, JobState::Completed);
+    let t =
+        db.b.job_claim_tx(&claim("tx", 1, now, db.strategy()))
+            .await
+            .unwrap();
+    assert!(t.is_none(), "job 2 is running, nothing else is available");
+}
+
+async fn heartbeat_reports_cancel_requests(db: Db) {
+    let now = db.now;
+    let id = ids(&db, vec![job("cx", "{}"), job("cx", "{}")], now).await;
+    let c =
+        db.b.job_claim(&claim("cx", 1, now, db.strategy()))
+            .await
+            .unwrap()
+            .remove(0);
+    let hb = |at: i64| JobHeartbeatParams {
+        job: c.job_ref(),
+        lease_expires_at: at,
+    };
+    assert!(!db.b.job_heartbeat(hb(now + 60 * SEC)).await.unwrap());
+    let j = db.b.job_cancel_request(c.id, now + 1).await.unwrap();
+    assert_eq!(
+        (j.state, j.cancel_requested_at),
+        (JobState::Running, Some(now + 1))
+    );
+    assert!(
+        db.b.job_heartbeat(hb(now + 61 * SEC)).await.unwrap(),
+        "the worker must see the request"
+    );
+    let other = id.iter().copied().find(|&i| i != c.id).unwrap();
+    assert!(matches!(
+        db.b.job_cancel_request(other, now).await,
+        Err(Error::JobStateConflict {
+            state: JobState::Available,
+            ..
+        })
+    ));
+    assert!(matches!(
+        db.b.job_cancel_request(987_654_321, now).await,
+        Err(Error::JobNotFound { .. })
+    ));
+    // The worker reports the cancel outcome.
+    db.b.job_fail(JobFailParams {
+        job: c.job_ref(),
+        now: now + 2,
+        error: "cancelled on request".into(),
+        retry_at: None,
+        cancelled: true,
+    })
+    .await
+    .unwrap();
+    let j = db.b.job_get(c.id).await.unwrap().unwrap();
+    assert_eq!(
+        (j.state, j.finished_at),
+        (JobState::Cancelled, Some(now + 2))
+    );
+}
+
+async fn progress_and_result(db: Db) {
+    let now = db.now;
+    let id = ids(&db, vec![job("pr", "{}")], now).await[0];
+    let c =
+        db.b.job_claim(&claim("pr", 1, now, db.strategy()))
+            .await
+            .unwrap()
+            .remove(0);
+    db.b.job_progress(JobProgressParams {
+        job: c.job_ref(),
+        progress: Some(r#"{"done":3,"of":10}"#.into()),
+        result: None,
+    })
+    .await
+    .unwrap();
+    db.b.job_progress(JobProgressParams {
+        job: c.job_ref(),
+        progress: None,
+        result: Some(r#"{"sent":true}"#.into()),
+    })
+    .await
+    .unwrap();
+    let j = db.b.job_get(id).await.unwrap().unwrap();
+    let v = |s: &Option<String>| {
+        serde_json::from_str::<serde_json::Value>(s.as_deref().unwrap()).unwrap()
+    };
+    assert_eq!(v(&j.progress)["done"], 3);
+    assert_eq!(v(&j.result)["sent"], true);
+    let stale = JobRef {
+        id,
+        token: c.lease_token.wrapping_add(1),
+    };
+    assert!(matches!(
+        db.b.job_progress(JobProgressParams {
+            job: stale,
+            progress: Some("1".into()),
+            result: None
+        })
+        .await,
+        Err(Error::LeaseLost { .. })
+    ));
+    complete(&db, vec![c.job_ref()], now, Retention::Archive).await;
+    let archived =
+        db.b.job_get(id)
+            .await
+            .unwrap()
+            .expect("job show finds archived jobs");
+    assert_eq!(
+        (archived.state, v(&archived.result)["sent"].clone()),
+        (JobState::Completed, serde_json::json!(true))
+    );
+}
+
+async fn pruning_in_bounded_batches(db: Db) {
+    let now = db.now;
+    let id = ids(&db, (0..4).map(|_| job("pn", "{}")).collect(), now).await;
+    let c =
+        db.b.job_claim(&claim("pn", 4, now, db.strategy()))
+            .await
+            .unwrap();
+    for (i, cj) in c.iter().enumerate() {
+        complete(&db, vec![cj.job_ref()], now + i as i64, Retention::Keep).await;
+    }
+    let prune = |limit: u32, archive: bool| JobPruneParams {
+        queue: q("pn"),
+        state: JobState::Completed,
+        finished_before: now + 3,
+        limit,
+        archive,
+    };
+    assert_eq!(db.b.job_prune(prune(2, false)).await.unwrap(), 2);
+    assert_eq!(db.b.job_prune(prune(10, true)).await.unwrap(), 1);
+    assert_eq!(db.b.job_prune(prune(10, false)).await.unwrap(), 0);
+    let left: Vec<i64> = c.iter().map(|x| x.id).filter(|&i| i == c[3].id).collect();
+    let remaining =
+        db.b.job_list(JobListParams {
+            queue: Some(q("pn")),
+            state: None,
+            after_id: 0,
+            limit: 10,
+            now,
+        })
+        .await
+        .unwrap();
+    assert_eq!(remaining.iter().map(|j| j.id).collect::<Vec<_>>(), left);
+    assert_eq!(db.archived(c[2].id).await.as_deref(), Some("completed"));
+    assert_eq!(id.len(), 4);
+}
+
+async fn leader_election(db: Db) {
+    let now = db.now;
+    let p = |holder: &str, at: i64| LeaderParams {
+        name: "maint".into(),
+        holder: holder.into(),
+        now: at,
+        expires_at: at + 10 * SEC,
+    };
+    assert_eq!(db.b.leader_elect(&p("a", now)).await.unwrap(), Some(1));
+    assert_eq!(db.b.leader_elect(&p("b", now + SEC)).await.unwrap(), None);
+    assert_eq!(
+        db.b.leader_elect(&p("a", now + 5 * SEC)).await.unwrap(),
+        Some(1),
+        "renewal keeps the term"
+    );
+    assert_eq!(
+        db.b.leader_elect(&p("b", now + 14 * SEC)).await.unwrap(),
+        None,
+        "a's renewed lease still holds"
+    );
+    assert_eq!(
+        db.b.leader_elect(&p("b", now + 16 * SEC)).await.unwrap(),
+        Some(2),
+        "b takes over an expired lease"
+    );
+    assert_eq!(
+        db.b.leader_elect(&p("a", now + 17 * SEC)).await.unwrap(),
+        None
+    );
+    db.b.leader_resign("maint", "a").await.unwrap(); // not the holder: no effect
+    assert_eq!(
+        db.b.leader_elect(&p("a", now + 18 * SEC)).await.unwrap(),
+        None
+    );
+    db.b.leader_resign("maint", "b").await.unwrap();
+    assert_eq!(
+        db.b.leader_elect(&p("a", now + 19 * SEC)).await.unwrap(),
+        Some(3)
+    );
+    // Many contenders at once: exactly one wins.
+    let mut handles = vec![];
+    for i in 0..8 {
+        let b = db.b.clone();
+        let lp = LeaderParams {
+            name: "race".into(),
+            holder: format!("h{i}"),
+            now,
+            expires_at: now + 10 * SEC,
+        };
+        handles.push(tokio::spawn(
+            async move { b.leader_elect(&lp).await.unwrap() },
+        ));
+    }
+    let mut wins = 0;
+    for h in handles {
+        wins += h.await.unwrap().is_some() as usize;
+    }
+    assert_eq!(wins, 1);
+}
+
+async fn cron_ticks_fire_once(db: Db) {
+    let now = db.now;
+    let fire = |tick: i64| CronFireParams {
+        name: "nightly".into(),
+        tick,
+        job: job("cron", &format!(r#"{{"tick":{tick}}}"#)),
+        now,
+    };
+    assert!(db.b.cron_fire(fire(100)).await.unwrap().unwrap().created);
+    assert!(db.b.cron_fire(fire(100)).await.unwrap().is_none());
+    assert!(db.b.cron_fire(fire(50)).await.unwrap().is_none());
+    assert!(db.b.cron_fire(fire(200)).await.unwrap().is_some());
+    let mut handles = vec![];
+    for _ in 0..8 {
+        let b = db.b.clone();
+        let p = fire(300);
+        handles.push(tokio::spawn(async move { b.cron_fire(p).await.unwrap() }));
+    }
+    let mut fired = 0;
+    for h in handles {
+        fired += h.await.unwrap().is_some() as usize;
+    }
+    assert_eq!(fired, 1, "one tick fired more than once");
+    let stats = db.b.queue_stats(Some(&q("cron")), now).await.unwrap();
+    assert_eq!(stats[0].1.available, 3);
+}
+
+async fn topic_subscriptions(db: Db) {
+    let now = db.now;
+    let (t, a, b) = (q("orders"), q("billing"), q("shipping"));
+    db.b.topic_subscribe(&t, &b, true, now).await.unwrap();
+    db.b.topic_subscribe(&t, &a, true, now).await.unwrap();
+    db.b.topic_subscribe(&t, &a, true, now).await.unwrap();
+    assert_eq!(
+        db.b.topic_subscribers(&t).await.unwrap(),
+        vec![a.clone(), b.clone()]
+    );
+    db.b.topic_subscribe(&t, &b, false, now).await.unwrap();
+    assert_eq!(db.b.topic_subscribers(&t).await.unwrap(), vec![a]);
+    assert!(
+        db.b.topic_subscribers(&q("nobody"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn transactions_the_caller_controls(db: Db) {
+    let now = db.now;
+    // Enqueue inside a transaction: the job exists only if it commits.
+    let mut tx = db.sql.begin().await.unwrap();
+    let rolled = tx.enqueue(vec![job("txq", "1")], now).await.unwrap()[0].id;
+    tx.rollback().await.unwrap();
+    assert!(db.b.job_get(rolled).await.unwrap().is_none());
+    let mut tx = db.sql.begin().await.unwrap();
+    let kept = tx.enqueue(vec![job("txq", "2")], now).await.unwrap()[0].id;
+    tx.commit().await.unwrap();
+    assert_eq!(state_of(&db, kept).await, JobState::Available);
+    // Complete in the same commit as the handler's own writes (here: a follow-up job).
+    let c =
+        db.b.job_claim(&claim("txq", 1, now, db.strategy()))
+            .await
+            .unwrap()
+            .remove(0);
+    let mut tx = db.sql.begin().await.unwrap();
+    let follow = tx.enqueue(vec![job("txq-out", "3")], now).await.unwrap()[0].id;
+    tx.complete(JobCompleteParams {
+        jobs: vec![c.job_ref()],
+        now,
+        retention: Retention::Keep,
+    })
+    .await
+    .unwrap();
+    assert_eq!(state_of(&db, kept).await, JobState::Completed);
+    assert_eq!(state_of(&db, follow).await, JobState::Available);
+    // With a stale token, the handler's writes roll back with the completion.
+    let id = ids(&db, vec![job("txq", "4")], now).await[0];
+    let c =
+        db.b.job_claim(&claim("txq", 1, now, db.strategy()))
+            .await
+            .unwrap()
+            .remove(0);
+    assert_eq!(c.id, id);
+    let stale = JobRef {
+        id,
+        token: c.lease_token.wrapping_add(1),
+    };
+    let mut tx = db.sql.begin().await.unwrap();
+    let ghost = tx.enqueue(vec![job("txq-out", "5")], now).await.unwrap()[0].id;
+    let e = tx
+        .complete(JobCompleteParams {
+            jobs: vec![stale],
+            now,
+            retention: Retention::Keep,
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::LeaseLost { job_id } if job_id == id),
+        "{e}"
+    );
+    assert!(
+        db.b.job_get(ghost).await.unwrap().is_none(),
+        "the handler's write survived a lost lease"
+    );
+    assert_eq!(state_of(&db, id).await, JobState::Running);
+}
+
+harness::conformance!(
+    migrate_is_idempotent_and_concurrent,
+    enqueue_defaults_and_claim,
+    batch_enqueue_keeps_input_order,
+    unique_keys,
+    unique_keys_under_concurrent_producers,
+    fifo_lifo_and_priority,
+    delayed_jobs_wait_for_run_at,
+    paused_queues_hand_out_nothing,
+    kinds_filter_claims,
+    completion_retention,
+    fencing_after_lease_takeover,
+    fail_retries_then_dies,
+    release_and_heartbeat,
+    rescue_of_last_attempt_is_dead,
+    operator_actions,
+    redrive_skips_taken_unique_keys,
+    stats_and_lists,
+    queue_settings_round_trip,
+    concurrent_claimers_never_share_a_job,
+    transaction_claim_mode,
+    heartbeat_reports_cancel_requests,
+    progress_and_result,
+    pruning_in_bounded_batches,
+    leader_election,
+    cron_ticks_fire_once,
+    topic_subscriptions,
+    transactions_the_caller_controls,
+);
+
+#[allow(dead_code)]
+fn _unused(_: Arc<dyn Backend>) {}

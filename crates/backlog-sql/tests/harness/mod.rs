@@ -1,0 +1,245 @@
+//! Test databases for the conformance suite: a fresh SQLite file, PostgreSQL schema or MySQL
+//! database per test, migrated, and dropped again when the test passes.
+
+use std::sync::Arc;
+
+use backlog_core::{Backend, ClaimStrategy};
+use sqlx::Connection;
+
+/// Where PostgreSQL is (required: an unreachable server fails the test).
+pub fn postgres_url() -> String {
+    std::env::var("BACKLOG_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+/// Where MySQL/MariaDB is (required: an unreachable server fails the test).
+pub fn mysql_url() -> String {
+    std::env::var("BACKLOG_TEST_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Engine {
+    Sqlite,
+    Postgres,
+    MySql,
+}
+
+/// One isolated, migrated database.
+pub struct Db {
+    pub b: Arc<dyn Backend>,
+    pub sql: backlog_sql::SqlBackend,
+    pub url: String,
+    pub now: i64,
+    pub engine: Engine,
+    name: String,
+    _dir: Option<Arc<tempfile::TempDir>>,
+}
+
+fn unique_name() -> String {
+    format!("bl_t_{:016x}", rand::random::<u64>())
+}
+
+/// `base` with its database path replaced by `db` (for MySQL).
+fn with_database(base: &str, db: &str) -> String {
+    let mut u = url::Url::parse(base).expect("valid test URL");
+    u.set_path(&format!("/{db}"));
+    u.to_string()
+}
+
+impl Db {
+    async fn open(
+        engine: Engine,
+        url: String,
+        name: String,
+        dir: Option<Arc<tempfile::TempDir>>,
+    ) -> Db {
+        let sql = backlog_sql::SqlBackend::connect(&url, &Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("{engine:?} is required: {e}"));
+        let b = sql.backend();
+        b.migrate().await.expect("migrate");
+        Db {
+            b,
+            sql,
+            url,
+            now: backlog_core::now_micros(),
+            engine,
+            name,
+            _dir: dir,
+        }
+    }
+
+    pub async fn sqlite() -> Db {
+        let dir = Arc::new(tempfile::tempdir().unwrap());
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        Db::open(Engine::Sqlite, url, String::new(), Some(dir)).await
+    }
+
+    pub async fn postgres() -> Db {
+        let name = unique_name();
+        let mut admin = sqlx::PgConnection::connect(&postgres_url())
+            .await
+            .expect("PostgreSQL is required");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+        admin.close().await.ok();
+        let sep = if postgres_url().contains('?') {
+            '&'
+        } else {
+            '?'
+        };
+        let url = format!("{}{sep}options=-c%20search_path%3D{name}", postgres_url());
+        Db::open(Engine::Postgres, url, name, None).await
+    }
+
+    pub async fn mysql() -> Db {
+        let name = unique_name();
+        let mut admin = sqlx::MySqlConnection::connect(&mysql_url())
+            .await
+            .expect("MySQL/MariaDB is required");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+        admin.close().await.ok();
+        Db::open(
+            Engine::MySql,
+            with_database(&mysql_url(), &name),
+            name,
+            None,
+        )
+        .await
+    }
+
+    /// The backend's default claim strategy.
+    pub fn strategy(&self) -> ClaimStrategy {
+        self.b.capabilities().default_strategy()
+    }
+
+    /// Every claim strategy the backend supports (the claim-token one included everywhere).
+    pub fn strategies(&self) -> Vec<ClaimStrategy> {
+        self.b.capabilities().strategies()
+    }
+
+    /// The state of a job in the archive table, if it is there.
+    pub async fn archived(&self, id: i64) -> Option<String> {
+        match self.engine {
+            Engine::Sqlite => {
+                let mut c = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar("SELECT state FROM backlog_job_archive WHERE id = ?")
+                    .bind(id)
+                    .fetch_optional(&mut c)
+                    .await
+                    .unwrap()
+            }
+            Engine::Postgres => {
+                let mut c = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar("SELECT state FROM backlog_job_archive WHERE id = $1")
+                    .bind(id)
+                    .fetch_optional(&mut c)
+                    .await
+                    .unwrap()
+            }
+            Engine::MySql => {
+                let mut c = sqlx::MySqlConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar("SELECT state FROM backlog_job_archive WHERE id = ?")
+                    .bind(id)
+                    .fetch_optional(&mut c)
+                    .await
+                    .unwrap()
+            }
+        }
+    }
+
+    /// What to drop once the test passed.
+    pub fn cleanup(&self) -> Cleanup {
+        Cleanup {
+            engine: self.engine,
+            name: self.name.clone(),
+            b: self.b.clone(),
+        }
+    }
+}
+
+pub struct Cleanup {
+    engine: Engine,
+    name: String,
+    b: Arc<dyn Backend>,
+}
+
+impl Cleanup {
+    pub async fn run(self) {
+        self.b.close().await;
+        match self.engine {
+            Engine::Sqlite => {}
+            Engine::Postgres => {
+                let mut c = sqlx::PgConnection::connect(&postgres_url()).await.unwrap();
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "DROP SCHEMA {} CASCADE",
+                    self.name
+                )))
+                .execute(&mut c)
+                .await
+                .unwrap();
+            }
+            Engine::MySql => {
+                let mut c = sqlx::MySqlConnection::connect(&mysql_url()).await.unwrap();
+                sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {}", self.name)))
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+}
+
+pub fn strategy_name(s: ClaimStrategy) -> &'static str {
+    match s {
+        ClaimStrategy::SkipLocked => "skiplocked",
+        ClaimStrategy::SingleWriter => "singlewriter",
+        ClaimStrategy::ClaimToken => "token",
+    }
+}
+
+/// Generates one test per backend for each named suite function.
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let db = crate::harness::Db::sqlite().await;
+                    let cleanup = db.cleanup();
+                    super::$name(db).await;
+                    cleanup.run().await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let db = crate::harness::Db::postgres().await;
+                    let cleanup = db.cleanup();
+                    super::$name(db).await;
+                    cleanup.run().await;
+                }
+            )*
+        }
+        mod mysql {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let db = crate::harness::Db::mysql().await;
+                    let cleanup = db.cleanup();
+                    super::$name(db).await;
+                    cleanup.run().await;
+                }
+            )*
+        }
+    };
+}
+pub(crate) use conformance;

@@ -1,0 +1,729 @@
+//! The client: everything an application or the `backlog` command does with a queue.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicI64, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use backlog_sql::{JobConnection, JobTx, SqlBackend};
+
+use backlog_core::{
+    AdminAction, Backend, ClaimStrategy, ClaimedJob, Clock, EnqueueOutcome, Error, Job,
+    JobClaimParams, JobCompleteParams, JobFailParams, JobHeartbeatParams, JobInsertParams,
+    JobListParams, JobProgressParams, JobRef, JobReleaseParams, JobRescueParams, JobState, Kind,
+    MigrateReport, NewJob, Payload, QueueInfo, QueueName, QueueRedriveParams, QueueSettings,
+    QueueStats, Result, StateFilter, SystemClock, TxClaim, backoff_delay,
+};
+
+/// How long queue settings are cached in a process.
+const SETTINGS_TTL: Duration = Duration::from_secs(2);
+/// How often (by the client's clock) a claimer also rescues expired leases.
+const RESCUE_EVERY_US: i64 = 1_000_000;
+/// Most expired leases rescued per pass.
+const RESCUE_BATCH: u32 = 1000;
+
+/// What a claim asks for.
+#[derive(Debug, Clone)]
+pub struct ClaimOpts {
+    queue: QueueName,
+    kinds: Vec<Kind>,
+    limit: u32,
+    owner: String,
+    lease: Option<Duration>,
+    strategy: Option<ClaimStrategy>,
+}
+
+impl ClaimOpts {
+    /// Claim from `queue` (validated), one job, with the queue's lease and the default strategy.
+    pub fn new(queue: &str) -> Result<Self> {
+        Ok(ClaimOpts {
+            queue: QueueName::new(queue)?,
+            kinds: vec![],
+            limit: 1,
+            owner: default_owner(),
+            lease: None,
+            strategy: None,
+        })
+    }
+
+    /// At most this many jobs (1 to 10,000).
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = limit.clamp(1, 10_000);
+        self
+    }
+
+    /// Only jobs of these kinds.
+    pub fn kinds(mut self, kinds: Vec<Kind>) -> Self {
+        self.kinds = kinds;
+        self
+    }
+
+    /// The lease owner recorded on the jobs (default: host name and process id).
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = owner.into();
+        self
+    }
+
+    /// Lease length (default: the queue's setting).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
+    /// Claim strategy (default: the backend's best).
+    pub fn strategy(mut self, strategy: ClaimStrategy) -> Self {
+        self.strategy = Some(strategy);
+        self
+    }
+
+    /// The queue.
+    pub fn queue(&self) -> &QueueName {
+        &self.queue
+    }
+}
+
+/// The default lease owner: `host:pid`.
+pub fn default_owner() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{host}:{}", std::process::id())
+}
+
+/// What a failure did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailOutcome {
+    /// The job will run again at this time (microseconds since the epoch).
+    Retry {
+        /// When.
+        at: i64,
+    },
+    /// Attempts are exhausted, or the job was discarded: it is dead.
+    Dead,
+    /// The job ends cancelled (a handler's cancel outcome).
+    Cancelled,
+}
+
+/// What a heartbeat learned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Heartbeat {
+    /// The new lease expiry.
+    pub lease_expires_at: i64,
+    /// Someone asked for the job to be cancelled.
+    pub cancel_requested: bool,
+}
+
+/// A connection to one queue database. Cheap to share behind an `Arc`; all methods take `&self`.
+#[derive(Debug)]
+pub struct Client {
+    backend: Arc<dyn Backend>,
+    clock: Arc<dyn Clock>,
+    payload_limit: usize,
+    settings: Mutex<HashMap<QueueName, (QueueSettings, Instant)>>,
+    ensured: Mutex<HashSet<QueueName>>,
+    last_rescue: AtomicI64,
+    sql: Option<SqlBackend>,
+    wakers: Arc<Wakers>,
+    listening: tokio::sync::OnceCell<bool>,
+}
+
+/// One `Notify` per queue: workers of this process wait on them, enqueues and the database's
+/// notifications wake them.
+#[derive(Debug, Default)]
+pub(crate) struct Wakers {
+    by_queue: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
+}
+
+impl Wakers {
+    /// The notifier of a queue.
+    pub(crate) fn get(&self, queue: &str) -> Arc<tokio::sync::Notify> {
+        self.by_queue
+            .lock()
+            .expect("lock")
+            .entry(queue.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    /// Wakes the workers of a queue (if any wait; otherwise the next wait returns at once).
+    pub(crate) fn wake(&self, queue: &str) {
+        let n = self.by_queue.lock().expect("lock").get(queue).cloned();
+        if let Some(n) = n {
+            n.notify_waiters();
+            n.notify_one();
+        }
+    }
+}
+
+impl Client {
+    /// Connects to `sqlite://PATH`, `postgres://…` or `mysql://…`.
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_with(url, &backlog_sql::BackendConfig::default()).await
+    }
+
+    /// Connects with pool settings.
+    pub async fn connect_with(url: &str, config: &backlog_sql::BackendConfig) -> Result<Self> {
+        Ok(Self::from_sql(SqlBackend::connect(url, config).await?))
+    }
+
+    /// Uses one of the built-in backends, for example made from your own sqlx pool:
+    /// `Client::from_sql(SqlBackend::Postgres(PgBackend::from_pool(pool)))`. Transactions the
+    /// caller controls ([`Client::begin`]) need this (or [`Client::connect`]).
+    pub fn from_sql(sql: SqlBackend) -> Self {
+        let mut c = Self::from_backend(sql.backend());
+        c.sql = Some(sql);
+        c
+    }
+
+    /// Wraps a backend (for example one made from your own sqlx pool).
+    pub fn from_backend(backend: Arc<dyn Backend>) -> Self {
+        Client {
+            backend,
+            clock: Arc::new(SystemClock),
+            payload_limit: backlog_core::DEFAULT_PAYLOAD_LIMIT,
+            settings: Mutex::new(HashMap::new()),
+            ensured: Mutex::new(HashSet::new()),
+            last_rescue: AtomicI64::new(i64::MIN),
+            sql: None,
+            wakers: Arc::new(Wakers::default()),
+            listening: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The built-in backend, when the client was made from one.
+    pub fn sql(&self) -> Option<&SqlBackend> {
+        self.sql.as_ref()
+    }
+
+    /// Begins a transaction on the queue database: do your own writes on it, enqueue inside it
+    /// ([`JobTx::enqueue`]), or complete a job in the same commit ([`JobTx::complete`]).
+    pub async fn begin(&self) -> Result<JobTx> {
+        match &self.sql {
+            Some(sql) => sql.begin().await,
+            None => Err(Error::Unsupported(
+                "transactions need a built-in backend (Client::connect or Client::from_sql)",
+            )),
+        }
+    }
+
+    /// Enqueues jobs inside a transaction the caller controls (any sqlx connection or
+    /// transaction of the queue database: `&mut *tx`). The jobs exist only if it commits.
+    pub async fn enqueue_in<C: JobConnection>(
+        &self,
+        conn: &mut C,
+        jobs: Vec<NewJob>,
+    ) -> Result<Vec<EnqueueOutcome>> {
+        for job in &jobs {
+            check_new_job(job, self.payload_limit)?;
+        }
+        conn.backlog_enqueue(jobs, self.now()).await
+    }
+
+    pub(crate) fn wakers(&self) -> &Arc<Wakers> {
+        &self.wakers
+    }
+
+    /// Starts the database's wake-up channel once per client (PostgreSQL LISTEN/NOTIFY on one
+    /// shared connection); returns whether there is one. Workers poll either way, as a fallback.
+    pub async fn listen(&self) -> Result<bool> {
+        let wakers = self.wakers.clone();
+        let backend = self.backend.clone();
+        self.listening
+            .get_or_try_init(|| async move {
+                backend
+                    .listen(Arc::new(move |queue: &str| wakers.wake(queue)))
+                    .await
+            })
+            .await
+            .copied()
+    }
+
+    /// Uses another clock (tests advance a [`backlog_core::ManualClock`] instead of sleeping).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets the largest accepted payload in bytes (default 1 MiB).
+    pub fn with_payload_limit(mut self, limit: usize) -> Self {
+        self.payload_limit = limit;
+        self
+    }
+
+    /// The largest accepted payload in bytes.
+    pub fn payload_limit(&self) -> usize {
+        self.payload_limit
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    /// Now, by the client's clock.
+    pub fn now(&self) -> i64 {
+        self.clock.now()
+    }
+
+    /// Creates or upgrades the schema (idempotent, safe from several processes at once).
+    pub async fn migrate(&self) -> Result<MigrateReport> {
+        self.backend.migrate().await
+    }
+
+    /// A job for `queue` whose payload is `payload` serialized as JSON (validated).
+    pub fn new_job<T: serde::Serialize + ?Sized>(
+        &self,
+        queue: &str,
+        payload: &T,
+    ) -> Result<NewJob> {
+        Ok(NewJob::new(
+            QueueName::new(queue)?,
+            Payload::from_value(payload, self.payload_limit)?,
+        ))
+    }
+
+    /// Parses JSON text as a payload, with this client's size limit.
+    pub fn payload(&self, text: impl Into<String>) -> Result<Payload> {
+        Payload::parse(text, self.payload_limit)
+    }
+
+    /// Enqueues one job. With a unique key that an unfinished job holds, returns that job's id
+    /// and creates nothing.
+    pub async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
+        Ok(self.enqueue_many(vec![job]).await?.remove(0))
+    }
+
+    /// Enqueues jobs in one transaction, one multi-row statement per chunk; outcomes in order.
+    pub async fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+        if jobs.is_empty() {
+            return Ok(vec![]);
+        }
+        for job in &jobs {
+            check_new_job(job, self.payload_limit)?;
+        }
+        self.ensure_queues(jobs.iter().map(|j| &j.queue)).await?;
+        let queues = backlog_sql_queues(&jobs);
+        let out = self
+            .backend
+            .job_insert(JobInsertParams {
+                jobs,
+                now: self.now(),
+            })
+            .await?;
+        // Workers of this process wake at once.
+        for q in queues {
+            self.wakers.wake(&q);
+        }
+        Ok(out)
+    }
+
+    /// Creates the queue rows of queues seen for the first time (queues are created on first use).
+    async fn ensure_queues<'a>(&self, queues: impl Iterator<Item = &'a QueueName>) -> Result<()> {
+        let new: Vec<QueueName> = {
+            let known = self.ensured.lock().expect("lock");
+            let mut new: Vec<QueueName> = queues.filter(|q| !known.contains(*q)).cloned().collect();
+            new.sort();
+            new.dedup();
+            new
+        };
+        for q in new {
+            self.backend.queue_ensure(&q, self.now()).await?;
+            self.ensured.lock().expect("lock").insert(q);
+        }
+        Ok(())
+    }
+
+    /// A queue's settings (defaults for a queue never configured); cached for two seconds.
+    pub async fn queue_settings(&self, queue: &QueueName) -> Result<QueueSettings> {
+        if let Some((s, at)) = self.settings.lock().expect("lock").get(queue)
+            && at.elapsed() < SETTINGS_TTL
+        {
+            return Ok(s.clone());
+        }
+        let s = self
+            .backend
+            .queue_get(queue)
+            .await?
+            .unwrap_or_else(|| QueueSettings::defaults(queue.clone()));
+        self.settings
+            .lock()
+            .expect("lock")
+            .insert(queue.clone(), (s.clone(), Instant::now()));
+        Ok(s)
+    }
+
+    /// Rescues expired leases if this process has not looked in the last second: any claimer
+    /// recovers the jobs of a dead worker, with no other process needed.
+    pub async fn rescue_if_due(&self) -> Result<u64> {
+        let now = self.now();
+        let last = self.last_rescue.load(AtomicOrdering::Relaxed);
+        if last != i64::MIN && now - last < RESCUE_EVERY_US {
+            return Ok(0);
+        }
+        if self
+            .last_rescue
+            .compare_exchange(last, now, AtomicOrdering::SeqCst, AtomicOrdering::Relaxed)
+            .is_err()
+        {
+            return Ok(0);
+        }
+        self.rescue().await
+    }
+
+    /// Rescues expired leases now (up to 1,000 jobs).
+    pub async fn rescue(&self) -> Result<u64> {
+        self.backend
+            .job_rescue(JobRescueParams {
+                now: self.now(),
+                limit: RESCUE_BATCH,
+            })
+            .await
+    }
+
+    fn claim_params(&self, opts: &ClaimOpts, settings: &QueueSettings) -> JobClaimParams {
+        JobClaimParams {
+            queue: opts.queue.clone(),
+            kinds: opts.kinds.clone(),
+            limit: opts.limit,
+            owner: opts.owner.clone(),
+            lease: opts.lease.unwrap_or(settings.lease),
+            now: self.now(),
+            order: settings.order,
+            strategy: opts
+                .strategy
+                .unwrap_or_else(|| self.backend.capabilities().default_strategy()),
+        }
+    }
+
+    /// Claims up to `opts.limit` due jobs (never from a paused queue), each with a fresh lease.
+    pub async fn claim(&self, opts: &ClaimOpts) -> Result<Vec<ClaimedJob>> {
+        self.rescue_if_due().await?;
+        let settings = self.queue_settings(&opts.queue).await?;
+        self.backend
+            .job_claim(&self.claim_params(opts, &settings))
+            .await
+    }
+
+    /// Claims one job in transaction claim mode: its row stays locked by an open transaction
+    /// while it runs, and a dropped connection frees it at once (PostgreSQL, MySQL/MariaDB).
+    pub async fn claim_tx(&self, opts: &ClaimOpts) -> Result<Option<Box<dyn TxClaim>>> {
+        let settings = self.queue_settings(&opts.queue).await?;
+        let mut p = self.claim_params(opts, &settings);
+        p.limit = 1;
+        self.backend.job_claim_tx(&p).await
+    }
+
+    /// Completes a job, fenced by its lease token (`LeaseLost` if the lease is gone).
+    pub async fn complete(&self, job: &ClaimedJob) -> Result<()> {
+        let done = self.complete_many(std::slice::from_ref(job)).await?;
+        if done.is_empty() {
+            return Err(Error::LeaseLost { job_id: job.id });
+        }
+        Ok(())
+    }
+
+    /// Completes jobs in as few statements as their queues' retention settings allow; returns
+    /// the ones completed (the others had lost their lease).
+    pub async fn complete_many(&self, jobs: &[ClaimedJob]) -> Result<Vec<JobRef>> {
+        let mut by_queue: HashMap<&str, Vec<JobRef>> = HashMap::new();
+        for j in jobs {
+            by_queue.entry(&j.queue).or_default().push(j.job_ref());
+        }
+        let mut done = vec![];
+        for (queue, refs) in by_queue {
+            let settings = self.queue_settings(&QueueName::new(queue)?).await?;
+            done.extend(
+                self.backend
+                    .job_complete(JobCompleteParams {
+                        jobs: refs,
+                        now: self.now(),
+                        retention: settings.retention,
+                    })
+                    .await?,
+            );
+        }
+        Ok(done)
+    }
+
+    /// Records a failed attempt: retry after capped exponential backoff with jitter, or dead when
+    /// the job's attempts are exhausted. Fenced by the lease token.
+    pub async fn fail(&self, job: &ClaimedJob, error: &str) -> Result<FailOutcome> {
+        let settings = self.queue_settings(&QueueName::new(&job.queue)?).await?;
+        let max = job.max_attempts.unwrap_or(settings.max_attempts);
+        let now = self.now();
+        let outcome = if job.attempt >= max {
+            FailOutcome::Dead
+        } else {
+            let delay = backoff_delay(
+                job.attempt.max(1) as u32,
+                settings.backoff_base,
+                settings.backoff_max,
+            );
+            FailOutcome::Retry {
+                at: now + delay.as_micros() as i64,
+            }
+        };
+        self.fail_with(job, error, outcome).await?;
+        Ok(outcome)
+    }
+
+    /// Records a failed attempt with an explicit outcome (retry at a time, or dead: a discard).
+    pub async fn fail_with(
+        &self,
+        job: &ClaimedJob,
+        error: &str,
+        outcome: FailOutcome,
+    ) -> Result<()> {
+        self.backend
+            .job_fail(JobFailParams {
+                job: job.job_ref(),
+                now: self.now(),
+                error: error.to_owned(),
+                retry_at: match outcome {
+                    FailOutcome::Retry { at } => Some(at),
+                    FailOutcome::Dead | FailOutcome::Cancelled => None,
+                },
+                cancelled: outcome == FailOutcome::Cancelled,
+            })
+            .await
+    }
+
+    /// Puts a running job back to available after `delay`, without consuming an attempt
+    /// (reject / release). Fenced by the lease token.
+    pub async fn release(&self, job: &ClaimedJob, delay: Duration) -> Result<()> {
+        let now = self.now();
+        self.backend
+            .job_release(JobReleaseParams {
+                job: job.job_ref(),
+                now,
+                run_at: now + delay.as_micros() as i64,
+            })
+            .await
+    }
+
+    /// Runs the job again after `delay` without counting this attempt (a handler's snooze).
+    pub async fn snooze(&self, job: &ClaimedJob, delay: Duration) -> Result<()> {
+        self.release(job, delay).await
+    }
+
+    /// Extends a lease to now + `lease`. `LeaseLost` if it is gone; the reply says whether
+    /// cancellation of the job was requested.
+    pub async fn heartbeat(&self, job: JobRef, lease: Duration) -> Result<Heartbeat> {
+        let at = self.now() + lease.as_micros() as i64;
+        let cancel_requested = self
+            .backend
+            .job_heartbeat(JobHeartbeatParams {
+                job,
+                lease_expires_at: at,
+            })
+            .await?;
+        Ok(Heartbeat {
+            lease_expires_at: at,
+            cancel_requested,
+        })
+    }
+
+    /// Stores progress (any JSON) on a running job, fenced by its lease.
+    pub async fn progress<T: serde::Serialize + ?Sized>(
+        &self,
+        job: JobRef,
+        progress: &T,
+    ) -> Result<()> {
+        let text = Payload::from_value(progress, self.payload_limit)?.into_string();
+        self.backend
+            .job_progress(JobProgressParams {
+                job,
+                progress: Some(text),
+                result: None,
+            })
+            .await
+    }
+
+    /// Stores a result value (any JSON) on a running job, fenced by its lease. It stays with the
+    /// job when the queue keeps or archives completed jobs.
+    pub async fn set_result<T: serde::Serialize + ?Sized>(
+        &self,
+        job: JobRef,
+        result: &T,
+    ) -> Result<()> {
+        let text = Payload::from_value(result, self.payload_limit)?.into_string();
+        self.backend
+            .job_progress(JobProgressParams {
+                job,
+                progress: None,
+                result: Some(text),
+            })
+            .await
+    }
+
+    /// One job by id.
+    pub async fn job(&self, id: i64) -> Result<Job> {
+        self.backend
+            .job_get(id)
+            .await?
+            .ok_or(Error::JobNotFound { job_id: id })
+    }
+
+    /// Jobs by queue and state, in id order after `after_id`.
+    pub async fn jobs(
+        &self,
+        queue: Option<&QueueName>,
+        state: Option<StateFilter>,
+        after_id: i64,
+        limit: u32,
+    ) -> Result<Vec<Job>> {
+        self.backend
+            .job_list(JobListParams {
+                queue: queue.cloned(),
+                state,
+                after_id,
+                limit,
+                now: self.now(),
+            })
+            .await
+    }
+
+    /// Cancels a job. One that is running is asked to stop: its worker sees the request at its
+    /// next heartbeat, stops the handler and records the job as cancelled.
+    pub async fn cancel(&self, id: i64) -> Result<Job> {
+        match self
+            .backend
+            .job_admin(id, AdminAction::Cancel, self.now())
+            .await
+        {
+            Err(Error::JobStateConflict {
+                state: JobState::Running,
+                ..
+            }) => self.backend.job_cancel_request(id, self.now()).await,
+            other => other,
+        }
+    }
+
+    /// Holds an available job back (for example pending review).
+    pub async fn hold(&self, id: i64) -> Result<Job> {
+        self.backend
+            .job_admin(id, AdminAction::Hold, self.now())
+            .await
+    }
+
+    /// Releases a held job.
+    pub async fn unhold(&self, id: i64) -> Result<Job> {
+        self.backend
+            .job_admin(id, AdminAction::Release, self.now())
+            .await
+    }
+
+    /// Retries a dead, cancelled or completed job now, with its attempts reset.
+    pub async fn retry(&self, id: i64) -> Result<Job> {
+        self.backend
+            .job_admin(id, AdminAction::Retry, self.now())
+            .await
+    }
+
+    /// Moves up to `limit` of a queue's dead jobs back to available.
+    pub async fn redrive(&self, queue: &QueueName, limit: u32) -> Result<u64> {
+        self.backend
+            .queue_redrive(QueueRedriveParams {
+                queue: queue.clone(),
+                limit,
+                now: self.now(),
+            })
+            .await
+    }
+
+    /// Jobs of these queues that are available, scheduled, waiting to retry or running.
+    pub async fn pending(&self, queues: &[QueueName]) -> Result<i64> {
+        self.backend.job_count_pending(queues).await
+    }
+
+    /// Job counts per queue and state.
+    pub async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<(String, QueueStats)>> {
+        self.backend.queue_stats(queue, self.now()).await
+    }
+
+    /// Every known queue.
+    pub async fn queues(&self) -> Result<Vec<QueueInfo>> {
+        self.backend.queue_list().await
+    }
+
+    /// Pauses or resumes a queue.
+    pub async fn queue_set_paused(&self, queue: &QueueName, paused: bool) -> Result<()> {
+        self.settings.lock().expect("lock").remove(queue);
+        self.backend
+            .queue_set_paused(queue, paused, self.now())
+            .await
+    }
+
+    /// Stores a queue's settings (the queue is created if new).
+    pub async fn queue_configure(&self, settings: &QueueSettings) -> Result<()> {
+        check_settings(settings)?;
+        self.settings.lock().expect("lock").remove(&settings.name);
+        self.backend.queue_upsert(settings, self.now()).await
+    }
+
+    /// Closes the connections.
+    pub async fn close(&self) {
+        self.backend.close().await;
+    }
+}
+
+fn backlog_sql_queues(jobs: &[NewJob]) -> Vec<String> {
+    let mut q: Vec<String> = jobs.iter().map(|j| j.queue.as_str().to_owned()).collect();
+    q.sort();
+    q.dedup();
+    q
+}
+
+fn range(what: &'static str, value: i64, min: i64, max: i64) -> Result<()> {
+    if value < min || value > max {
+        return Err(Error::ValueOutOfRange {
+            what,
+            value,
+            min,
+            max,
+        });
+    }
+    Ok(())
+}
+
+/// Checks what types cannot: ranges and limits.
+fn check_new_job(job: &NewJob, payload_limit: usize) -> Result<()> {
+    if job.payload.as_str().len() > payload_limit {
+        return Err(Error::PayloadTooLarge {
+            size: job.payload.as_str().len(),
+            limit: payload_limit,
+        });
+    }
+    if let Some(m) = job.max_attempts {
+        range("max attempts", m as i64, 1, 10_000)?;
+    }
+    Ok(())
+}
+
+fn check_settings(s: &QueueSettings) -> Result<()> {
+    range("max attempts", s.max_attempts as i64, 1, 10_000)?;
+    range(
+        "lease (ms)",
+        s.lease.as_millis() as i64,
+        1,
+        7 * 24 * 3600 * 1000,
+    )?;
+    if let Some(c) = s.concurrency {
+        range("concurrency", c as i64, 1, 10_000)?;
+    }
+    if s.backoff_base > s.backoff_max {
+        return Err(Error::OptionInvalid {
+            what: "backoff",
+            value: format!(
+                "base {} > max {}",
+                backlog_core::format_duration(s.backoff_base),
+                backlog_core::format_duration(s.backoff_max)
+            ),
+            expected: "a base no larger than the max",
+        });
+    }
+    Ok(())
+}

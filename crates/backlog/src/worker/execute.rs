@@ -1,0 +1,222 @@
+//! Running one job: its handler under a timeout and a stop token, then its outcome reported.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio_util::sync::CancellationToken;
+
+use super::completer::Completer;
+use super::run::{Counters, InFlight, InFlightMap, Inner};
+use super::{JobContext, Outcome};
+use crate::{ClaimedJob, Error, FailOutcome, QueueName};
+use backlog_core::JobCompleteParams;
+
+/// Why a running job was stopped from outside its handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StopReason {
+    /// Someone asked for the job to be cancelled.
+    CancelRequested,
+    /// The lease was taken over: report nothing.
+    LeaseLost,
+    /// The worker is shutting down and the grace period is over: release the job.
+    Shutdown,
+}
+
+enum Ended {
+    Handler(super::HandlerResult),
+    Panicked(String),
+    TimedOut(Duration),
+    Stopped(StopReason),
+}
+
+pub(crate) async fn run(
+    inner: &Inner,
+    job: ClaimedJob,
+    lease: Duration,
+    inflight: &InFlightMap,
+    completer: &Completer,
+    counters: &Counters,
+) {
+    let client = &inner.client;
+    let stop = CancellationToken::new();
+    let reason = Arc::new(Mutex::new(None));
+    inflight.lock().expect("lock").insert(
+        job.id,
+        InFlight {
+            job: job.job_ref(),
+            lease,
+            stop: stop.clone(),
+            reason: reason.clone(),
+        },
+    );
+    let job = Arc::new(job);
+    let handler = job
+        .kind
+        .as_deref()
+        .and_then(|k| inner.handlers.get(k))
+        .or(inner.fallback.as_ref())
+        .cloned();
+    let ended = match handler {
+        None => Ended::Handler(Err(format!(
+            "no handler for kind {:?} in this worker",
+            job.kind.as_deref().unwrap_or("")
+        )
+        .into())),
+        Some(handler) => {
+            let ctx = JobContext {
+                job: job.clone(),
+                client: client.clone(),
+                stop: stop.clone(),
+                inline: false,
+            };
+            let fut = std::panic::AssertUnwindSafe(handler(ctx)).catch_unwind();
+            let timeout = inner.config.job_timeout.unwrap_or(Duration::MAX);
+            tokio::select! {
+                r = fut => match r {
+                    Ok(r) => Ended::Handler(r),
+                    Err(p) => Ended::Panicked(panic_message(&p)),
+                },
+                _ = stop.cancelled() => {
+                    Ended::Stopped(reason.lock().expect("lock").unwrap_or(StopReason::Shutdown))
+                }
+                _ = sleep_for(timeout) => Ended::TimedOut(timeout),
+            }
+        }
+    };
+    inflight.lock().expect("lock").remove(&job.id);
+    stop.cancel();
+    report(inner, &job, ended, completer, counters).await;
+}
+
+async fn sleep_for(d: Duration) {
+    if d == Duration::MAX {
+        std::future::pending::<()>().await
+    } else {
+        tokio::time::sleep(d).await
+    }
+}
+
+fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+async fn report(
+    inner: &Inner,
+    job: &ClaimedJob,
+    ended: Ended,
+    completer: &Completer,
+    counters: &Counters,
+) {
+    let client = &inner.client;
+    let failed = |n: &Counters| n.failed.fetch_add(1, Ordering::Relaxed);
+    let result = match ended {
+        Ended::Handler(Ok(Outcome::Complete)) => {
+            completer.push(job.clone());
+            return;
+        }
+        Ended::Handler(Ok(Outcome::CompleteWith(value))) => {
+            match client.set_result(job.job_ref(), &value).await {
+                Ok(()) => {
+                    completer.push(job.clone());
+                    return;
+                }
+                Err(e) => Err(e),
+            }
+        }
+        Ended::Handler(Ok(Outcome::CompleteInTx(tx))) => {
+            let retention = match QueueName::new(job.queue.as_str()) {
+                Ok(q) => client.queue_settings(&q).await.map(|s| s.retention),
+                Err(e) => Err(e),
+            };
+            let r = match retention {
+                Ok(retention) => {
+                    tx.complete(JobCompleteParams {
+                        jobs: vec![job.job_ref()],
+                        now: client.now(),
+                        retention,
+                    })
+                    .await
+                }
+                Err(e) => {
+                    tx.rollback().await.ok();
+                    Err(e)
+                }
+            };
+            if r.is_ok() {
+                counters.completed.fetch_add(1, Ordering::Relaxed);
+            }
+            r
+        }
+        Ended::Handler(Ok(Outcome::Retry { error, after })) => {
+            failed(counters);
+            match after {
+                Some(d) => {
+                    let at = client.now() + d.as_micros() as i64;
+                    let max = job.max_attempts.unwrap_or(i32::MAX);
+                    let outcome = if job.attempt >= max {
+                        FailOutcome::Dead
+                    } else {
+                        FailOutcome::Retry { at }
+                    };
+                    client.fail_with(job, &error, outcome).await
+                }
+                None => client.fail(job, &error).await.map(|_| ()),
+            }
+        }
+        Ended::Handler(Ok(Outcome::Snooze(d))) => {
+            counters.released.fetch_add(1, Ordering::Relaxed);
+            client.snooze(job, d).await
+        }
+        Ended::Handler(Ok(Outcome::Discard(why))) => {
+            failed(counters);
+            client.fail_with(job, &why, FailOutcome::Dead).await
+        }
+        Ended::Handler(Ok(Outcome::Cancel(why))) => {
+            failed(counters);
+            client.fail_with(job, &why, FailOutcome::Cancelled).await
+        }
+        Ended::Handler(Err(e)) => {
+            failed(counters);
+            client.fail(job, &e.to_string()).await.map(|_| ())
+        }
+        Ended::Panicked(msg) => {
+            failed(counters);
+            client
+                .fail(job, &format!("handler panicked: {msg}"))
+                .await
+                .map(|_| ())
+        }
+        Ended::TimedOut(d) => {
+            failed(counters);
+            let msg = format!("timed out after {}", crate::format_duration(d));
+            client.fail(job, &msg).await.map(|_| ())
+        }
+        Ended::Stopped(StopReason::CancelRequested) => {
+            failed(counters);
+            client
+                .fail_with(job, "cancelled on request", FailOutcome::Cancelled)
+                .await
+        }
+        Ended::Stopped(StopReason::LeaseLost) => Err(Error::LeaseLost { job_id: job.id }),
+        Ended::Stopped(StopReason::Shutdown) => {
+            counters.released.fetch_add(1, Ordering::Relaxed);
+            client.release(job, Duration::ZERO).await
+        }
+    };
+    match result {
+        Ok(()) => {}
+        Err(Error::LeaseLost { .. }) => {
+            counters.lost.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                "job {} lost its lease; its outcome was not recorded",
+                job.id
+            );
+        }
+        Err(e) => tracing::error!("job {}: recording its outcome failed: {e}", job.id),
+    }
+}

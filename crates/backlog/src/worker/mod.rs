@@ -1,0 +1,305 @@
+//! The worker runtime: fetchers claim jobs sized to free slots, executors run handlers with
+//! timeouts, one heartbeater keeps leases alive and sees cancel requests, one completer batches
+//! completions, and the elected leader runs maintenance. Shutdown is graceful.
+
+mod completer;
+mod context;
+mod execute;
+mod maintenance;
+mod run;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use context::{HandlerError, HandlerResult, JobContext, Outcome};
+pub use maintenance::{MaintenanceConfig, PeriodicJob, Schedule};
+pub use run::RunReport;
+
+use crate::{Client, Error, JobArgs, Kind, QueueName, Result};
+
+type BoxFuture = Pin<Box<dyn Future<Output = HandlerResult> + Send>>;
+pub(crate) type ErasedHandler = Arc<dyn Fn(JobContext) -> BoxFuture + Send + Sync>;
+
+/// Long-lived worker settings.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Recorded as the lease owner of claimed jobs (default `host:pid`).
+    pub owner: String,
+    /// Lease length (default: each queue's setting). Heartbeats renew it every third of it.
+    pub lease: Option<Duration>,
+    /// A handler running longer is stopped and its job fails with a timeout.
+    pub job_timeout: Option<Duration>,
+    /// On shutdown, how long running jobs may finish before they are stopped and released.
+    pub grace: Duration,
+    /// Longest wait between polls of an empty queue (wake-ups end a wait early).
+    pub poll_max: Duration,
+    /// Most completions per statement.
+    pub complete_batch: usize,
+    /// Stop once the queues are drained (see [`DrainMode`]); `None` runs until shut down.
+    pub drain: Option<DrainMode>,
+    /// Maintenance (leader election, rescue, pruning, periodic jobs); `None` to run none.
+    pub maintenance: Option<MaintenanceConfig>,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            owner: crate::client::default_owner(),
+            lease: None,
+            job_timeout: None,
+            grace: Duration::from_secs(30),
+            poll_max: Duration::from_secs(1),
+            complete_batch: 500,
+            drain: None,
+            maintenance: Some(MaintenanceConfig::default()),
+        }
+    }
+}
+
+/// When a draining worker stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrainMode {
+    /// Once no job of the queues is available, scheduled, running or waiting to retry
+    /// (`backlog work --drain`).
+    All,
+    /// Once no job of the queues is due or running (jobs scheduled for later stay).
+    Due,
+}
+
+/// Builds a [`Worker`].
+///
+/// # Example
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> backlog::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let url = format!("sqlite://{}", dir.path().join("w.db").display());
+/// use std::sync::Arc;
+/// use backlog::{Client, JobArgs, JobContext, Outcome, Worker};
+///
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Greet { name: String }
+/// impl JobArgs for Greet { const KIND: &'static str = "greet"; }
+///
+/// let client = Arc::new(Client::connect(&url).await?);
+/// client.migrate().await?;
+/// client.enqueue(client.job_for(&Greet { name: "Ada".into() })?).await?;
+///
+/// let worker = Worker::builder(client.clone())
+///     .queue("default", 4)
+///     .handler(|_ctx: JobContext, args: Greet| async move {
+///         println!("hello, {}", args.name);
+///         Ok(Outcome::Complete)
+///     })
+///     .build()?;
+/// let report = worker.drain().await?;
+/// assert_eq!(report.completed, 1);
+/// # Ok(()) }
+/// ```
+pub struct WorkerBuilder {
+    client: Arc<Client>,
+    queues: Vec<(String, usize)>,
+    handlers: HashMap<String, ErasedHandler>,
+    fallback: Option<ErasedHandler>,
+    kinds: Vec<String>,
+    periodic: Vec<PeriodicJob>,
+    config: WorkerConfig,
+}
+
+impl WorkerBuilder {
+    /// Works `queue` with up to `concurrency` jobs at once.
+    pub fn queue(mut self, queue: &str, concurrency: usize) -> Self {
+        self.queues.push((queue.to_owned(), concurrency));
+        self
+    }
+
+    /// Registers the handler of a typed job kind.
+    pub fn handler<A, F, Fut>(mut self, f: F) -> Self
+    where
+        A: JobArgs,
+        F: Fn(JobContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        let f = Arc::new(f);
+        let erased: ErasedHandler = Arc::new(move |ctx: JobContext| {
+            let f = f.clone();
+            Box::pin(async move {
+                let args: A = serde_json::from_str(&ctx.job().payload).map_err(|e| {
+                    format!(
+                        "payload does not decode as {}: {e}",
+                        std::any::type_name::<A>()
+                    )
+                })?;
+                f(ctx, args).await
+            })
+        });
+        self.handlers.insert(A::KIND.to_owned(), erased);
+        self
+    }
+
+    /// Registers a handler of a kind by name, receiving the raw payload (`ctx.job().payload`).
+    pub fn raw_handler<F, Fut>(mut self, kind: &str, f: F) -> Self
+    where
+        F: Fn(JobContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        self.handlers
+            .insert(kind.to_owned(), Arc::new(move |ctx| Box::pin(f(ctx))));
+        self
+    }
+
+    /// Runs jobs of every kind (and of none) that has no handler of its own.
+    pub fn fallback_handler<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(JobContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        self.fallback = Some(Arc::new(move |ctx| Box::pin(f(ctx))));
+        self
+    }
+
+    /// Claims only jobs of these kinds (by default: the kinds with handlers, or any kind when a
+    /// fallback handler is registered).
+    pub fn kinds(mut self, kinds: &[&str]) -> Self {
+        self.kinds = kinds.iter().map(|k| (*k).to_owned()).collect();
+        self
+    }
+
+    /// A periodic job the elected leader enqueues once per tick.
+    pub fn periodic(mut self, job: PeriodicJob) -> Self {
+        self.periodic.push(job);
+        self
+    }
+
+    /// Replaces the settings.
+    pub fn config(mut self, config: WorkerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Changes the settings in place.
+    pub fn configure(mut self, f: impl FnOnce(&mut WorkerConfig)) -> Self {
+        f(&mut self.config);
+        self
+    }
+
+    /// Checks everything and builds the worker.
+    pub fn build(self) -> Result<Worker> {
+        if self.queues.is_empty() {
+            return Err(Error::OptionInvalid {
+                what: "worker queues",
+                value: "none".into(),
+                expected: "at least one queue",
+            });
+        }
+        let mut queues = vec![];
+        for (name, concurrency) in &self.queues {
+            if *concurrency == 0 || *concurrency > 10_000 {
+                return Err(Error::ValueOutOfRange {
+                    what: "concurrency",
+                    value: *concurrency as i64,
+                    min: 1,
+                    max: 10_000,
+                });
+            }
+            queues.push((QueueName::new(name.as_str())?, *concurrency));
+        }
+        if self.handlers.is_empty() && self.fallback.is_none() {
+            return Err(Error::OptionInvalid {
+                what: "worker handlers",
+                value: "none".into(),
+                expected: "at least one handler",
+            });
+        }
+        let mut kinds: Vec<Kind> = if !self.kinds.is_empty() {
+            self.kinds
+                .iter()
+                .map(|k| Kind::new(k.as_str()))
+                .collect::<Result<_>>()?
+        } else if self.fallback.is_some() {
+            vec![]
+        } else {
+            self.handlers
+                .keys()
+                .map(|k| Kind::new(k.as_str()))
+                .collect::<Result<_>>()?
+        };
+        kinds.sort();
+        Ok(Worker {
+            inner: Arc::new(run::Inner {
+                client: self.client,
+                queues,
+                handlers: self.handlers,
+                fallback: self.fallback,
+                kinds,
+                periodic: self.periodic,
+                config: self.config,
+            }),
+        })
+    }
+}
+
+/// Runs handlers for the jobs of its queues until shut down (or drained).
+#[derive(Clone)]
+pub struct Worker {
+    pub(crate) inner: Arc<run::Inner>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("queues", &self.inner.queues)
+            .field("kinds", &self.inner.kinds)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Worker {
+    /// A builder for a worker using `client`.
+    pub fn builder(client: Arc<Client>) -> WorkerBuilder {
+        WorkerBuilder {
+            client,
+            queues: vec![],
+            handlers: HashMap::new(),
+            fallback: None,
+            kinds: vec![],
+            periodic: vec![],
+            config: WorkerConfig::default(),
+        }
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Arc<Client> {
+        &self.inner.client
+    }
+
+    /// Runs until `shutdown` is cancelled (then stops claiming, lets running jobs finish within
+    /// the grace period, and releases the rest), or until drained when `config.drain` is set.
+    pub async fn run(&self, shutdown: tokio_util::sync::CancellationToken) -> Result<RunReport> {
+        let abort = tokio_util::sync::CancellationToken::new();
+        run::run(self.inner.clone(), shutdown, abort).await
+    }
+
+    /// Like [`Worker::run`]; cancelling `abort` after `shutdown` ends the grace period at once
+    /// (running jobs are stopped and released).
+    pub async fn run_until(
+        &self,
+        shutdown: tokio_util::sync::CancellationToken,
+        abort: tokio_util::sync::CancellationToken,
+    ) -> Result<RunReport> {
+        run::run(self.inner.clone(), shutdown, abort).await
+    }
+
+    /// Works the queues until no job of them is due or running, then returns (for tests and
+    /// batch scripts; jobs scheduled for later stay). Runs no maintenance.
+    pub async fn drain(&self) -> Result<RunReport> {
+        let mut inner = (*self.inner).clone();
+        inner.config.drain = Some(DrainMode::Due);
+        inner.config.maintenance = None;
+        let token = tokio_util::sync::CancellationToken::new();
+        run::run(Arc::new(inner), token.clone(), token).await
+    }
+}

@@ -1,0 +1,150 @@
+//! The client's own logic (rescue on claim, backoff, snooze, validation), with an injected clock
+//! instead of sleeps. Backend behaviour is pinned by backlog-sql's conformance suite.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use backlog::{
+    ClaimOpts, Client, Error, FailOutcome, JobState, ManualClock, QueueName, QueueSettings,
+};
+
+const SEC: i64 = 1_000_000;
+
+async fn client(dir: &tempfile::TempDir, clock: &ManualClock) -> Client {
+    let url = format!("sqlite://{}", dir.path().join("c.db").display());
+    let c = Client::connect(&url)
+        .await
+        .unwrap()
+        .with_clock(Arc::new(clock.clone()));
+    c.migrate().await.unwrap();
+    c
+}
+
+#[tokio::test]
+async fn the_next_claimer_rescues_an_expired_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_700_000_000 * SEC);
+    let a = client(&dir, &clock).await;
+    let id = a.enqueue(a.new_job("s4", &1).unwrap()).await.unwrap().id;
+    let opts = ClaimOpts::new("s4").unwrap().lease(Duration::from_secs(5));
+    let first = a.claim(&opts.clone().owner("a")).await.unwrap().remove(0);
+    // Another process (another client) claims after the lease ran out: nothing else runs.
+    let b = client(&dir, &clock).await;
+    assert!(b.claim(&opts.clone().owner("b")).await.unwrap().is_empty());
+    clock.advance(Duration::from_secs(6));
+    let second = b.claim(&opts.clone().owner("b")).await.unwrap().remove(0);
+    assert_eq!((second.id, second.attempt), (id, 2));
+    assert!(matches!(a.complete(&first).await, Err(Error::LeaseLost { job_id }) if job_id == id));
+    assert!(matches!(
+        a.heartbeat(first.job_ref(), Duration::from_secs(5)).await,
+        Err(Error::LeaseLost { .. })
+    ));
+    b.complete(&second).await.unwrap();
+    let job = b.job(id).await.unwrap();
+    assert_eq!(job.state, JobState::Completed);
+    assert!(
+        job.errors[0].error.contains("lease expired (worker a"),
+        "{:?}",
+        job.errors
+    );
+}
+
+#[tokio::test]
+async fn failures_back_off_then_die() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_700_000_000 * SEC);
+    let c = client(&dir, &clock).await;
+    let mut s = QueueSettings::defaults(QueueName::new("bo").unwrap());
+    s.max_attempts = 3;
+    s.backoff_base = Duration::from_secs(2);
+    s.backoff_max = Duration::from_secs(3);
+    c.queue_configure(&s).await.unwrap();
+    let id = c.enqueue(c.new_job("bo", &"x").unwrap()).await.unwrap().id;
+    let opts = ClaimOpts::new("bo").unwrap();
+    let mut bounds = vec![];
+    for attempt in 1..=3 {
+        let j = c.claim(&opts).await.unwrap().remove(0);
+        assert_eq!(j.attempt, attempt);
+        let now = c.now();
+        match c.fail(&j, "nope").await.unwrap() {
+            FailOutcome::Retry { at } => {
+                bounds.push(at - now);
+                clock.set(at);
+            }
+            FailOutcome::Dead => assert_eq!(attempt, 3),
+        }
+    }
+    // base 2s: first retry in [1s, 2s]; second capped at 3s: in [1.5s, 3s].
+    assert!((SEC..=2 * SEC).contains(&bounds[0]), "{bounds:?}");
+    assert!((3 * SEC / 2..=3 * SEC).contains(&bounds[1]), "{bounds:?}");
+    let job = c.job(id).await.unwrap();
+    assert_eq!((job.state, job.errors.len()), (JobState::Dead, 3));
+    assert_eq!(
+        c.redrive(&QueueName::new("bo").unwrap(), 10).await.unwrap(),
+        1
+    );
+    assert_eq!(c.job(id).await.unwrap().attempt, 0);
+}
+
+#[tokio::test]
+async fn snooze_and_release_do_not_count_attempts() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_700_000_000 * SEC);
+    let c = client(&dir, &clock).await;
+    let id = c.enqueue(c.new_job("sn", &{}).unwrap()).await.unwrap().id;
+    let opts = ClaimOpts::new("sn").unwrap();
+    let j = c.claim(&opts).await.unwrap().remove(0);
+    c.snooze(&j, Duration::from_secs(60)).await.unwrap();
+    let job = c.job(id).await.unwrap();
+    assert_eq!(
+        (job.attempt, job.run_at, job.reported_state(c.now())),
+        (0, c.now() + 60 * SEC, "scheduled")
+    );
+    assert!(c.claim(&opts).await.unwrap().is_empty());
+    clock.advance(Duration::from_secs(60));
+    let j = c.claim(&opts).await.unwrap().remove(0);
+    assert_eq!(j.attempt, 1);
+    c.release(&j, Duration::ZERO).await.unwrap();
+    assert!(matches!(
+        c.release(&j, Duration::ZERO).await,
+        Err(Error::LeaseLost { .. })
+    ));
+}
+
+#[tokio::test]
+async fn bad_input_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_700_000_000 * SEC);
+    let c = client(&dir, &clock).await.with_payload_limit(16);
+    assert!(matches!(
+        c.new_job("q", &"x".repeat(20)),
+        Err(Error::PayloadTooLarge { .. })
+    ));
+    assert!(matches!(
+        c.new_job("no spaces", &1),
+        Err(Error::QueueNameInvalid { .. })
+    ));
+    let mut j = c.new_job("q", &1).unwrap();
+    j.max_attempts = Some(0);
+    let ok = c.new_job("q", &2).unwrap();
+    assert!(matches!(
+        c.enqueue_many(vec![ok, j]).await,
+        Err(Error::ValueOutOfRange { .. })
+    ));
+    let mut s = QueueSettings::defaults(QueueName::new("q").unwrap());
+    s.backoff_base = Duration::from_secs(10);
+    s.backoff_max = Duration::from_secs(1);
+    assert!(matches!(
+        c.queue_configure(&s).await,
+        Err(Error::OptionInvalid { .. })
+    ));
+    assert!(
+        c.stats(None).await.unwrap().is_empty(),
+        "a refused call created something"
+    );
+    assert!(matches!(
+        c.job(12345).await,
+        Err(Error::JobNotFound { job_id: 12345 })
+    ));
+    assert!(ClaimOpts::new("").is_err());
+}

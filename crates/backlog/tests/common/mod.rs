@@ -1,0 +1,130 @@
+//! Test databases for the runtime tests: a fresh SQLite file, PostgreSQL schema or MariaDB
+//! database per test, migrated. PostgreSQL and MariaDB are required, never skipped.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use backlog::{Client, JobTx};
+use sqlx::Connection;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Sqlite,
+    Postgres,
+    MySql,
+}
+
+pub const ENGINES: [Engine; 3] = [Engine::Sqlite, Engine::Postgres, Engine::MySql];
+
+pub fn pg_base() -> String {
+    std::env::var("BACKLOG_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+pub fn my_base() -> String {
+    std::env::var("BACKLOG_TEST_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
+}
+
+pub struct TestDb {
+    pub engine: Engine,
+    pub url: String,
+    pub client: Arc<Client>,
+    name: String,
+    _dir: tempfile::TempDir,
+}
+
+impl TestDb {
+    pub async fn new(engine: Engine) -> TestDb {
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!("bl_r_{:016x}", rand::random::<u64>());
+        let url = match engine {
+            Engine::Sqlite => format!("sqlite://{}", dir.path().join("t.db").display()),
+            Engine::Postgres => {
+                let mut c = sqlx::PgConnection::connect(&pg_base()).await.expect("PostgreSQL is required");
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}"))).execute(&mut c).await.unwrap();
+                format!("{}?options=-c%20search_path%3D{name}", pg_base())
+            }
+            Engine::MySql => {
+                let mut c = sqlx::MySqlConnection::connect(&my_base()).await.expect("MariaDB is required");
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut c).await.unwrap();
+                let mut u = url::Url::parse(&my_base()).unwrap();
+                u.set_path(&format!("/{name}"));
+                u.to_string()
+            }
+        };
+        let client = Client::connect(&url).await.unwrap();
+        client.migrate().await.unwrap();
+        TestDb { engine, url, client: Arc::new(client), name, _dir: dir }
+    }
+
+    /// Runs a statement without results on the queue database.
+    pub async fn exec(&self, sql: &str) {
+        match self.engine {
+            Engine::Sqlite => {
+                let mut c = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut c).await.unwrap();
+            }
+            Engine::Postgres => {
+                let mut c = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut c).await.unwrap();
+            }
+            Engine::MySql => {
+                let mut c = sqlx::MySqlConnection::connect(&self.url).await.unwrap();
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut c).await.unwrap();
+            }
+        }
+    }
+
+    /// A query returning one integer.
+    pub async fn scalar(&self, sql: &str) -> i64 {
+        let sql = sqlx::AssertSqlSafe(sql.to_owned());
+        match self.engine {
+            Engine::Sqlite => {
+                let mut c = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
+            }
+            Engine::Postgres => {
+                let mut c = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
+            }
+            Engine::MySql => {
+                let mut c = sqlx::MySqlConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
+            }
+        }
+    }
+
+    /// Creates the results table the transactional tests write to (no unique constraint:
+    /// duplicates must be visible).
+    pub async fn create_results(&self) {
+        self.exec("CREATE TABLE results (job_id BIGINT NOT NULL)").await;
+    }
+
+    pub async fn drop_db(self) {
+        self.client.close().await;
+        match self.engine {
+            Engine::Sqlite => {}
+            Engine::Postgres => {
+                let mut c = sqlx::PgConnection::connect(&pg_base()).await.unwrap();
+                sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {} CASCADE", self.name))).execute(&mut c).await.unwrap();
+            }
+            Engine::MySql => {
+                let mut c = sqlx::MySqlConnection::connect(&my_base()).await.unwrap();
+                sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {}", self.name))).execute(&mut c).await.unwrap();
+            }
+        }
+    }
+}
+
+/// Inserts a result row inside a job transaction, in the engine's dialect.
+pub async fn insert_result(tx: &mut JobTx, job_id: i64) -> Result<(), sqlx::Error> {
+    if let Some(c) = tx.postgres() {
+        sqlx::query("INSERT INTO results (job_id) VALUES ($1)").bind(job_id).execute(c).await?;
+    } else if let Some(c) = tx.mysql() {
+        sqlx::query("INSERT INTO results (job_id) VALUES (?)").bind(job_id).execute(c).await?;
+    } else if let Some(c) = tx.sqlite() {
+        sqlx::query("INSERT INTO results (job_id) VALUES (?)").bind(job_id).execute(c).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,438 @@
+//! The worker runtime on every backend: typed handlers and every outcome, concurrency, heartbeats,
+//! timeouts, cancel requests, progress, graceful shutdown, transactional completion, wake-ups,
+//! fan-out with waiting producers, periodic jobs, and the test helpers.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::time::{Duration, Instant};
+
+use backlog::{
+    CancellationToken, Client, DrainMode, JobArgs, JobContext, JobState, MaintenanceConfig, Outcome,
+    PeriodicJob, QueueName, QueueSettings, Schedule, StateFilter, Worker, WorkerBuilder,
+};
+use common::{Engine, TestDb};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Task {
+    n: u32,
+    action: String,
+}
+
+impl JobArgs for Task {
+    const KIND: &'static str = "task";
+    const QUEUE: &'static str = "work";
+}
+
+fn task(client: &Client, n: u32, action: &str) -> backlog::NewJob {
+    client.job_for(&Task { n, action: action.into() }).unwrap()
+}
+
+fn builder(db: &TestDb) -> WorkerBuilder {
+    Worker::builder(db.client.clone()).configure(|c| {
+        c.maintenance = None;
+        c.poll_max = Duration::from_millis(100);
+    })
+}
+
+async fn job_state(client: &Client, id: i64) -> backlog::Job {
+    client.job(id).await.unwrap()
+}
+
+async fn wait_until<F: AsyncFnMut() -> bool>(what: &str, limit: Duration, mut f: F) {
+    let start = Instant::now();
+    while !f().await {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn every_outcome(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    let mut s = QueueSettings::defaults(QueueName::new("work").unwrap());
+    s.max_attempts = 2;
+    s.backoff_base = Duration::from_millis(10);
+    s.backoff_max = Duration::from_millis(20);
+    c.queue_configure(&s).await.unwrap();
+    let actions = ["complete", "result", "retry-once", "snooze-once", "discard", "cancel", "panic", "error"];
+    let ids: Vec<i64> = c
+        .enqueue_many(actions.iter().enumerate().map(|(i, a)| task(c, i as u32, a)).collect())
+        .await
+        .unwrap()
+        .iter()
+        .map(|o| o.id)
+        .collect();
+    let worker = builder(&db)
+        .queue("work", 3)
+        .handler(|ctx: JobContext, t: Task| async move {
+            Ok(match t.action.as_str() {
+                "complete" => Outcome::Complete,
+                "result" => Outcome::CompleteWith(serde_json::json!({"n": t.n})),
+                "retry-once" if ctx.attempt() == 1 => Outcome::Retry { error: "again".into(), after: Some(Duration::from_millis(5)) },
+                "snooze-once" if ctx.attempt() == 1 => Outcome::Snooze(Duration::from_millis(5)),
+                "discard" => Outcome::Discard("not worth it".into()),
+                "cancel" => Outcome::Cancel("changed my mind".into()),
+                "panic" => panic!("handler blew up"),
+                "error" => return Err("plain error".into()),
+                _ => Outcome::Complete,
+            })
+        })
+        .configure(|c| c.drain = Some(DrainMode::All))
+        .build()
+        .unwrap();
+    let report = worker.run(CancellationToken::new()).await.unwrap();
+    let st = |i: usize| {
+        let c = c.clone();
+        let id = ids[i];
+        async move { job_state(&c, id).await }
+    };
+    assert_eq!(st(0).await.state, JobState::Completed);
+    let r = st(1).await;
+    assert_eq!((r.state, r.result.as_deref()), (JobState::Completed, Some(r#"{"n":1}"#)), "{r:?}");
+    let r = st(2).await;
+    assert_eq!((r.state, r.attempt, r.errors[0].error.as_str()), (JobState::Completed, 2, "again"));
+    let r = st(3).await;
+    assert_eq!((r.state, r.attempt, r.errors.len()), (JobState::Completed, 1, 0), "a snooze does not count: {r:?}");
+    let r = st(4).await;
+    assert_eq!((r.state, r.attempt, r.errors[0].error.as_str()), (JobState::Dead, 1, "not worth it"));
+    assert_eq!(st(5).await.state, JobState::Cancelled);
+    let r = st(6).await;
+    assert_eq!((r.state, r.errors.len()), (JobState::Dead, 2));
+    assert!(r.errors[0].error.contains("handler panicked: handler blew up"), "{:?}", r.errors);
+    let r = st(7).await;
+    assert_eq!((r.state, r.errors[1].error.as_str()), (JobState::Dead, "plain error"));
+    assert_eq!(report.completed, 4, "{report:?}");
+    db.drop_db().await;
+}
+
+async fn concurrency_and_unknown_kinds(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    c.enqueue_many((0..24).map(|n| task(c, n, "sleep")).collect()).await.unwrap();
+    // A job of a kind this worker has no handler for is not claimed by it.
+    let mut other = c.new_job("work", &1).unwrap();
+    other.kind = Some(backlog::Kind::new("other").unwrap());
+    let other = c.enqueue(other).await.unwrap().id;
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (r, p) = (running.clone(), peak.clone());
+    let worker = builder(&db)
+        .queue("work", 3)
+        .handler(move |_ctx: JobContext, _t: Task| {
+            let (r, p) = (r.clone(), p.clone());
+            async move {
+                let now = r.fetch_add(1, AtomicOrdering::SeqCst) + 1;
+                p.fetch_max(now, AtomicOrdering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                r.fetch_sub(1, AtomicOrdering::SeqCst);
+                Ok(Outcome::Complete)
+            }
+        })
+        .build()
+        .unwrap();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn({
+        let w = worker.clone();
+        let s = shutdown.clone();
+        async move { w.run(s).await }
+    });
+    let cl = c.clone();
+    wait_until("24 completions", Duration::from_secs(30), async || {
+        cl.stats(Some(&QueueName::new("work").unwrap())).await.unwrap()[0].1.completed == 24
+    })
+    .await;
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+    assert_eq!(peak.load(AtomicOrdering::SeqCst), 3, "concurrency 3 was not used or was exceeded");
+    assert_eq!(job_state(c, other).await.state, JobState::Available);
+    db.drop_db().await;
+}
+
+async fn heartbeats_timeouts_and_cancel_requests(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    let long = c.enqueue(task(c, 1, "long")).await.unwrap().id;
+    let hang = c.enqueue(task(c, 2, "hang")).await.unwrap().id;
+    let cancel_me = c.enqueue(task(c, 3, "until-cancelled")).await.unwrap().id;
+    let worker = builder(&db)
+        .queue("work", 3)
+        .handler(|ctx: JobContext, t: Task| async move {
+            match t.action.as_str() {
+                // Outlives its 600ms lease three times over: heartbeats keep it.
+                "long" => {
+                    ctx.progress(&serde_json::json!({"step": 1})).await?;
+                    tokio::time::sleep(Duration::from_millis(1800)).await;
+                    Ok(Outcome::Complete)
+                }
+                "hang" => {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Ok(Outcome::Complete)
+                }
+                _ => {
+                    ctx.stopped().await;
+                    Ok(Outcome::Complete)
+                }
+            }
+        })
+        .configure(|cfg| {
+            cfg.lease = Some(Duration::from_millis(600));
+            cfg.job_timeout = Some(Duration::from_millis(1200));
+        })
+        .build()
+        .unwrap();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn({
+        let w = worker.clone();
+        let s = shutdown.clone();
+        async move { w.run(s).await }
+    });
+    // Another process (another client) keeps claiming, which rescues expired leases.
+    let other = Arc::new(Client::connect(&db.url).await.unwrap());
+    let o = other.clone();
+    let rescuer = tokio::spawn(async move {
+        for _ in 0..40 {
+            let _ = o.rescue().await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let cl = c.clone();
+    wait_until("progress", Duration::from_secs(10), async || job_state(&cl, long).await.progress.is_some()).await;
+    assert_eq!(job_state(c, long).await.progress.as_deref(), Some(r#"{"step":1}"#));
+    wait_until("the cancellable job to run", Duration::from_secs(10), async || {
+        job_state(&cl, cancel_me).await.state == JobState::Running
+    })
+    .await;
+    let j = other.cancel(cancel_me).await.unwrap();
+    assert_eq!((j.state, j.cancel_requested_at.is_some()), (JobState::Running, true));
+    wait_until("all three to end", Duration::from_secs(20), async || {
+        let (a, b, d) = (job_state(&cl, long).await, job_state(&cl, hang).await, job_state(&cl, cancel_me).await);
+        a.state == JobState::Completed && b.state != JobState::Running && d.state == JobState::Cancelled
+    })
+    .await;
+    rescuer.await.unwrap();
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+    let long_job = job_state(c, long).await;
+    assert_eq!((long_job.attempt, long_job.errors.len()), (1, 0), "the lease of a heartbeating job expired: {long_job:?}");
+    let hung = job_state(c, hang).await;
+    assert!(hung.errors[0].error.contains("timed out after 1s 200ms"), "{:?}", hung.errors);
+    assert_eq!(job_state(c, cancel_me).await.errors[0].error, "cancelled on request");
+    other.close().await;
+    db.drop_db().await;
+}
+
+async fn graceful_shutdown_releases_late_jobs(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    let quick = c.enqueue(task(c, 1, "quick")).await.unwrap().id;
+    let slow = c.enqueue(task(c, 2, "slow")).await.unwrap().id;
+    let worker = builder(&db)
+        .queue("work", 2)
+        .handler(|_ctx: JobContext, t: Task| async move {
+            let d = if t.action == "quick" { 300 } else { 60_000 };
+            tokio::time::sleep(Duration::from_millis(d)).await;
+            Ok(Outcome::Complete)
+        })
+        .configure(|cfg| cfg.grace = Duration::from_millis(800))
+        .build()
+        .unwrap();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn({
+        let w = worker.clone();
+        let s = shutdown.clone();
+        async move { w.run(s).await }
+    });
+    let cl = c.clone();
+    wait_until("both running", Duration::from_secs(10), async || {
+        cl.stats(Some(&QueueName::new("work").unwrap())).await.unwrap()[0].1.running == 2
+    })
+    .await;
+    shutdown.cancel();
+    let started = Instant::now();
+    let report = run.await.unwrap().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!((report.completed, report.released), (1, 1), "{report:?}");
+    assert_eq!(job_state(c, quick).await.state, JobState::Completed);
+    let s = job_state(c, slow).await;
+    assert_eq!((s.state, s.attempt, s.lease_token), (JobState::Available, 0, None));
+    db.drop_db().await;
+}
+
+async fn transactional_completion(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    db.create_results().await;
+    let c = &db.client;
+    c.enqueue_many((0..50).map(|n| task(c, n, "tx")).collect()).await.unwrap();
+    let worker = builder(&db)
+        .queue("work", 4)
+        .handler(|ctx: JobContext, _t: Task| async move {
+            let mut tx = ctx.begin().await?;
+            common::insert_result(&mut tx, ctx.id()).await?;
+            Ok(Outcome::CompleteInTx(tx))
+        })
+        .build()
+        .unwrap();
+    let report = worker.drain().await.unwrap();
+    assert_eq!(report.completed, 50);
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM results").await, 50);
+    assert_eq!(db.scalar("SELECT COUNT(DISTINCT job_id) FROM results").await, 50);
+    // Enqueue inside the caller's own transaction: the job exists only if it commits.
+    let mut tx = c.begin().await.unwrap();
+    let gone = tx.enqueue(vec![task(c, 99, "x")], c.now()).await.unwrap()[0].id;
+    tx.rollback().await.unwrap();
+    assert!(matches!(c.job(gone).await, Err(backlog::Error::JobNotFound { .. })));
+    db.drop_db().await;
+}
+
+async fn wake_ups_and_fan_out(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    c.subscribe("orders", "billing").await.unwrap();
+    c.subscribe("orders", "shipping").await.unwrap();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let s2 = seen.clone();
+    let worker = Worker::builder(c.clone())
+        .queue("billing", 2)
+        .queue("shipping", 2)
+        .fallback_handler(move |ctx: JobContext| {
+            let s2 = s2.clone();
+            async move {
+                s2.fetch_add(1, AtomicOrdering::SeqCst);
+                Ok(Outcome::CompleteWith(serde_json::json!({"handled_in": ctx.job().queue})))
+            }
+        })
+        .configure(|cfg| {
+            cfg.maintenance = None;
+            cfg.poll_max = Duration::from_secs(30); // only a wake-up can make this fast
+        })
+        .build()
+        .unwrap();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn({
+        let w = worker.clone();
+        let s = shutdown.clone();
+        async move { w.run(s).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await; // let the fetchers go idle
+    let started = Instant::now();
+    let copies = c.publish("orders", c.new_job("orders", &serde_json::json!({"order": 7})).unwrap()).await.unwrap();
+    assert_eq!(copies.len(), 2);
+    for out in &copies {
+        let job = c.wait_for(out.id, Duration::from_secs(10)).await.unwrap().expect("kept");
+        assert_eq!(job.state, JobState::Completed);
+        assert!(job.result.unwrap().contains(&job.queue));
+    }
+    assert!(started.elapsed() < Duration::from_secs(5), "an in-process enqueue did not wake the workers");
+    assert_eq!(seen.load(AtomicOrdering::SeqCst), 2);
+    // Waiting has a timeout.
+    let mut later = c.new_job("billing", &1).unwrap();
+    later.run_at = Some(c.now() + 3_600_000_000);
+    let later = c.enqueue(later).await.unwrap().id;
+    let e = c.wait_for(later, Duration::from_millis(100)).await.unwrap_err();
+    assert!(matches!(e, backlog::Error::WaitTimeout { .. }), "{e}");
+    if engine == Engine::Postgres {
+        // A plain INSERT from another connection wakes the workers through LISTEN/NOTIFY.
+        let started = Instant::now();
+        db.exec("INSERT INTO backlog_job (queue, payload) VALUES ('shipping', '{\"plain\": true}')").await;
+        let cl = c.clone();
+        wait_until("the plain-SQL job", Duration::from_secs(10), async || seen.load(AtomicOrdering::SeqCst) == 3).await;
+        assert!(started.elapsed() < Duration::from_secs(5), "NOTIFY did not wake the worker");
+        drop(cl);
+    }
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+    db.drop_db().await;
+}
+
+async fn periodic_jobs_fire_once_per_tick(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    let maint = MaintenanceConfig {
+        leader_ttl: Duration::from_millis(1500),
+        renew_every: Duration::from_millis(100),
+        rescue_every: Duration::from_millis(100),
+        ..MaintenanceConfig::default()
+    };
+    let tick = c.new_job("ticks", &serde_json::json!({"tick": true})).unwrap();
+    let mut runs = vec![];
+    let shutdown = CancellationToken::new();
+    // Three worker "processes" compete; only the leader fires, and each tick fires once.
+    for i in 0..3 {
+        let w = Worker::builder(c.clone())
+            .queue("unused", 1)
+            .fallback_handler(|_ctx: JobContext| async { Ok(Outcome::Complete) })
+            .periodic(PeriodicJob::new("every-300ms", Schedule::Every(Duration::from_millis(300)), tick.clone()))
+            .configure(|cfg| {
+                cfg.owner = format!("proc-{i}");
+                cfg.maintenance = Some(maint.clone());
+            })
+            .build()
+            .unwrap();
+        let s = shutdown.clone();
+        runs.push(tokio::spawn(async move { w.run(s).await }));
+    }
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    shutdown.cancel();
+    for r in runs {
+        r.await.unwrap().unwrap();
+    }
+    let jobs = backlog::testing::jobs_in(c, "ticks", None).await.unwrap();
+    let mut run_ats: Vec<i64> = jobs.iter().map(|j| j.run_at).collect();
+    let n = run_ats.len();
+    run_ats.dedup();
+    assert_eq!(run_ats.len(), n, "a tick fired twice");
+    assert!((4..=9).contains(&n), "expected about 2s / 300ms ticks, got {n}");
+    assert!(run_ats.iter().all(|t| t % 300_000 == 0), "ticks are multiples of the interval");
+    assert!(Schedule::cron("not a cron").is_err());
+    let nightly = Schedule::cron("0 3 * * *").unwrap();
+    let t = nightly.last_tick(1_700_000_000_000_000).unwrap();
+    assert_eq!(t % (24 * 3600 * 1_000_000), 3 * 3600 * 1_000_000);
+    db.drop_db().await;
+}
+
+async fn test_helpers(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    c.enqueue(task(c, 5, "complete")).await.unwrap();
+    backlog::testing::assert_enqueued(c, &Task { n: 5, action: "complete".into() }).await;
+    let worker = builder(&db)
+        .queue("work", 1)
+        .handler(|_ctx: JobContext, t: Task| async move {
+            if t.action == "fail" {
+                return Err("nope".into());
+            }
+            Ok(Outcome::CompleteWith(serde_json::json!(t.n * 2)))
+        })
+        .build()
+        .unwrap();
+    let inline = backlog::testing::run_inline(&worker, &Task { n: 21, action: "x".into() }).await.unwrap();
+    assert!(matches!(inline, Outcome::CompleteWith(v) if v == 42));
+    assert!(backlog::testing::run_inline(&worker, &Task { n: 1, action: "fail".into() }).await.is_err());
+    assert_eq!(worker.drain().await.unwrap().completed, 1);
+    assert!(backlog::testing::enqueued::<Task>(c).await.unwrap().is_empty());
+    let done = backlog::testing::jobs_in(c, "work", Some(StateFilter::Stored(JobState::Completed))).await.unwrap();
+    assert_eq!(done[0].result.as_deref(), Some("10"));
+    db.drop_db().await;
+}
+
+macro_rules! on_every_backend {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::Sqlite).await } )* }
+        mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::Postgres).await } )* }
+        mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::MySql).await } )* }
+    };
+}
+
+on_every_backend!(
+    every_outcome,
+    concurrency_and_unknown_kinds,
+    heartbeats_timeouts_and_cancel_requests,
+    graceful_shutdown_releases_late_jobs,
+    transactional_completion,
+    wake_ups_and_fan_out,
+    periodic_jobs_fire_once_per_tick,
+    test_helpers,
+);

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Makes sure PostgreSQL and MariaDB are installed, running, and reachable the way the tests expect:
+#   PostgreSQL on 127.0.0.1:5432, trust auth, database `test`
+#   MariaDB    on 127.0.0.1:3306, root with an empty password, database `test`
+# Installs them from Debian's packages when absent. Exits non-zero if either cannot be had:
+# the test suite never skips a backend.
+set -euo pipefail
+
+log() { echo "services: $*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_install() {
+    if [ -z "${APT_UPDATED:-}" ]; then as_root apt-get update -qq; APT_UPDATED=1; fi
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >/dev/null
+}
+
+pg_ok() { psql "postgres://postgres@127.0.0.1:5432/test" -Atc 'select 1' >/dev/null 2>&1; }
+
+ensure_postgres() {
+    if pg_ok; then log "PostgreSQL is up"; return; fi
+    if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
+        log "installing PostgreSQL"
+        apt_install postgresql postgresql-client
+    fi
+    local ver; ver=$(ls /etc/postgresql | sort -V | tail -1)
+    local hba="/etc/postgresql/$ver/main/pg_hba.conf"
+    if ! grep -q '^host all all 127.0.0.1/32 trust' "$hba"; then
+        # Tests connect over TCP without a password.
+        sed -i '1i host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\nlocal all all trust' "$hba"
+    fi
+    pg_ctlcluster --skip-systemctl-redirect "$ver" main start 2>/dev/null \
+        || pg_ctlcluster --skip-systemctl-redirect "$ver" main reload 2>/dev/null || true
+    for _ in $(seq 1 60); do pg_isready -h 127.0.0.1 -p 5432 -q && break; sleep 0.5; done
+    psql -h 127.0.0.1 -U postgres -d postgres -Atc "select 1 from pg_database where datname='test'" | grep -q 1 \
+        || psql -h 127.0.0.1 -U postgres -d postgres -c 'create database test' >/dev/null
+    pg_ok || { log "PostgreSQL is not reachable at 127.0.0.1:5432"; exit 1; }
+    log "PostgreSQL started"
+}
+
+my_ok() { mariadb -h 127.0.0.1 -P 3306 -u root test -e 'select 1' >/dev/null 2>&1; }
+
+ensure_mariadb() {
+    if my_ok; then log "MariaDB is up"; return; fi
+    if [ ! -x /usr/sbin/mariadbd ]; then
+        log "installing MariaDB"
+        apt_install mariadb-server mariadb-client
+    fi
+    start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql >/dev/null 2>&1 || true
+    for _ in $(seq 1 60); do mariadb -u root -e 'select 1' >/dev/null 2>&1 && break; sleep 0.5; done
+    # A fresh install lets root in through the socket only: allow TCP without a password, as tests expect.
+    mariadb -u root -e "CREATE DATABASE IF NOT EXISTS test;
+        CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
+        GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;" >/dev/null 2>&1 || true
+    my_ok || { log "MariaDB is not reachable at 127.0.0.1:3306 as root"; exit 1; }
+    log "MariaDB started"
+}
+
+command -v psql >/dev/null || apt_install postgresql-client
+command -v mariadb >/dev/null || apt_install mariadb-client
+command -v sqlite3 >/dev/null || apt_install sqlite3
+ensure_postgres
+ensure_mariadb
