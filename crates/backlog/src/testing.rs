@@ -53,10 +53,11 @@ pub async fn enqueued<A: JobArgs>(client: &Client) -> Result<Vec<A>> {
         let Some(last) = page.last() else { break };
         after = last.id;
         for job in &page {
-            if job.kind.as_deref() == Some(A::KIND) && !job.state.is_finished() {
-                if let Ok(a) = serde_json::from_str::<A>(&job.payload) {
-                    out.push(a);
-                }
+            if job.kind.as_deref() == Some(A::KIND)
+                && !job.state.is_finished()
+                && let Ok(a) = serde_json::from_str::<A>(&job.payload)
+            {
+                out.push(a);
             }
         }
     }

@@ -72,6 +72,7 @@ async fn failures_back_off_then_die() {
                 clock.set(at);
             }
             FailOutcome::Dead => assert_eq!(attempt, 3),
+            FailOutcome::Cancelled => panic!("a plain failure must not cancel the job"),
         }
     }
     // base 2s: first retry in [1s, 2s]; second capped at 3s: in [1.5s, 3s].

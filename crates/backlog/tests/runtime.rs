@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::time::{Duration, Instant};
 
 use backlog::{
-    CancellationToken, Client, DrainMode, JobArgs, JobContext, JobState, MaintenanceConfig, Outcome,
-    PeriodicJob, QueueName, QueueSettings, Schedule, StateFilter, Worker, WorkerBuilder,
+    CancellationToken, Client, DrainMode, JobArgs, JobContext, JobState, MaintenanceConfig,
+    Outcome, PeriodicJob, QueueName, QueueSettings, Schedule, StateFilter, Worker, WorkerBuilder,
 };
 use common::{Engine, TestDb};
 use serde::{Deserialize, Serialize};
@@ -27,7 +27,12 @@ impl JobArgs for Task {
 }
 
 fn task(client: &Client, n: u32, action: &str) -> backlog::NewJob {
-    client.job_for(&Task { n, action: action.into() }).unwrap()
+    client
+        .job_for(&Task {
+            n,
+            action: action.into(),
+        })
+        .unwrap()
 }
 
 fn builder(db: &TestDb) -> WorkerBuilder {
@@ -57,28 +62,53 @@ async fn every_outcome(engine: Engine) {
     s.backoff_base = Duration::from_millis(10);
     s.backoff_max = Duration::from_millis(20);
     c.queue_configure(&s).await.unwrap();
-    let actions = ["complete", "result", "retry-once", "snooze-once", "discard", "cancel", "panic", "error"];
+    let actions = [
+        "complete",
+        "result",
+        "retry-once",
+        "snooze-once",
+        "discard",
+        "cancel",
+        "panic",
+        "error",
+    ];
     let ids: Vec<i64> = c
-        .enqueue_many(actions.iter().enumerate().map(|(i, a)| task(c, i as u32, a)).collect())
+        .enqueue_many(
+            actions
+                .iter()
+                .enumerate()
+                .map(|(i, a)| task(c, i as u32, a))
+                .collect(),
+        )
         .await
         .unwrap()
         .iter()
         .map(|o| o.id)
         .collect();
+    // A snooze puts the attempt back, so the handler remembers that it snoozed once.
+    let snoozed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let worker = builder(&db)
         .queue("work", 3)
-        .handler(|ctx: JobContext, t: Task| async move {
-            Ok(match t.action.as_str() {
-                "complete" => Outcome::Complete,
-                "result" => Outcome::CompleteWith(serde_json::json!({"n": t.n})),
-                "retry-once" if ctx.attempt() == 1 => Outcome::Retry { error: "again".into(), after: Some(Duration::from_millis(5)) },
-                "snooze-once" if ctx.attempt() == 1 => Outcome::Snooze(Duration::from_millis(5)),
-                "discard" => Outcome::Discard("not worth it".into()),
-                "cancel" => Outcome::Cancel("changed my mind".into()),
-                "panic" => panic!("handler blew up"),
-                "error" => return Err("plain error".into()),
-                _ => Outcome::Complete,
-            })
+        .handler(move |ctx: JobContext, t: Task| {
+            let snoozed = snoozed.clone();
+            async move {
+                Ok(match t.action.as_str() {
+                    "complete" => Outcome::Complete,
+                    "result" => Outcome::CompleteWith(serde_json::json!({"n": t.n})),
+                    "retry-once" if ctx.attempt() == 1 => Outcome::Retry {
+                        error: "again".into(),
+                        after: Some(Duration::from_millis(5)),
+                    },
+                    "snooze-once" if !snoozed.swap(true, AtomicOrdering::SeqCst) => {
+                        Outcome::Snooze(Duration::from_millis(5))
+                    }
+                    "discard" => Outcome::Discard("not worth it".into()),
+                    "cancel" => Outcome::Cancel("changed my mind".into()),
+                    "panic" => panic!("handler blew up"),
+                    "error" => return Err("plain error".into()),
+                    _ => Outcome::Complete,
+                })
+            }
         })
         .configure(|c| c.drain = Some(DrainMode::All))
         .build()
@@ -91,19 +121,43 @@ async fn every_outcome(engine: Engine) {
     };
     assert_eq!(st(0).await.state, JobState::Completed);
     let r = st(1).await;
-    assert_eq!((r.state, r.result.as_deref()), (JobState::Completed, Some(r#"{"n":1}"#)), "{r:?}");
+    let result: serde_json::Value = serde_json::from_str(r.result.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        (r.state, result),
+        (JobState::Completed, serde_json::json!({"n": 1})),
+        "{r:?}"
+    );
     let r = st(2).await;
-    assert_eq!((r.state, r.attempt, r.errors[0].error.as_str()), (JobState::Completed, 2, "again"));
+    assert_eq!(
+        (r.state, r.attempt, r.errors[0].error.as_str()),
+        (JobState::Completed, 2, "again")
+    );
     let r = st(3).await;
-    assert_eq!((r.state, r.attempt, r.errors.len()), (JobState::Completed, 1, 0), "a snooze does not count: {r:?}");
+    assert_eq!(
+        (r.state, r.attempt, r.errors.len()),
+        (JobState::Completed, 1, 0),
+        "a snooze does not count: {r:?}"
+    );
     let r = st(4).await;
-    assert_eq!((r.state, r.attempt, r.errors[0].error.as_str()), (JobState::Dead, 1, "not worth it"));
+    assert_eq!(
+        (r.state, r.attempt, r.errors[0].error.as_str()),
+        (JobState::Dead, 1, "not worth it")
+    );
     assert_eq!(st(5).await.state, JobState::Cancelled);
     let r = st(6).await;
     assert_eq!((r.state, r.errors.len()), (JobState::Dead, 2));
-    assert!(r.errors[0].error.contains("handler panicked: handler blew up"), "{:?}", r.errors);
+    assert!(
+        r.errors[0]
+            .error
+            .contains("handler panicked: handler blew up"),
+        "{:?}",
+        r.errors
+    );
     let r = st(7).await;
-    assert_eq!((r.state, r.errors[1].error.as_str()), (JobState::Dead, "plain error"));
+    assert_eq!(
+        (r.state, r.errors[1].error.as_str()),
+        (JobState::Dead, "plain error")
+    );
     assert_eq!(report.completed, 4, "{report:?}");
     db.drop_db().await;
 }
@@ -111,7 +165,9 @@ async fn every_outcome(engine: Engine) {
 async fn concurrency_and_unknown_kinds(engine: Engine) {
     let db = TestDb::new(engine).await;
     let c = &db.client;
-    c.enqueue_many((0..24).map(|n| task(c, n, "sleep")).collect()).await.unwrap();
+    c.enqueue_many((0..24).map(|n| task(c, n, "sleep")).collect())
+        .await
+        .unwrap();
     // A job of a kind this worker has no handler for is not claimed by it.
     let mut other = c.new_job("work", &1).unwrap();
     other.kind = Some(backlog::Kind::new("other").unwrap());
@@ -141,12 +197,21 @@ async fn concurrency_and_unknown_kinds(engine: Engine) {
     });
     let cl = c.clone();
     wait_until("24 completions", Duration::from_secs(30), async || {
-        cl.stats(Some(&QueueName::new("work").unwrap())).await.unwrap()[0].1.completed == 24
+        cl.stats(Some(&QueueName::new("work").unwrap()))
+            .await
+            .unwrap()[0]
+            .1
+            .completed
+            == 24
     })
     .await;
     shutdown.cancel();
     run.await.unwrap().unwrap();
-    assert_eq!(peak.load(AtomicOrdering::SeqCst), 3, "concurrency 3 was not used or was exceeded");
+    assert_eq!(
+        peak.load(AtomicOrdering::SeqCst),
+        3,
+        "concurrency 3 was not used or was exceeded"
+    );
     assert_eq!(job_state(c, other).await.state, JobState::Available);
     db.drop_db().await;
 }
@@ -161,25 +226,26 @@ async fn heartbeats_timeouts_and_cancel_requests(engine: Engine) {
         .queue("work", 3)
         .handler(|ctx: JobContext, t: Task| async move {
             match t.action.as_str() {
-                // Outlives its 600ms lease three times over: heartbeats keep it.
+                // Outlives its 1s lease two and a half times over: heartbeats keep it.
                 "long" => {
                     ctx.progress(&serde_json::json!({"step": 1})).await?;
-                    tokio::time::sleep(Duration::from_millis(1800)).await;
+                    tokio::time::sleep(Duration::from_millis(2500)).await;
                     Ok(Outcome::Complete)
                 }
                 "hang" => {
                     tokio::time::sleep(Duration::from_secs(3600)).await;
                     Ok(Outcome::Complete)
                 }
+                // Notices the stop and fails: a requested cancel wins over a retry.
                 _ => {
                     ctx.stopped().await;
-                    Ok(Outcome::Complete)
+                    Err("interrupted".into())
                 }
             }
         })
         .configure(|cfg| {
-            cfg.lease = Some(Duration::from_millis(600));
-            cfg.job_timeout = Some(Duration::from_millis(1200));
+            cfg.lease = Some(Duration::from_secs(1));
+            cfg.job_timeout = Some(Duration::from_secs(4));
         })
         .build()
         .unwrap();
@@ -192,34 +258,66 @@ async fn heartbeats_timeouts_and_cancel_requests(engine: Engine) {
     // Another process (another client) keeps claiming, which rescues expired leases.
     let other = Arc::new(Client::connect(&db.url).await.unwrap());
     let o = other.clone();
+    let rescuing = CancellationToken::new();
+    let r = rescuing.clone();
     let rescuer = tokio::spawn(async move {
-        for _ in 0..40 {
+        while !r.is_cancelled() {
             let _ = o.rescue().await;
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     });
     let cl = c.clone();
-    wait_until("progress", Duration::from_secs(10), async || job_state(&cl, long).await.progress.is_some()).await;
-    assert_eq!(job_state(c, long).await.progress.as_deref(), Some(r#"{"step":1}"#));
-    wait_until("the cancellable job to run", Duration::from_secs(10), async || {
-        job_state(&cl, cancel_me).await.state == JobState::Running
+    wait_until("progress", Duration::from_secs(10), async || {
+        job_state(&cl, long).await.progress.is_some()
     })
+    .await;
+    let progress = job_state(c, long).await.progress.unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&progress).unwrap(),
+        serde_json::json!({"step": 1})
+    );
+    wait_until(
+        "the cancellable job to run",
+        Duration::from_secs(10),
+        async || job_state(&cl, cancel_me).await.state == JobState::Running,
+    )
     .await;
     let j = other.cancel(cancel_me).await.unwrap();
-    assert_eq!((j.state, j.cancel_requested_at.is_some()), (JobState::Running, true));
+    assert_eq!(
+        (j.state, j.cancel_requested_at.is_some()),
+        (JobState::Running, true)
+    );
     wait_until("all three to end", Duration::from_secs(20), async || {
-        let (a, b, d) = (job_state(&cl, long).await, job_state(&cl, hang).await, job_state(&cl, cancel_me).await);
-        a.state == JobState::Completed && b.state != JobState::Running && d.state == JobState::Cancelled
+        let (a, b, d) = (
+            job_state(&cl, long).await,
+            job_state(&cl, hang).await,
+            job_state(&cl, cancel_me).await,
+        );
+        a.state == JobState::Completed
+            && b.state != JobState::Running
+            && d.state == JobState::Cancelled
     })
     .await;
+    rescuing.cancel();
     rescuer.await.unwrap();
     shutdown.cancel();
     run.await.unwrap().unwrap();
     let long_job = job_state(c, long).await;
-    assert_eq!((long_job.attempt, long_job.errors.len()), (1, 0), "the lease of a heartbeating job expired: {long_job:?}");
+    assert_eq!(
+        (long_job.attempt, long_job.errors.len()),
+        (1, 0),
+        "the lease of a heartbeating job expired: {long_job:?}"
+    );
     let hung = job_state(c, hang).await;
-    assert!(hung.errors[0].error.contains("timed out after 1s 200ms"), "{:?}", hung.errors);
-    assert_eq!(job_state(c, cancel_me).await.errors[0].error, "cancelled on request");
+    assert!(
+        hung.errors[0].error.contains("timed out after 4s"),
+        "{:?}",
+        hung.errors
+    );
+    assert_eq!(
+        job_state(c, cancel_me).await.errors[0].error,
+        "cancelled on request"
+    );
     other.close().await;
     db.drop_db().await;
 }
@@ -247,7 +345,12 @@ async fn graceful_shutdown_releases_late_jobs(engine: Engine) {
     });
     let cl = c.clone();
     wait_until("both running", Duration::from_secs(10), async || {
-        cl.stats(Some(&QueueName::new("work").unwrap())).await.unwrap()[0].1.running == 2
+        cl.stats(Some(&QueueName::new("work").unwrap()))
+            .await
+            .unwrap()[0]
+            .1
+            .running
+            == 2
     })
     .await;
     shutdown.cancel();
@@ -257,7 +360,10 @@ async fn graceful_shutdown_releases_late_jobs(engine: Engine) {
     assert_eq!((report.completed, report.released), (1, 1), "{report:?}");
     assert_eq!(job_state(c, quick).await.state, JobState::Completed);
     let s = job_state(c, slow).await;
-    assert_eq!((s.state, s.attempt, s.lease_token), (JobState::Available, 0, None));
+    assert_eq!(
+        (s.state, s.attempt, s.lease_token),
+        (JobState::Available, 0, None)
+    );
     db.drop_db().await;
 }
 
@@ -265,7 +371,9 @@ async fn transactional_completion(engine: Engine) {
     let db = TestDb::new(engine).await;
     db.create_results().await;
     let c = &db.client;
-    c.enqueue_many((0..50).map(|n| task(c, n, "tx")).collect()).await.unwrap();
+    c.enqueue_many((0..50).map(|n| task(c, n, "tx")).collect())
+        .await
+        .unwrap();
     let worker = builder(&db)
         .queue("work", 4)
         .handler(|ctx: JobContext, _t: Task| async move {
@@ -278,12 +386,19 @@ async fn transactional_completion(engine: Engine) {
     let report = worker.drain().await.unwrap();
     assert_eq!(report.completed, 50);
     assert_eq!(db.scalar("SELECT COUNT(*) FROM results").await, 50);
-    assert_eq!(db.scalar("SELECT COUNT(DISTINCT job_id) FROM results").await, 50);
+    assert_eq!(
+        db.scalar("SELECT COUNT(DISTINCT job_id) FROM results")
+            .await,
+        50
+    );
     // Enqueue inside the caller's own transaction: the job exists only if it commits.
     let mut tx = c.begin().await.unwrap();
     let gone = tx.enqueue(vec![task(c, 99, "x")], c.now()).await.unwrap()[0].id;
     tx.rollback().await.unwrap();
-    assert!(matches!(c.job(gone).await, Err(backlog::Error::JobNotFound { .. })));
+    assert!(matches!(
+        c.job(gone).await,
+        Err(backlog::Error::JobNotFound { .. })
+    ));
     db.drop_db().await;
 }
 
@@ -301,7 +416,9 @@ async fn wake_ups_and_fan_out(engine: Engine) {
             let s2 = s2.clone();
             async move {
                 s2.fetch_add(1, AtomicOrdering::SeqCst);
-                Ok(Outcome::CompleteWith(serde_json::json!({"handled_in": ctx.job().queue})))
+                Ok(Outcome::CompleteWith(
+                    serde_json::json!({"handled_in": ctx.job().queue}),
+                ))
             }
         })
         .configure(|cfg| {
@@ -318,28 +435,54 @@ async fn wake_ups_and_fan_out(engine: Engine) {
     });
     tokio::time::sleep(Duration::from_millis(300)).await; // let the fetchers go idle
     let started = Instant::now();
-    let copies = c.publish("orders", c.new_job("orders", &serde_json::json!({"order": 7})).unwrap()).await.unwrap();
+    let copies = c
+        .publish(
+            "orders",
+            c.new_job("orders", &serde_json::json!({"order": 7}))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
     assert_eq!(copies.len(), 2);
     for out in &copies {
-        let job = c.wait_for(out.id, Duration::from_secs(10)).await.unwrap().expect("kept");
+        let job = c
+            .wait_for(out.id, Duration::from_secs(10))
+            .await
+            .unwrap()
+            .expect("kept");
         assert_eq!(job.state, JobState::Completed);
         assert!(job.result.unwrap().contains(&job.queue));
     }
-    assert!(started.elapsed() < Duration::from_secs(5), "an in-process enqueue did not wake the workers");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "an in-process enqueue did not wake the workers"
+    );
     assert_eq!(seen.load(AtomicOrdering::SeqCst), 2);
     // Waiting has a timeout.
     let mut later = c.new_job("billing", &1).unwrap();
     later.run_at = Some(c.now() + 3_600_000_000);
     let later = c.enqueue(later).await.unwrap().id;
-    let e = c.wait_for(later, Duration::from_millis(100)).await.unwrap_err();
+    let e = c
+        .wait_for(later, Duration::from_millis(100))
+        .await
+        .unwrap_err();
     assert!(matches!(e, backlog::Error::WaitTimeout { .. }), "{e}");
     if engine == Engine::Postgres {
         // A plain INSERT from another connection wakes the workers through LISTEN/NOTIFY.
         let started = Instant::now();
-        db.exec("INSERT INTO backlog_job (queue, payload) VALUES ('shipping', '{\"plain\": true}')").await;
+        db.exec(
+            "INSERT INTO backlog_job (queue, payload) VALUES ('shipping', '{\"plain\": true}')",
+        )
+        .await;
         let cl = c.clone();
-        wait_until("the plain-SQL job", Duration::from_secs(10), async || seen.load(AtomicOrdering::SeqCst) == 3).await;
-        assert!(started.elapsed() < Duration::from_secs(5), "NOTIFY did not wake the worker");
+        wait_until("the plain-SQL job", Duration::from_secs(10), async || {
+            seen.load(AtomicOrdering::SeqCst) == 3
+        })
+        .await;
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "NOTIFY did not wake the worker"
+        );
         drop(cl);
     }
     shutdown.cancel();
@@ -356,7 +499,9 @@ async fn periodic_jobs_fire_once_per_tick(engine: Engine) {
         rescue_every: Duration::from_millis(100),
         ..MaintenanceConfig::default()
     };
-    let tick = c.new_job("ticks", &serde_json::json!({"tick": true})).unwrap();
+    let tick = c
+        .new_job("ticks", &serde_json::json!({"tick": true}))
+        .unwrap();
     let mut runs = vec![];
     let shutdown = CancellationToken::new();
     // Three worker "processes" compete; only the leader fires, and each tick fires once.
@@ -364,7 +509,11 @@ async fn periodic_jobs_fire_once_per_tick(engine: Engine) {
         let w = Worker::builder(c.clone())
             .queue("unused", 1)
             .fallback_handler(|_ctx: JobContext| async { Ok(Outcome::Complete) })
-            .periodic(PeriodicJob::new("every-300ms", Schedule::Every(Duration::from_millis(300)), tick.clone()))
+            .periodic(PeriodicJob::new(
+                "every-300ms",
+                Schedule::Every(Duration::from_millis(300)),
+                tick.clone(),
+            ))
             .configure(|cfg| {
                 cfg.owner = format!("proc-{i}");
                 cfg.maintenance = Some(maint.clone());
@@ -384,8 +533,14 @@ async fn periodic_jobs_fire_once_per_tick(engine: Engine) {
     let n = run_ats.len();
     run_ats.dedup();
     assert_eq!(run_ats.len(), n, "a tick fired twice");
-    assert!((4..=9).contains(&n), "expected about 2s / 300ms ticks, got {n}");
-    assert!(run_ats.iter().all(|t| t % 300_000 == 0), "ticks are multiples of the interval");
+    assert!(
+        (4..=9).contains(&n),
+        "expected about 2s / 300ms ticks, got {n}"
+    );
+    assert!(
+        run_ats.iter().all(|t| t % 300_000 == 0),
+        "ticks are multiples of the interval"
+    );
     assert!(Schedule::cron("not a cron").is_err());
     let nightly = Schedule::cron("0 3 * * *").unwrap();
     let t = nightly.last_tick(1_700_000_000_000_000).unwrap();
@@ -397,7 +552,14 @@ async fn test_helpers(engine: Engine) {
     let db = TestDb::new(engine).await;
     let c = &db.client;
     c.enqueue(task(c, 5, "complete")).await.unwrap();
-    backlog::testing::assert_enqueued(c, &Task { n: 5, action: "complete".into() }).await;
+    backlog::testing::assert_enqueued(
+        c,
+        &Task {
+            n: 5,
+            action: "complete".into(),
+        },
+    )
+    .await;
     let worker = builder(&db)
         .queue("work", 1)
         .handler(|_ctx: JobContext, t: Task| async move {
@@ -408,12 +570,37 @@ async fn test_helpers(engine: Engine) {
         })
         .build()
         .unwrap();
-    let inline = backlog::testing::run_inline(&worker, &Task { n: 21, action: "x".into() }).await.unwrap();
+    let inline = backlog::testing::run_inline(
+        &worker,
+        &Task {
+            n: 21,
+            action: "x".into(),
+        },
+    )
+    .await
+    .unwrap();
     assert!(matches!(inline, Outcome::CompleteWith(v) if v == 42));
-    assert!(backlog::testing::run_inline(&worker, &Task { n: 1, action: "fail".into() }).await.is_err());
+    assert!(
+        backlog::testing::run_inline(
+            &worker,
+            &Task {
+                n: 1,
+                action: "fail".into()
+            }
+        )
+        .await
+        .is_err()
+    );
     assert_eq!(worker.drain().await.unwrap().completed, 1);
-    assert!(backlog::testing::enqueued::<Task>(c).await.unwrap().is_empty());
-    let done = backlog::testing::jobs_in(c, "work", Some(StateFilter::Stored(JobState::Completed))).await.unwrap();
+    assert!(
+        backlog::testing::enqueued::<Task>(c)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let done = backlog::testing::jobs_in(c, "work", Some(StateFilter::Stored(JobState::Completed)))
+        .await
+        .unwrap();
     assert_eq!(done[0].result.as_deref(), Some("10"));
     db.drop_db().await;
 }

@@ -1,9 +1,13 @@
 //! Batched completion: one statement for many finished jobs.
+//!
+//! An executor keeps its concurrency slot until its job's completion is committed, so a process
+//! that dies leaves at most `concurrency` jobs per queue to run again: the ones running and the
+//! ones finished but not yet recorded, together.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::run::Counters;
 use crate::{ClaimedJob, Client};
@@ -11,25 +15,29 @@ use crate::{ClaimedJob, Client};
 /// Queues finished jobs and completes them in batches.
 #[derive(Clone)]
 pub(crate) struct Completer {
-    tx: mpsc::UnboundedSender<ClaimedJob>,
+    tx: mpsc::UnboundedSender<(ClaimedJob, oneshot::Sender<bool>)>,
     done: Arc<tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
 impl Completer {
     pub fn start(client: Arc<Client>, batch: usize, counters: Arc<Counters>) -> Self {
-        let (tx, mut rx) = mpsc::unbounded_channel::<ClaimedJob>();
+        let (tx, mut rx) = mpsc::unbounded_channel::<(ClaimedJob, oneshot::Sender<bool>)>();
         let batch = batch.max(1);
         let handle = tokio::spawn(async move {
             let mut buf = Vec::with_capacity(batch);
             while rx.recv_many(&mut buf, batch).await > 0 {
+                let (jobs, acks): (Vec<ClaimedJob>, Vec<oneshot::Sender<bool>>) =
+                    buf.drain(..).unzip();
                 let mut attempt = 0;
+                let mut completed = vec![];
                 loop {
-                    match client.complete_many(&buf).await {
+                    match client.complete_many(&jobs).await {
                         Ok(done) => {
+                            completed = done.iter().map(|r| r.id).collect();
                             counters
                                 .completed
                                 .fetch_add(done.len() as u64, Ordering::Relaxed);
-                            let lost = buf.len() - done.len();
+                            let lost = jobs.len() - done.len();
                             if lost > 0 {
                                 counters.lost.fetch_add(lost as u64, Ordering::Relaxed);
                                 tracing::warn!(
@@ -40,17 +48,22 @@ impl Completer {
                         }
                         Err(e) if e.is_transient() && attempt < 20 => {
                             attempt += 1;
-                            tracing::warn!("completing {} job(s) failed, retrying: {e}", buf.len());
+                            tracing::warn!(
+                                "completing {} job(s) failed, retrying: {e}",
+                                jobs.len()
+                            );
                             tokio::time::sleep(std::time::Duration::from_millis(50 * attempt))
                                 .await;
                         }
                         Err(e) => {
-                            tracing::error!("completing {} job(s) failed: {e}", buf.len());
+                            tracing::error!("completing {} job(s) failed: {e}", jobs.len());
                             break;
                         }
                     }
                 }
-                buf.clear();
+                for (job, ack) in jobs.iter().zip(acks) {
+                    let _ = ack.send(completed.contains(&job.id));
+                }
             }
         });
         Completer {
@@ -59,11 +72,15 @@ impl Completer {
         }
     }
 
-    /// Queues a finished job for completion.
-    pub fn push(&self, job: ClaimedJob) {
-        if self.tx.send(job).is_err() {
+    /// Completes a finished job in the next batch; true once it is committed, false when its
+    /// lease was lost or the completion failed.
+    pub async fn complete(&self, job: ClaimedJob) -> bool {
+        let (ack, done) = oneshot::channel();
+        if self.tx.send((job, ack)).is_err() {
             tracing::error!("completer stopped; a finished job was not completed");
+            return false;
         }
+        done.await.unwrap_or(false)
     }
 
     /// Flushes what is queued and stops (call once every pusher is done).

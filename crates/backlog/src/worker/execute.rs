@@ -86,6 +86,14 @@ pub(crate) async fn run(
         }
     };
     inflight.lock().expect("lock").remove(&job.id);
+    // A handler that fails because it was stopped on request is cancelled, not retried.
+    let requested = *reason.lock().expect("lock") == Some(StopReason::CancelRequested);
+    let ended = match ended {
+        Ended::Handler(Err(_) | Ok(Outcome::Retry { .. })) | Ended::TimedOut(_) if requested => {
+            Ended::Stopped(StopReason::CancelRequested)
+        }
+        other => other,
+    };
     stop.cancel();
     report(inner, &job, ended, completer, counters).await;
 }
@@ -116,13 +124,13 @@ async fn report(
     let failed = |n: &Counters| n.failed.fetch_add(1, Ordering::Relaxed);
     let result = match ended {
         Ended::Handler(Ok(Outcome::Complete)) => {
-            completer.push(job.clone());
+            completer.complete(job.clone()).await;
             return;
         }
         Ended::Handler(Ok(Outcome::CompleteWith(value))) => {
             match client.set_result(job.job_ref(), &value).await {
                 Ok(()) => {
-                    completer.push(job.clone());
+                    completer.complete(job.clone()).await;
                     return;
                 }
                 Err(e) => Err(e),

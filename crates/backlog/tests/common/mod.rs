@@ -41,13 +41,23 @@ impl TestDb {
         let url = match engine {
             Engine::Sqlite => format!("sqlite://{}", dir.path().join("t.db").display()),
             Engine::Postgres => {
-                let mut c = sqlx::PgConnection::connect(&pg_base()).await.expect("PostgreSQL is required");
-                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}"))).execute(&mut c).await.unwrap();
+                let mut c = sqlx::PgConnection::connect(&pg_base())
+                    .await
+                    .expect("PostgreSQL is required");
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
                 format!("{}?options=-c%20search_path%3D{name}", pg_base())
             }
             Engine::MySql => {
-                let mut c = sqlx::MySqlConnection::connect(&my_base()).await.expect("MariaDB is required");
-                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut c).await.unwrap();
+                let mut c = sqlx::MySqlConnection::connect(&my_base())
+                    .await
+                    .expect("MariaDB is required");
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
                 let mut u = url::Url::parse(&my_base()).unwrap();
                 u.set_path(&format!("/{name}"));
                 u.to_string()
@@ -55,7 +65,13 @@ impl TestDb {
         };
         let client = Client::connect(&url).await.unwrap();
         client.migrate().await.unwrap();
-        TestDb { engine, url, client: Arc::new(client), name, _dir: dir }
+        TestDb {
+            engine,
+            url,
+            client: Arc::new(client),
+            name,
+            _dir: dir,
+        }
     }
 
     /// Runs a statement without results on the queue database.
@@ -63,15 +79,24 @@ impl TestDb {
         match self.engine {
             Engine::Sqlite => {
                 let mut c = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut c).await.unwrap();
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
             }
             Engine::Postgres => {
                 let mut c = sqlx::PgConnection::connect(&self.url).await.unwrap();
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut c).await.unwrap();
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
             }
             Engine::MySql => {
                 let mut c = sqlx::MySqlConnection::connect(&self.url).await.unwrap();
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut c).await.unwrap();
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
             }
         }
     }
@@ -98,7 +123,8 @@ impl TestDb {
     /// Creates the results table the transactional tests write to (no unique constraint:
     /// duplicates must be visible).
     pub async fn create_results(&self) {
-        self.exec("CREATE TABLE results (job_id BIGINT NOT NULL)").await;
+        self.exec("CREATE TABLE results (job_id BIGINT NOT NULL)")
+            .await;
     }
 
     pub async fn drop_db(self) {
@@ -107,11 +133,20 @@ impl TestDb {
             Engine::Sqlite => {}
             Engine::Postgres => {
                 let mut c = sqlx::PgConnection::connect(&pg_base()).await.unwrap();
-                sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {} CASCADE", self.name))).execute(&mut c).await.unwrap();
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "DROP SCHEMA {} CASCADE",
+                    self.name
+                )))
+                .execute(&mut c)
+                .await
+                .unwrap();
             }
             Engine::MySql => {
                 let mut c = sqlx::MySqlConnection::connect(&my_base()).await.unwrap();
-                sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {}", self.name))).execute(&mut c).await.unwrap();
+                sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {}", self.name)))
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
             }
         }
     }
@@ -120,11 +155,20 @@ impl TestDb {
 /// Inserts a result row inside a job transaction, in the engine's dialect.
 pub async fn insert_result(tx: &mut JobTx, job_id: i64) -> Result<(), sqlx::Error> {
     if let Some(c) = tx.postgres() {
-        sqlx::query("INSERT INTO results (job_id) VALUES ($1)").bind(job_id).execute(c).await?;
+        sqlx::query("INSERT INTO results (job_id) VALUES ($1)")
+            .bind(job_id)
+            .execute(c)
+            .await?;
     } else if let Some(c) = tx.mysql() {
-        sqlx::query("INSERT INTO results (job_id) VALUES (?)").bind(job_id).execute(c).await?;
+        sqlx::query("INSERT INTO results (job_id) VALUES (?)")
+            .bind(job_id)
+            .execute(c)
+            .await?;
     } else if let Some(c) = tx.sqlite() {
-        sqlx::query("INSERT INTO results (job_id) VALUES (?)").bind(job_id).execute(c).await?;
+        sqlx::query("INSERT INTO results (job_id) VALUES (?)")
+            .bind(job_id)
+            .execute(c)
+            .await?;
     }
     Ok(())
 }
