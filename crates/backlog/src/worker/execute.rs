@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::completer::Completer;
 use super::run::{Counters, InFlight, InFlightMap, Inner};
 use super::{JobContext, Outcome};
-use crate::{ClaimedJob, Error, FailOutcome, QueueName};
+use crate::{ClaimedJob, Error, FailOutcome, Retention};
 use backlog_core::JobCompleteParams;
 
 /// Why a running job was stopped from outside its handler.
@@ -35,6 +35,7 @@ pub(crate) async fn run(
     inner: &Inner,
     job: ClaimedJob,
     lease: Duration,
+    retention: Retention,
     inflight: &InFlightMap,
     completer: &Completer,
     counters: &Counters,
@@ -95,7 +96,7 @@ pub(crate) async fn run(
         other => other,
     };
     stop.cancel();
-    report(inner, &job, ended, completer, counters).await;
+    report(inner, &job, ended, retention, completer, counters).await;
 }
 
 async fn sleep_for(d: Duration) {
@@ -117,6 +118,7 @@ async fn report(
     inner: &Inner,
     job: &ClaimedJob,
     ended: Ended,
+    retention: Retention,
     completer: &Completer,
     counters: &Counters,
 ) {
@@ -137,24 +139,13 @@ async fn report(
             }
         }
         Ended::Handler(Ok(Outcome::CompleteInTx(tx))) => {
-            let retention = match QueueName::new(job.queue.as_str()) {
-                Ok(q) => client.queue_settings(&q).await.map(|s| s.retention),
-                Err(e) => Err(e),
-            };
-            let r = match retention {
-                Ok(retention) => {
-                    tx.complete(JobCompleteParams {
-                        jobs: vec![job.job_ref()],
-                        now: client.now(),
-                        retention,
-                    })
-                    .await
-                }
-                Err(e) => {
-                    tx.rollback().await.ok();
-                    Err(e)
-                }
-            };
+            let r = tx
+                .complete(JobCompleteParams {
+                    jobs: vec![job.job_ref()],
+                    now: client.now(),
+                    retention,
+                })
+                .await;
             if r.is_ok() {
                 counters.completed.fetch_add(1, Ordering::Relaxed);
             }

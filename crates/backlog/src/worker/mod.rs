@@ -258,10 +258,10 @@ impl std::fmt::Debug for Worker {
 }
 
 impl Worker {
-    /// A builder for a worker using `client`.
-    pub fn builder(client: Arc<Client>) -> WorkerBuilder {
+    /// A builder for a worker using `client` (a [`Client`] or an `Arc<Client>`).
+    pub fn builder(client: impl Into<Arc<Client>>) -> WorkerBuilder {
         WorkerBuilder {
-            client,
+            client: client.into(),
             queues: vec![],
             handlers: HashMap::new(),
             fallback: None,

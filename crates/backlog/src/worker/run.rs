@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 use super::completer::Completer;
 use super::execute::{self, StopReason};
 use super::{DrainMode, ErasedHandler, PeriodicJob, WorkerConfig};
-use crate::{ClaimOpts, Client, Error, JobRef, Kind, QueueName, Result};
+use crate::{ClaimOpts, Client, Error, JobRef, Kind, QueueName, QueueSettings, Result};
 
 /// Shortest wait between polls of an empty queue; doubles up to `poll_max`.
 const MIN_IDLE: Duration = Duration::from_millis(10);
@@ -221,21 +221,24 @@ async fn fetch_loop(
         }
         idle = MIN_IDLE;
         permits.truncate(claimed.len());
-        let lease = match inner.config.lease {
-            Some(l) => l,
-            None => client
-                .queue_settings(&queue)
-                .await
-                .map(|s| s.lease)
-                .unwrap_or(Duration::from_secs(30)),
-        };
+        // Read here, never while a handler holds a job transaction: on SQLite that transaction
+        // holds the write lock, and a settings read queued behind a blocked writer would wait on it.
+        let settings = client
+            .queue_settings(&queue)
+            .await
+            .unwrap_or_else(|_| QueueSettings::defaults(queue.clone()));
+        let lease = inner.config.lease.unwrap_or(settings.lease);
+        let retention = settings.retention;
         for (job, permit) in claimed.into_iter().zip(permits) {
             let inner = inner.clone();
             let inflight = inflight.clone();
             let completer = completer.clone();
             let counters = counters.clone();
             executors.spawn(async move {
-                execute::run(&inner, job, lease, &inflight, &completer, &counters).await;
+                execute::run(
+                    &inner, job, lease, retention, &inflight, &completer, &counters,
+                )
+                .await;
                 drop(permit);
             });
         }

@@ -120,6 +120,34 @@ impl TestDb {
         }
     }
 
+    /// A query returning at most one text value.
+    pub async fn text(&self, sql: &str) -> Option<String> {
+        let sql = sqlx::AssertSqlSafe(sql.to_owned());
+        match self.engine {
+            Engine::Sqlite => {
+                let mut c = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar(sql)
+                    .fetch_optional(&mut c)
+                    .await
+                    .unwrap()
+            }
+            Engine::Postgres => {
+                let mut c = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar(sql)
+                    .fetch_optional(&mut c)
+                    .await
+                    .unwrap()
+            }
+            Engine::MySql => {
+                let mut c = sqlx::MySqlConnection::connect(&self.url).await.unwrap();
+                sqlx::query_scalar(sql)
+                    .fetch_optional(&mut c)
+                    .await
+                    .unwrap()
+            }
+        }
+    }
+
     /// Creates the results table the transactional tests write to (no unique constraint:
     /// duplicates must be visible).
     pub async fn create_results(&self) {

@@ -1,0 +1,269 @@
+//! Whole processes under fire, on every backend: worker processes killed with SIGKILL at random
+//! moments while they complete jobs transactionally, and leader failover between two processes.
+//!
+//! The test binary runs itself as the child processes: `child_process` does the child's work when
+//! `BACKLOG_CHILD_ROLE` is set, and nothing otherwise.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use backlog::{
+    CancellationToken, Client, DrainMode, JobContext, MaintenanceConfig, Outcome, PeriodicJob,
+    Schedule, Worker,
+};
+use common::{Engine, TestDb};
+
+const JOBS: i64 = 5_000;
+const FIRE_PROCESSES: usize = 4;
+const KILLS: usize = 12;
+const LEADER_TTL: Duration = Duration::from_secs(1);
+const RENEW_EVERY: Duration = Duration::from_millis(200);
+
+fn spawn_child(role: &str, url: &str, owner: &str) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_process",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("BACKLOG_CHILD_ROLE", role)
+        .env("BACKLOG_CHILD_URL", url)
+        .env("BACKLOG_CHILD_OWNER", owner)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Child processes, SIGKILLed and reaped when dropped (also when a test fails).
+struct Children(Vec<Child>);
+
+impl Children {
+    fn kill(&mut self, i: usize) {
+        let _ = self.0[i].kill(); // SIGKILL
+        let _ = self.0[i].wait();
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for i in 0..self.0.len() {
+            self.kill(i);
+        }
+    }
+}
+
+fn maintenance() -> MaintenanceConfig {
+    MaintenanceConfig {
+        leader_ttl: LEADER_TTL,
+        renew_every: RENEW_EVERY,
+        rescue_every: Duration::from_millis(200),
+        ..MaintenanceConfig::default()
+    }
+}
+
+/// The child's side: a worker process of the given role, until drained or killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_process() {
+    let Ok(role) = std::env::var("BACKLOG_CHILD_ROLE") else {
+        return; // run by the parent tests below only
+    };
+    let url = std::env::var("BACKLOG_CHILD_URL").unwrap();
+    let owner = std::env::var("BACKLOG_CHILD_OWNER").unwrap();
+    let client = Client::connect(&url).await.unwrap();
+    let tick = client.new_job("ticks", &serde_json::json!({})).unwrap();
+    let builder = Worker::builder(client).configure(|c| {
+        c.owner = owner;
+        c.maintenance = Some(maintenance());
+        c.lease = Some(Duration::from_secs(1));
+        c.poll_max = Duration::from_millis(100);
+    });
+    let worker = match role.as_str() {
+        // Each job writes its result row in the job's own transaction and completes in that commit.
+        "fire" => builder
+            .queue("fire", 8)
+            .fallback_handler(|ctx: JobContext| async move {
+                tokio::time::sleep(Duration::from_millis(rand::random_range(0..3))).await;
+                let mut tx = ctx.begin().await?;
+                common::insert_result(&mut tx, ctx.id()).await?;
+                Ok(Outcome::CompleteInTx(tx))
+            })
+            .configure(|c| c.drain = Some(DrainMode::All)),
+        "leader" => builder
+            .queue("idle", 1)
+            .fallback_handler(|_ctx: JobContext| async { Ok(Outcome::Complete) })
+            .periodic(PeriodicJob::new(
+                "tick",
+                Schedule::Every(Duration::from_millis(250)),
+                tick,
+            )),
+        other => panic!("unknown child role {other}"),
+    };
+    worker
+        .build()
+        .unwrap()
+        .run(CancellationToken::new())
+        .await
+        .unwrap();
+}
+
+/// Four worker processes complete 5,000 jobs, each writing one results row in its job
+/// transaction, while the processes are SIGKILLed at random moments and restarted. Every job ends
+/// completed with exactly one results row: a killed transaction rolls back whole, and a handler
+/// whose lease was taken over cannot commit.
+async fn transactional_completion_under_fire(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    db.create_results().await;
+    let c = &db.client;
+    for chunk in (0..JOBS).collect::<Vec<_>>().chunks(1000) {
+        let jobs = chunk
+            .iter()
+            .map(|i| c.new_job("fire", i).unwrap())
+            .collect();
+        c.enqueue_many(jobs).await.unwrap();
+    }
+    let mut procs = Children(
+        (0..FIRE_PROCESSES)
+            .map(|i| spawn_child("fire", &db.url, &format!("fire-{i}")))
+            .collect(),
+    );
+    let started = Instant::now();
+    let mut kills = 0;
+    let mut restarts = FIRE_PROCESSES;
+    let completed = async || db.scalar("SELECT COUNT(*) FROM results").await;
+    // Kill a random process every 100-600 ms, 12 times, while at most 90% of the work is done.
+    while kills < KILLS && completed().await < JOBS * 9 / 10 {
+        assert!(
+            started.elapsed() < Duration::from_secs(240),
+            "no progress under fire"
+        );
+        tokio::time::sleep(Duration::from_millis(rand::random_range(100..600))).await;
+        let i = rand::random_range(0..procs.0.len());
+        procs.kill(i);
+        kills += 1;
+        procs.0[i] = spawn_child("fire", &db.url, &format!("fire-{restarts}"));
+        restarts += 1;
+    }
+    // Let the survivors drain; each exits once nothing is left.
+    for p in &mut procs.0 {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(status) = p.try_wait().unwrap() {
+                assert!(status.success(), "a worker process failed: {status}");
+                break;
+            }
+            eprintln!(
+                "DEBUG {} {:?}",
+                completed().await,
+                db.client.stats(None).await.unwrap()
+            );
+            assert!(Instant::now() < deadline, "a worker process did not drain");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    assert!(kills >= 3, "only {kills} kills happened");
+    let stats = c
+        .stats(Some(&backlog::QueueName::new("fire").unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(stats[0].1.completed, JOBS, "{stats:?}");
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM results").await, JOBS);
+    assert_eq!(
+        db.scalar("SELECT COUNT(DISTINCT job_id) FROM results")
+            .await,
+        JOBS
+    );
+    eprintln!(
+        "{engine:?}: {JOBS} jobs, {kills} SIGKILLs, {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    db.drop_db().await;
+}
+
+async fn leader_holder(db: &TestDb) -> Option<String> {
+    let now = db.client.now();
+    db.text(&format!(
+        "SELECT holder FROM backlog_leader WHERE name = 'backlog_maintenance' AND expires_at > {now}"
+    ))
+    .await
+}
+
+/// Two processes; the leader is killed and the other takes over within `leader_ttl +
+/// renew_every`; the periodic job fires once per tick before and after.
+async fn leader_failover(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let mut procs = Children(vec![
+        spawn_child("leader", &db.url, "proc-a"),
+        spawn_child("leader", &db.url, "proc-b"),
+    ]);
+    let start = Instant::now();
+    let first = loop {
+        if let Some(h) = leader_holder(&db).await {
+            break h;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no leader was elected"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(800)).await; // a few ticks under the first leader
+    let (victim, survivor) = if first.starts_with("proc-a:") {
+        (0, "proc-b:")
+    } else {
+        (1, "proc-a:")
+    };
+    procs.kill(victim); // SIGKILL: no resignation
+    let killed = Instant::now();
+    let killed_at = db.client.now();
+    let took = loop {
+        if let Some(h) = leader_holder(&db).await
+            && h.starts_with(survivor)
+        {
+            break killed.elapsed();
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(30),
+            "nobody took over"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    // The documented bound, plus 500 ms for this shared 2-core machine's scheduling.
+    let bound = LEADER_TTL + RENEW_EVERY;
+    assert!(
+        took <= bound + Duration::from_millis(500),
+        "failover took {took:?}, bound {bound:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(800)).await; // ticks under the new leader
+    drop(procs);
+    let ticks = backlog::testing::jobs_in(&db.client, "ticks", None)
+        .await
+        .unwrap();
+    let mut run_ats: Vec<i64> = ticks.iter().map(|j| j.run_at).collect();
+    run_ats.sort();
+    let n = run_ats.len();
+    run_ats.dedup();
+    assert_eq!(run_ats.len(), n, "a tick fired twice");
+    let after = run_ats
+        .iter()
+        .filter(|&&t| t > killed_at + took.as_micros() as i64)
+        .count();
+    assert!(after >= 2, "the new leader fired no ticks: {run_ats:?}");
+    let before = run_ats.iter().filter(|&&t| t < killed_at).count();
+    assert!(before >= 2, "the first leader fired no ticks: {run_ats:?}");
+    eprintln!("{engine:?}: failover took {took:?} (bound {bound:?})");
+    db.drop_db().await;
+}
+
+macro_rules! on_every_backend {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(super::Engine::Sqlite).await } )* }
+        mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(super::Engine::Postgres).await } )* }
+        mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(super::Engine::MySql).await } )* }
+    };
+}
+
+on_every_backend!(transactional_completion_under_fire, leader_failover);
