@@ -42,8 +42,10 @@ pub use backlog_core::{
     SystemClock, UniqueKey, format_duration, parse_duration,
 };
 pub use backlog_sql::{BackendConfig, SCHEMA_VERSION, redact_url};
-pub use backlog_sql::{JobConnection, JobTx, SqlBackend};
+pub use backlog_sql::{JobConnection, JobTx, MySqlBackend, PgBackend, SqlBackend, SqliteBackend};
 pub use client::{ClaimOpts, Client, FailOutcome, Heartbeat};
+/// The sqlx this crate is built with, for making pools and transactions of the same version.
+pub use sqlx;
 pub use tokio_util::sync::CancellationToken;
 pub use typed::JobArgs;
 pub use worker::{
