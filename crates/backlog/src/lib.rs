@@ -2,14 +2,23 @@
 //! (embedded default), PostgreSQL, MySQL 8 / MariaDB.
 //!
 //! Map:
-//! - [`Client`]: connect by URL, migrate, enqueue (one or many), claim, report outcomes
-//!   (complete, fail, release, snooze, heartbeat — all fenced by the lease token), and administer
-//!   jobs and queues.
-//! - [`ClaimOpts`]: what a claim asks for.
+//! - [`Client`]: connect by URL or from your own sqlx pool ([`Client::from_sql`]), migrate,
+//!   enqueue (one, many, or inside your own transaction with [`Client::enqueue_in`]), claim,
+//!   report outcomes (complete, fail, release, snooze, heartbeat — all fenced by the lease token),
+//!   and administer jobs and queues.
+//! - [`JobArgs`]: a serde type that names its job kind; [`Client::job_for`] makes its jobs.
+//! - [`Worker`]: the runtime — handlers by kind, concurrency per queue, batched completions,
+//!   heartbeats, timeouts, cancel requests, graceful shutdown, transactional completion
+//!   ([`Outcome::CompleteInTx`]), wake-ups, and leader-run maintenance with periodic jobs.
+//! - Messaging: [`Client::subscribe`] / [`Client::publish`] (fan-out copies per subscribed queue)
+//!   and [`Client::wait_for`] (a producer waiting for a job's outcome, across processes).
+//! - [`testing`]: run a job inline, drain a queue, assert that a job was enqueued.
 //! - The core types re-exported from `backlog-core`: [`NewJob`], [`ClaimedJob`], [`Job`],
 //!   [`JobState`], [`QueueSettings`], [`Error`] …
 //!
-//! # Example
+//! Programs in `examples/`: `typed_worker`, `transactions`, `cron_fanout_wait`.
+//!
+//! # Enqueue, claim, complete by hand
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> backlog::Result<()> {
@@ -26,6 +35,41 @@
 //! assert_eq!(claimed[0].id, id);
 //! client.complete(&claimed[0]).await?;
 //! assert_eq!(client.job(id).await?.state, backlog::JobState::Completed);
+//! # Ok(()) }
+//! ```
+//!
+//! # A typed worker
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let url = format!("sqlite://{}", dir.path().join("doc.db").display());
+//! use backlog::{CancellationToken, Client, JobArgs, JobContext, Outcome, Worker};
+//!
+//! #[derive(serde::Serialize, serde::Deserialize)]
+//! struct SendEmail { to: String }
+//! impl JobArgs for SendEmail {
+//!     const KIND: &'static str = "send_email";
+//!     const QUEUE: &'static str = "emails";
+//! }
+//!
+//! let client = Client::connect(&url).await?;
+//! client.migrate().await?;
+//! client.enqueue(client.job_for(&SendEmail { to: "a@example.com".into() })?).await?;
+//!
+//! let worker = Worker::builder(client)
+//!     .queue("emails", 10)
+//!     .handler(|_ctx: JobContext, email: SendEmail| async move {
+//!         if email.to.is_empty() {
+//!             return Ok(Outcome::Discard("no address".into()));
+//!         }
+//!         Ok(Outcome::Complete) // an Err(...) retries with backoff
+//!     })
+//!     .build()?;
+//! // In a service: worker.run(shutdown_token).await? until the token is cancelled.
+//! let report = worker.drain().await?;
+//! assert_eq!(report.completed, 1);
+//! # let _ = CancellationToken::new();
 //! # Ok(()) }
 //! ```
 
