@@ -5,7 +5,7 @@ use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
 
 use backlog::{CancellationToken, Client, DrainMode, HandlerResult, JobContext, Outcome, Worker};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
 use crate::cli::{WorkArgs, kinds, queue_name};
@@ -71,8 +71,15 @@ fn spawn_signal_handler(stop: CancellationToken, abort: CancellationToken) {
     });
 }
 
+/// A stdout line of the command that reports progress: `backlog:progress {json}`.
+const PROGRESS: &str = "backlog:progress ";
+/// A stdout line of the command that sets the job's result: `backlog:result {json}`.
+const RESULT: &str = "backlog:result ";
+
 /// Runs CMD for one job: payload on stdin, the job in its environment. Exit 0 completes the job;
-/// anything else fails it with the tail of stderr. Dropping this future (timeout, cancellation,
+/// anything else fails it with the tail of stderr. Stdout passes through, except the lines
+/// `backlog:progress JSON` (stored as the job's progress at once) and `backlog:result JSON` (the
+/// last one is stored as its result on success). Dropping this future (timeout, cancellation,
 /// lost lease, shutdown) kills the command.
 async fn run_command(cmd: &[String], ctx: JobContext) -> HandlerResult {
     let job = ctx.job();
@@ -82,6 +89,7 @@ async fn run_command(cmd: &[String], ctx: JobContext) -> HandlerResult {
         .env("BACKLOG_QUEUE", &job.queue)
         .env("BACKLOG_ATTEMPT", job.attempt.to_string())
         .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -111,6 +119,32 @@ async fn run_command(cmd: &[String], ctx: JobContext) -> HandlerResult {
             String::from_utf8_lossy(&tail).trim().to_owned()
         })
     });
+    let mut result = None;
+    if let Some(out) = child.stdout.take() {
+        let mut lines = BufReader::new(out).lines();
+        let mut stdout = tokio::io::stdout();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(json) = line.strip_prefix(PROGRESS) {
+                match serde_json::from_str::<serde_json::Value>(json) {
+                    Ok(v) => ctx.progress(&v).await?,
+                    Err(e) => eprintln!(
+                        "backlog: job {}: ignored progress that is not JSON ({e})",
+                        job.id
+                    ),
+                }
+            } else if let Some(json) = line.strip_prefix(RESULT) {
+                match serde_json::from_str::<serde_json::Value>(json) {
+                    Ok(v) => result = Some(v),
+                    Err(e) => eprintln!(
+                        "backlog: job {}: ignored a result that is not JSON ({e})",
+                        job.id
+                    ),
+                }
+            } else {
+                let _ = stdout.write_all(format!("{line}\n").as_bytes()).await;
+            }
+        }
+    }
     let status = child
         .wait()
         .await
@@ -120,7 +154,10 @@ async fn run_command(cmd: &[String], ctx: JobContext) -> HandlerResult {
         None => String::new(),
     };
     if status.success() {
-        return Ok(Outcome::Complete);
+        return Ok(match result {
+            Some(v) => Outcome::CompleteWith(v),
+            None => Outcome::Complete,
+        });
     }
     let mut msg = format!("command {status}");
     if !tail.is_empty() {

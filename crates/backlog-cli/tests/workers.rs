@@ -70,11 +70,39 @@ fn plain_sql_producer_is_worked(engine: Engine) {
             .contains("exit status: 3: broken"),
         "{job}"
     );
+    let text = db.ok(&["job", "show", &id]);
+    assert!(
+        text.contains("attempt 1 at ") && text.contains("exit status: 3: broken"),
+        "the error history is not shown:\n{text}"
+    );
     let dead = db.ok(&["dead", "list", "flaky"]);
     assert!(dead.contains(&id), "{dead}");
     assert_eq!(db.ok(&["dead", "redrive", "flaky"]).trim(), "1");
     db.ok(&["work", "flaky", "--drain", "--", "true"]);
     assert_eq!(db.stats()["flaky"]["completed"], 1);
+
+    // A command reports progress and a result on stdout; `job show` shows them.
+    let id = db.ok(&["enqueue", "reports", "{}"]).trim().to_owned();
+    let out = db.ok(&[
+        "work",
+        "reports",
+        "--drain",
+        "--",
+        "sh",
+        "-c",
+        r#"echo hello; echo 'backlog:progress {"done": 50}'; echo 'backlog:result {"rows": 3}'"#,
+    ]);
+    assert!(out.contains("hello") && !out.contains("backlog:"), "{out}");
+    let text = db.ok(&["job", "show", &id]);
+    let field = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+            .replace(' ', "")
+    };
+    assert_eq!(field("progress"), r#"progress{"done":50}"#);
+    assert_eq!(field("result"), r#"result{"rows":3}"#);
+    assert_eq!(field("state"), "statecompleted");
 
     // A timeout kills the command and fails the job.
     db.ok(&["queue", "set", "slow", "--max-attempts", "1"]);
