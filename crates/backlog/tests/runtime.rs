@@ -605,6 +605,97 @@ async fn test_helpers(engine: Engine) {
     db.drop_db().await;
 }
 
+/// The leader prunes finished jobs in bounded batches per each queue's retention: `keep` queues
+/// lose completed, cancelled and (when configured) dead jobs past their age; `archive` queues move
+/// them to the archive, where they can still be read.
+async fn leader_prunes_per_retention(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    let mut archive = QueueSettings::defaults(QueueName::new("archived").unwrap());
+    archive.retention = backlog::Retention::Archive;
+    c.queue_configure(&archive).await.unwrap();
+    let kept: Vec<i64> = c
+        .enqueue_many((0..23).map(|i| c.new_job("kept", &i).unwrap()).collect())
+        .await
+        .unwrap()
+        .iter()
+        .map(|o| o.id)
+        .collect();
+    let arch = c
+        .enqueue(c.new_job("archived", &1).unwrap())
+        .await
+        .unwrap()
+        .id;
+    let fresh = c
+        .enqueue(c.new_job("kept", &"fresh").unwrap())
+        .await
+        .unwrap()
+        .id;
+    let cancelled = c.cancel(arch).await.unwrap();
+    assert_eq!(cancelled.state, JobState::Cancelled);
+    let worker = builder(&db)
+        .queue("kept", 4)
+        .fallback_handler(|ctx: JobContext| async move {
+            if ctx.job().payload.contains("fresh") {
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+            }
+            Ok(Outcome::Complete)
+        })
+        .configure(|cfg| {
+            cfg.maintenance = Some(MaintenanceConfig {
+                leader_ttl: Duration::from_secs(2),
+                renew_every: Duration::from_millis(100),
+                prune_every: Duration::from_millis(100),
+                keep_completed: Duration::from_secs(1),
+                keep_cancelled: Duration::ZERO,
+                prune_batch: 5, // 23 jobs: five batches in one pass
+                ..MaintenanceConfig::default()
+            })
+        })
+        .build()
+        .unwrap();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn({
+        let (w, s) = (worker.clone(), shutdown.clone());
+        async move { w.run(s).await }
+    });
+    let cl = c.clone();
+    wait_until(
+        "the first 23 to be pruned",
+        Duration::from_secs(20),
+        async || {
+            matches!(
+                cl.job(kept[22]).await,
+                Err(backlog::Error::JobNotFound { .. })
+            )
+        },
+    )
+    .await;
+    // The job that finishes last is kept as completed until it is older than keep_completed.
+    wait_until(
+        "the slow job to be seen completed",
+        Duration::from_secs(20),
+        async || job_state(&cl, fresh).await.state == JobState::Completed,
+    )
+    .await;
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+    for id in &kept {
+        assert!(matches!(
+            c.job(*id).await,
+            Err(backlog::Error::JobNotFound { .. })
+        ));
+    }
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM backlog_job").await, 1);
+    // The cancelled job of the archive queue moved to the archive and is still readable.
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM backlog_job_archive").await,
+        1
+    );
+    assert_eq!(job_state(c, arch).await.state, JobState::Cancelled);
+    db.drop_db().await;
+}
+
 macro_rules! on_every_backend {
     ($($name:ident),* $(,)?) => {
         mod sqlite { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::Sqlite).await } )* }
@@ -622,4 +713,5 @@ on_every_backend!(
     wake_ups_and_fan_out,
     periodic_jobs_fire_once_per_tick,
     test_helpers,
+    leader_prunes_per_retention,
 );
