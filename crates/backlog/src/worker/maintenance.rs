@@ -90,6 +90,7 @@ impl Schedule {
 }
 
 /// A job enqueued once per tick of its schedule by the leader, however many processes run.
+/// Ticks missed while no leader ran are not made up: the latest tick fires, once.
 #[derive(Debug, Clone)]
 pub struct PeriodicJob {
     /// Unique name of the schedule.
