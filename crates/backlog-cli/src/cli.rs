@@ -7,7 +7,7 @@ use std::time::Duration;
 use backlog::{Client, Kind, QueueName, StateFilter};
 use clap::{Args, Parser, Subcommand};
 
-use crate::{admin, demo, enqueue, work};
+use crate::{admin, bench, demo, enqueue, work};
 
 /// Durable job queues in the SQL database you already run.
 #[derive(Debug, Parser)]
@@ -54,12 +54,51 @@ pub enum Command {
     /// Queue administration.
     #[command(subcommand)]
     Queue(QueueCommand),
+    /// Measures enqueue rates, end-to-end throughput and latency against bare SQL on the same database.
+    Bench(BenchArgs),
     /// Runs the main job end to end on the database (SQLite by default) and shows what happened.
     Demo {
         /// Jobs to run.
         #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         jobs: u32,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Jobs enqueued in batches and then drained (default 100000; 5000 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub jobs: Option<u64>,
+    /// Jobs enqueued one at a time, across the producers (default 20000; 800 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub single_jobs: Option<u64>,
+    /// Concurrent producers of single enqueues.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub producers: u64,
+    /// Jobs per batched enqueue.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub batch: u64,
+    /// Worker concurrency (jobs in flight) for the drain and steady phases.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub concurrency: u64,
+    /// Concurrent claim-and-complete loops of the bare-SQL drain (each claims concurrency/loops).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub baseline_loops: u64,
+    /// How long the steady producer runs (default 10s; 1s with --quick).
+    #[arg(long, value_parser = parse_duration)]
+    pub steady: Option<Duration>,
+    /// Jobs of the latency phase (default 2000; 100 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub latency_jobs: Option<u64>,
+    /// Jobs per second of the latency phase.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub latency_rate: u64,
+    /// A few-second run (for CI: it keeps the benchmark working, not a measurement).
+    #[arg(long)]
+    pub quick: bool,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -313,6 +352,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dead(c) => admin::dead(&client, c).await?,
         Command::Queue(c) => admin::queue(&client, c).await?,
         Command::Demo { jobs } => demo::run(client, jobs).await?,
+        Command::Bench(a) => {
+            client.close().await;
+            bench::run(&cli.database_url, a).await?
+        }
     };
     Ok(code)
 }

@@ -64,6 +64,13 @@ fn bad_input_is_refused_and_changes_nothing() {
         ),
         (vec!["job", "show", "424242"], "no job with id 424242"),
         (vec!["job", "show", "abc"], "invalid value 'abc'"),
+        (vec!["bench", "--producers", "0"], "0 is not in 1..=256"),
+        (
+            vec!["bench", "--batch", "100000"],
+            "100000 is not in 1..=10000",
+        ),
+        (vec!["bench", "--steady", "soon"], "invalid value 'soon'"),
+        (vec!["bench", "--jobs", "-1"], "unexpected argument '-1'"),
         (
             vec!["queue", "set", "q", "--order", "random"],
             "invalid order \"random\"",

@@ -372,3 +372,60 @@ fn postgres_graceful_shutdown() {
 fn mysql_graceful_shutdown() {
     graceful_shutdown(Engine::MySql);
 }
+
+/// The few-second benchmark runs on every backend (no thresholds: it keeps `bench` working) and
+/// leaves no job behind.
+fn bench_quick(engine: Engine) {
+    let db = TestDb::new(engine);
+    db.ok(&["migrate"]);
+    let out = db.ok(&[
+        "bench",
+        "--quick",
+        "--json",
+        "--jobs",
+        "2000",
+        "--steady",
+        "500ms",
+        "--latency-jobs",
+        "50",
+    ]);
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for key in [
+        "enqueue_single_per_s",
+        "enqueue_single_baseline_per_s",
+        "enqueue_batch_per_s",
+        "enqueue_batch_baseline_per_s",
+        "e2e_jobs_per_s",
+        "baseline_jobs_per_s",
+        "e2e_steady_jobs_per_s",
+        "latency_p50_ms",
+        "latency_p99_ms",
+    ] {
+        assert!(r[key].as_f64().unwrap() > 0.0, "{key} in {r}");
+    }
+    assert_eq!(r["params"]["batch_jobs"], 2000);
+    let stats = db.stats();
+    assert!(
+        stats
+            .as_object()
+            .unwrap()
+            .keys()
+            .all(|q| !q.starts_with("bench_")),
+        "{stats}"
+    );
+}
+
+#[test]
+fn sqlite_bench_quick() {
+    bench_quick(Engine::Sqlite);
+}
+
+#[test]
+fn postgres_bench_quick() {
+    bench_quick(Engine::Postgres);
+}
+
+#[test]
+fn mysql_bench_quick() {
+    bench_quick(Engine::MySql);
+}

@@ -1,0 +1,432 @@
+//! `backlog bench`: enqueue rates, end-to-end throughput through the real worker runtime, and
+//! enqueue-to-start latency, each next to the database's own ceiling for the same work written
+//! as bare SQL ([`baseline`]), measured in the same run so the ratios hold on a noisy machine.
+
+mod baseline;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use backlog::{
+    BackendConfig, CancellationToken, Client, DrainMode, JobContext, Outcome, QueueName,
+    QueueSettings, Retention, Worker,
+};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::cli::BenchArgs;
+use baseline::Baseline;
+
+/// What one run measures, and with what.
+#[derive(Debug, Clone, Serialize)]
+pub struct Params {
+    pub backend: String,
+    pub single_jobs: u64,
+    pub producers: u64,
+    pub batch_jobs: u64,
+    pub batch_size: u64,
+    pub concurrency: u64,
+    pub baseline_loops: u64,
+    pub steady_secs: f64,
+    pub latency_jobs: u64,
+    pub latency_rate_per_s: u64,
+}
+
+/// The figures (`--json` prints this).
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub enqueue_single_per_s: f64,
+    pub enqueue_single_baseline_per_s: f64,
+    pub enqueue_single_ratio: f64,
+    pub enqueue_batch_per_s: f64,
+    pub enqueue_batch_baseline_per_s: f64,
+    pub enqueue_batch_ratio: f64,
+    pub e2e_jobs_per_s: f64,
+    pub baseline_jobs_per_s: f64,
+    pub e2e_ratio: f64,
+    pub e2e_steady_jobs_per_s: f64,
+    pub latency_p50_ms: f64,
+    pub latency_p99_ms: f64,
+    pub params: Params,
+}
+
+/// Runs the benchmark.
+pub async fn run(url: &str, a: BenchArgs) -> anyhow::Result<ExitCode> {
+    let p = params(url, &a);
+    let config = BackendConfig {
+        max_connections: (p.producers as u32 + 4).max(16),
+        ..BackendConfig::default()
+    };
+    let client = Arc::new(Client::connect_with(url, &config).await?);
+    client.migrate().await?;
+    let base = Baseline::of(&client)?;
+    let prefix = format!("bench_{:08x}_", rand::random::<u32>());
+    let bar = progress();
+    let result = measure(url, &client, &base, &prefix, &p, &bar).await;
+    bar.finish_and_clear();
+    let cleaned = base.clean(&prefix).await;
+    let report = result?;
+    cleaned?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", human(&report));
+    }
+    client.close().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn params(url: &str, a: &BenchArgs) -> Params {
+    let backend = url.split(':').next().unwrap_or("").to_owned();
+    let q = a.quick;
+    Params {
+        backend,
+        single_jobs: a.single_jobs.unwrap_or(if q { 800 } else { 20_000 }),
+        producers: a.producers,
+        batch_jobs: a.jobs.unwrap_or(if q { 5_000 } else { 100_000 }),
+        batch_size: a.batch,
+        concurrency: a.concurrency,
+        baseline_loops: a.baseline_loops,
+        steady_secs: a
+            .steady
+            .unwrap_or(if q {
+                Duration::from_secs(1)
+            } else {
+                Duration::from_secs(10)
+            })
+            .as_secs_f64(),
+        latency_jobs: a.latency_jobs.unwrap_or(if q { 100 } else { 2_000 }),
+        latency_rate_per_s: a.latency_rate,
+    }
+}
+
+fn progress() -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg:<38} {bar:30} {pos}/{len} ({per_sec})")
+            .expect("template"),
+    );
+    bar.enable_steady_tick(Duration::from_millis(100));
+    bar
+}
+
+fn phase(bar: &ProgressBar, msg: &str, len: u64) {
+    bar.set_message(msg.to_owned());
+    bar.set_length(len);
+    bar.set_position(0);
+    bar.reset_eta();
+}
+
+async fn measure(
+    url: &str,
+    client: &Arc<Client>,
+    base: &Baseline,
+    prefix: &str,
+    p: &Params,
+    bar: &ProgressBar,
+) -> anyhow::Result<Report> {
+    let q = |name: &str| format!("{prefix}{name}");
+    for name in [
+        "single",
+        "single_base",
+        "drain",
+        "drain_base",
+        "steady",
+        "latency",
+    ] {
+        let mut s = QueueSettings::defaults(QueueName::new(&q(name))?);
+        s.retention = Retention::Delete; // the baseline completes by DELETE too
+        client.queue_configure(&s).await?;
+    }
+    let payload = |i: u64| format!("{{\"i\":{i}}}");
+
+    // (a) single enqueues, `producers` at once: bare INSERTs first, then the library.
+    phase(bar, "enqueue single (bare SQL)", p.single_jobs);
+    let per = p.single_jobs / p.producers;
+    let n = per * p.producers;
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..p.producers {
+        let (base, queue, bar) = (base.clone(), q("single_base"), bar.clone());
+        tasks.spawn(async move {
+            for i in 0..per {
+                base.insert_one(&queue, &payload(t * per + i)).await?;
+                bar.inc(1);
+            }
+            Ok::<_, backlog::sqlx::Error>(())
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
+    let single_base = n as f64 / started.elapsed().as_secs_f64();
+
+    phase(bar, "enqueue single (backlog)", p.single_jobs);
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..p.producers {
+        let (client, queue, bar) = (client.clone(), q("single"), bar.clone());
+        tasks.spawn(async move {
+            for i in 0..per {
+                let job = client.new_job(&queue, &serde_json::json!({ "i": t * per + i }))?;
+                client.enqueue(job).await?;
+                bar.inc(1);
+            }
+            Ok::<_, backlog::Error>(())
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
+    let single = n as f64 / started.elapsed().as_secs_f64();
+    base.clean(&q("single")).await?;
+
+    // (a) batched enqueues of the jobs the drain phase then works.
+    phase(bar, "enqueue batched (bare SQL)", p.batch_jobs);
+    let started = Instant::now();
+    let mut i = 0;
+    while i < p.batch_jobs {
+        let k = p.batch_size.min(p.batch_jobs - i);
+        let rows: Vec<String> = (i..i + k).map(payload).collect();
+        base.insert_many(&q("drain_base"), &rows).await?;
+        i += k;
+        bar.inc(k);
+    }
+    let batch_base = p.batch_jobs as f64 / started.elapsed().as_secs_f64();
+
+    phase(bar, "enqueue batched (backlog)", p.batch_jobs);
+    let started = Instant::now();
+    let mut i = 0;
+    while i < p.batch_jobs {
+        let k = p.batch_size.min(p.batch_jobs - i);
+        let jobs = (i..i + k)
+            .map(|n| client.new_job(&q("drain"), &serde_json::json!({ "i": n })))
+            .collect::<backlog::Result<Vec<_>>>()?;
+        client.enqueue_many(jobs).await?;
+        i += k;
+        bar.inc(k);
+    }
+    let batch = p.batch_jobs as f64 / started.elapsed().as_secs_f64();
+
+    // (b) draining the pre-queued jobs: bare claim + complete loops, then the runtime.
+    phase(bar, "drain (bare SQL)", p.batch_jobs);
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    let limit = (p.concurrency / p.baseline_loops).max(1) as i64;
+    for _ in 0..p.baseline_loops {
+        let (base, client, queue, bar) =
+            (base.clone(), client.clone(), q("drain_base"), bar.clone());
+        tasks.spawn(async move {
+            loop {
+                let token = rand::random::<i64>();
+                let n = base
+                    .claim_complete(&queue, limit, client.now(), token)
+                    .await?;
+                if n == 0 {
+                    return Ok::<_, backlog::sqlx::Error>(());
+                }
+                bar.inc(n as u64);
+            }
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
+    let drain_base = p.batch_jobs as f64 / started.elapsed().as_secs_f64();
+
+    phase(bar, "drain (backlog runtime)", p.batch_jobs);
+    let done = Arc::new(AtomicU64::new(0));
+    let worker = noop_worker(client, &q("drain"), p.concurrency, done.clone(), bar)?
+        .configure(|c| c.drain = Some(DrainMode::All))
+        .build()?;
+    let started = Instant::now();
+    let report = worker.run(CancellationToken::new()).await?;
+    let drain = report.completed as f64 / started.elapsed().as_secs_f64();
+    if report.completed != p.batch_jobs {
+        anyhow::bail!(
+            "the runtime completed {} of {} jobs",
+            report.completed,
+            p.batch_jobs
+        );
+    }
+
+    // (b) a steady producer while the runtime works.
+    let steady = steady(client, &q("steady"), p, bar).await?;
+
+    // (c) enqueue-to-start latency at a modest rate, from a producer with its own connections
+    // (as another process would be): wake-ups come through the database.
+    let (p50, p99) = latency(url, client, &q("latency"), p, bar).await?;
+
+    Ok(Report {
+        enqueue_single_per_s: single,
+        enqueue_single_baseline_per_s: single_base,
+        enqueue_single_ratio: single / single_base,
+        enqueue_batch_per_s: batch,
+        enqueue_batch_baseline_per_s: batch_base,
+        enqueue_batch_ratio: batch / batch_base,
+        e2e_jobs_per_s: drain,
+        baseline_jobs_per_s: drain_base,
+        e2e_ratio: drain / drain_base,
+        e2e_steady_jobs_per_s: steady,
+        latency_p50_ms: p50,
+        latency_p99_ms: p99,
+        params: p.clone(),
+    })
+}
+
+/// A worker whose handler does nothing but count.
+fn noop_worker(
+    client: &Arc<Client>,
+    queue: &str,
+    concurrency: u64,
+    done: Arc<AtomicU64>,
+    bar: &ProgressBar,
+) -> anyhow::Result<backlog::WorkerBuilder> {
+    let bar = bar.clone();
+    Ok(Worker::builder(client.clone())
+        .queue(queue, concurrency as usize)
+        .fallback_handler(move |_ctx: JobContext| {
+            done.fetch_add(1, Ordering::Relaxed);
+            bar.inc(1);
+            async { Ok(Outcome::Complete) }
+        })
+        .configure(|c| c.maintenance = None))
+}
+
+async fn steady(
+    client: &Arc<Client>,
+    queue: &str,
+    p: &Params,
+    bar: &ProgressBar,
+) -> anyhow::Result<f64> {
+    phase(bar, "steady producer (backlog runtime)", 0);
+    let done = Arc::new(AtomicU64::new(0));
+    let worker = noop_worker(client, queue, p.concurrency, done.clone(), bar)?.build()?;
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn({
+        let (w, s) = (worker.clone(), shutdown.clone());
+        async move { w.run(s).await }
+    });
+    let window = Duration::from_secs_f64(p.steady_secs);
+    let started = Instant::now();
+    let mut n = 0u64;
+    while started.elapsed() < window {
+        let jobs = (0..100)
+            .map(|i| client.new_job(queue, &serde_json::json!({ "i": n + i })))
+            .collect::<backlog::Result<Vec<_>>>()?;
+        client.enqueue_many(jobs).await?;
+        n += 100;
+    }
+    let worked = done.load(Ordering::Relaxed);
+    let elapsed = started.elapsed();
+    shutdown.cancel();
+    running.await??;
+    Ok(worked as f64 / elapsed.as_secs_f64())
+}
+
+async fn latency(
+    url: &str,
+    client: &Arc<Client>,
+    queue: &str,
+    p: &Params,
+    bar: &ProgressBar,
+) -> anyhow::Result<(f64, f64)> {
+    phase(bar, "enqueue-to-start latency", p.latency_jobs);
+    let samples = Arc::new(std::sync::Mutex::new(Vec::with_capacity(
+        p.latency_jobs as usize,
+    )));
+    let (s, b) = (samples.clone(), bar.clone());
+    let worker = Worker::builder(client.clone())
+        .queue(queue, 10)
+        .fallback_handler(move |ctx: JobContext| {
+            let now = backlog::Clock::now(&backlog::SystemClock);
+            let sent: serde_json::Value =
+                serde_json::from_str(&ctx.job().payload).unwrap_or_default();
+            if let Some(t) = sent["t"].as_i64() {
+                s.lock().expect("lock").push(now - t);
+            }
+            b.inc(1);
+            async { Ok(Outcome::Complete) }
+        })
+        .configure(|c| c.maintenance = None)
+        .build()?;
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn({
+        let (w, s) = (worker.clone(), shutdown.clone());
+        async move { w.run(s).await }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await; // let the worker go idle
+    let producer = Client::connect(url).await?;
+    let every = Duration::from_secs_f64(1.0 / p.latency_rate_per_s.max(1) as f64);
+    let mut tick = tokio::time::interval(every);
+    for _ in 0..p.latency_jobs {
+        tick.tick().await;
+        let t = backlog::Clock::now(&backlog::SystemClock);
+        producer
+            .enqueue(producer.new_job(queue, &serde_json::json!({ "t": t }))?)
+            .await?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while (samples.lock().expect("lock").len() as u64) < p.latency_jobs {
+        if Instant::now() > deadline {
+            anyhow::bail!("latency jobs were not all worked within 30 s");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    shutdown.cancel();
+    running.await??;
+    producer.close().await;
+    let mut v = samples.lock().expect("lock").clone();
+    v.sort_unstable();
+    let pct = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0;
+    Ok((pct(0.50), pct(0.99)))
+}
+
+fn human(r: &Report) -> String {
+    let p = &r.params;
+    let mut s = format!(
+        "backlog bench on {}: {} single enqueues by {} producers, {} jobs in batches of {}, \
+         concurrency {}\n\n",
+        p.backend, p.single_jobs, p.producers, p.batch_jobs, p.batch_size, p.concurrency
+    );
+    s.push_str(&format!(
+        "{:<34} {:>12} {:>12} {:>7}\n",
+        "", "backlog", "bare SQL", "ratio"
+    ));
+    let mut row = |name: &str, ours: f64, base: f64| {
+        s.push_str(&format!(
+            "{name:<34} {ours:>10.0}/s {base:>10.0}/s {:>6.0}%\n",
+            100.0 * ours / base
+        ))
+    };
+    row(
+        "enqueue, single",
+        r.enqueue_single_per_s,
+        r.enqueue_single_baseline_per_s,
+    );
+    row(
+        "enqueue, batched",
+        r.enqueue_batch_per_s,
+        r.enqueue_batch_baseline_per_s,
+    );
+    row(
+        "drain (claim + complete)",
+        r.e2e_jobs_per_s,
+        r.baseline_jobs_per_s,
+    );
+    s.push_str(&format!(
+        "{:<34} {:>10.0}/s\n",
+        "steady producer, end to end", r.e2e_steady_jobs_per_s
+    ));
+    s.push_str(&format!(
+        "{:<34} p50 {:.2} ms, p99 {:.2} ms ({} jobs at {}/s)\n",
+        "enqueue to handler start",
+        r.latency_p50_ms,
+        r.latency_p99_ms,
+        p.latency_jobs,
+        p.latency_rate_per_s
+    ));
+    s
+}
