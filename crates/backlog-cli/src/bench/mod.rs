@@ -136,7 +136,7 @@ async fn measure(
         "steady",
         "latency",
     ] {
-        let mut s = QueueSettings::defaults(QueueName::new(&q(name))?);
+        let mut s = QueueSettings::defaults(QueueName::new(q(name))?);
         s.retention = Retention::Delete; // the baseline completes by DELETE too
         client.queue_configure(&s).await?;
     }
