@@ -1,13 +1,22 @@
 //! The database's own ceiling: the same work as bare SQL, in the fewest statements possible, on
-//! the same pool. Rows go into `backlog_job` like any producer's, so the two sides share tables,
-//! indexes and triggers, and each ratio compares like with like.
+//! the same pool. On PostgreSQL and MySQL the rows go into a scratch copy of `backlog_job` (`CREATE
+//! TABLE … LIKE`: the same columns, defaults and indexes, but none of backlog's triggers, so the
+//! wake-up NOTIFY is counted against backlog, not the baseline); on SQLite, which has no trigger,
+//! into `backlog_job` itself.
 
 use backlog::sqlx::{self, MySqlPool, PgPool, SqlitePool};
 use backlog::{Client, SqlBackend};
 
 /// A bare-SQL runner over the client's own pool.
 #[derive(Clone)]
-pub enum Baseline {
+pub struct Baseline {
+    pool: Pool,
+    /// The table written: a scratch copy, or `backlog_job` on SQLite.
+    table: String,
+}
+
+#[derive(Clone)]
+enum Pool {
     Sqlite(SqlitePool),
     Postgres(PgPool),
     MySql(MySqlPool),
@@ -16,38 +25,71 @@ pub enum Baseline {
 type Res<T> = Result<T, sqlx::Error>;
 
 impl Baseline {
-    pub fn of(client: &Client) -> anyhow::Result<Baseline> {
-        Ok(match client.sql() {
-            Some(SqlBackend::Sqlite(b)) => Baseline::Sqlite(b.pool().clone()),
-            Some(SqlBackend::Postgres(b)) => Baseline::Postgres(b.pool().clone()),
-            Some(SqlBackend::MySql(b)) => Baseline::MySql(b.pool().clone()),
+    /// Sets up the baseline's table; `prefix` is the benchmark's own (letters, digits, `_`).
+    pub async fn create(client: &Client, prefix: &str) -> anyhow::Result<Baseline> {
+        let table = format!("{prefix}bare");
+        let b = match client.sql() {
+            Some(SqlBackend::Sqlite(b)) => Baseline {
+                pool: Pool::Sqlite(b.pool().clone()),
+                table: "backlog_job".into(),
+            },
+            Some(SqlBackend::Postgres(b)) => {
+                let sql = format!("CREATE TABLE {table} (LIKE backlog_job INCLUDING ALL)");
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .execute(b.pool())
+                    .await?;
+                Baseline {
+                    pool: Pool::Postgres(b.pool().clone()),
+                    table,
+                }
+            }
+            Some(SqlBackend::MySql(b)) => {
+                let sql = format!("CREATE TABLE {table} LIKE backlog_job");
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .execute(b.pool())
+                    .await?;
+                Baseline {
+                    pool: Pool::MySql(b.pool().clone()),
+                    table,
+                }
+            }
             None => anyhow::bail!("the benchmark needs one of the built-in backends"),
-        })
+        };
+        Ok(b)
     }
 
     /// One single-row INSERT.
     pub async fn insert_one(&self, queue: &str, payload: &str) -> Res<()> {
-        match self {
-            Baseline::Sqlite(p) => {
-                sqlx::query("INSERT INTO backlog_job (queue, payload) VALUES (?, ?)")
-                    .bind(queue)
-                    .bind(payload)
-                    .execute(p)
-                    .await?;
+        match &self.pool {
+            Pool::Sqlite(p) => {
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "INSERT INTO {t} (queue, payload) VALUES (?, ?)",
+                    t = self.table
+                )))
+                .bind(queue)
+                .bind(payload)
+                .execute(p)
+                .await?;
             }
-            Baseline::Postgres(p) => {
-                sqlx::query("INSERT INTO backlog_job (queue, payload) VALUES ($1, $2::jsonb)")
-                    .bind(queue)
-                    .bind(payload)
-                    .execute(p)
-                    .await?;
+            Pool::Postgres(p) => {
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "INSERT INTO {t} (queue, payload) VALUES ($1, $2::jsonb)",
+                    t = self.table
+                )))
+                .bind(queue)
+                .bind(payload)
+                .execute(p)
+                .await?;
             }
-            Baseline::MySql(p) => {
-                sqlx::query("INSERT INTO backlog_job (queue, payload) VALUES (?, ?)")
-                    .bind(queue)
-                    .bind(payload)
-                    .execute(p)
-                    .await?;
+            Pool::MySql(p) => {
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "INSERT INTO {t} (queue, payload) VALUES (?, ?)",
+                    t = self.table
+                )))
+                .bind(queue)
+                .bind(payload)
+                .execute(p)
+                .await?;
             }
         }
         Ok(())
@@ -55,30 +97,33 @@ impl Baseline {
 
     /// One multi-row INSERT of `payloads` into `queue`.
     pub async fn insert_many(&self, queue: &str, payloads: &[String]) -> Res<()> {
-        match self {
-            Baseline::Sqlite(p) => {
-                let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                    "INSERT INTO backlog_job (queue, payload) ",
-                );
+        match &self.pool {
+            Pool::Sqlite(p) => {
+                let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
+                    "INSERT INTO {} (queue, payload) ",
+                    self.table
+                ));
                 qb.push_values(payloads, |mut b, pl| {
                     b.push_bind(queue).push_bind(pl);
                 });
                 qb.build().execute(p).await?;
             }
-            Baseline::Postgres(p) => {
-                sqlx::query(
-                    "INSERT INTO backlog_job (queue, payload) \
+            Pool::Postgres(p) => {
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "INSERT INTO {t} (queue, payload) \
                      SELECT $1, p::jsonb FROM UNNEST($2::text[]) AS t(p)",
-                )
+                    t = self.table
+                )))
                 .bind(queue)
                 .bind(payloads)
                 .execute(p)
                 .await?;
             }
-            Baseline::MySql(p) => {
-                let mut qb = sqlx::QueryBuilder::<sqlx::MySql>::new(
-                    "INSERT INTO backlog_job (queue, payload) ",
-                );
+            Pool::MySql(p) => {
+                let mut qb = sqlx::QueryBuilder::<sqlx::MySql>::new(format!(
+                    "INSERT INTO {} (queue, payload) ",
+                    self.table
+                ));
                 qb.push_values(payloads, |mut b, pl| {
                     b.push_bind(queue).push_bind(pl);
                 });
@@ -100,14 +145,15 @@ impl Baseline {
         token: i64,
     ) -> Res<usize> {
         let expires = now + 30_000_000;
-        match self {
-            Baseline::Sqlite(p) => {
-                let ids: Vec<i64> = sqlx::query_scalar(
-                    "UPDATE backlog_job SET state = 'running', attempt = attempt + 1, \
+        match &self.pool {
+            Pool::Sqlite(p) => {
+                let ids: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                    "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
                      lease_token = ?1, lease_expires_at = ?2, attempted_at = ?3 \
-                     WHERE id IN (SELECT id FROM backlog_job WHERE queue = ?4 AND state = 'available' \
+                     WHERE id IN (SELECT id FROM {t} WHERE queue = ?4 AND state = 'available' \
                      AND run_at <= ?3 ORDER BY priority, run_at, id LIMIT ?5) RETURNING id",
-                )
+                    t = self.table
+                )))
                 .bind(token)
                 .bind(expires)
                 .bind(now)
@@ -117,10 +163,11 @@ impl Baseline {
                 .await?;
                 if !ids.is_empty() {
                     let json = serde_json::to_string(&ids).expect("ids");
-                    sqlx::query(
-                        "DELETE FROM backlog_job WHERE id IN (SELECT value FROM json_each(?1)) \
+                    sqlx::query(sqlx::AssertSqlSafe(format!(
+                        "DELETE FROM {t} WHERE id IN (SELECT value FROM json_each(?1)) \
                          AND lease_token = ?2",
-                    )
+                        t = self.table
+                    )))
                     .bind(json)
                     .bind(token)
                     .execute(p)
@@ -128,14 +175,12 @@ impl Baseline {
                 }
                 Ok(ids.len())
             }
-            Baseline::Postgres(p) => {
-                let ids: Vec<i64> = sqlx::query_scalar(
-                    "UPDATE backlog_job SET state = 'running', attempt = attempt + 1, \
+            Pool::Postgres(p) => {
+                let ids: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("UPDATE {t} SET state = 'running', attempt = attempt + 1, \
                      lease_token = $1, lease_expires_at = $2, attempted_at = $3 \
-                     WHERE id IN (SELECT id FROM backlog_job WHERE queue = $4 AND state = 'available' \
+                     WHERE id IN (SELECT id FROM {t} WHERE queue = $4 AND state = 'available' \
                      AND run_at <= $3 ORDER BY priority, run_at, id LIMIT $5 FOR UPDATE SKIP LOCKED) \
-                     RETURNING id",
-                )
+                     RETURNING id", t = self.table)))
                 .bind(token)
                 .bind(expires)
                 .bind(now)
@@ -144,21 +189,25 @@ impl Baseline {
                 .fetch_all(p)
                 .await?;
                 if !ids.is_empty() {
-                    sqlx::query("DELETE FROM backlog_job WHERE id = ANY($1) AND lease_token = $2")
-                        .bind(&ids)
-                        .bind(token)
-                        .execute(p)
-                        .await?;
+                    sqlx::query(sqlx::AssertSqlSafe(format!(
+                        "DELETE FROM {t} WHERE id = ANY($1) AND lease_token = $2",
+                        t = self.table
+                    )))
+                    .bind(&ids)
+                    .bind(token)
+                    .execute(p)
+                    .await?;
                 }
                 Ok(ids.len())
             }
-            Baseline::MySql(p) => {
+            Pool::MySql(p) => {
                 let mut tx = p.begin().await?;
-                let ids: Vec<i64> = sqlx::query_scalar(
-                    "SELECT id FROM backlog_job FORCE INDEX (backlog_job_claim) \
+                let ids: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                    "SELECT id FROM {t} FORCE INDEX (backlog_job_claim) \
                      WHERE queue = ? AND state = 'available' AND run_at <= ? \
                      ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
-                )
+                    t = self.table
+                )))
                 .bind(queue)
                 .bind(now)
                 .bind(limit)
@@ -174,8 +223,9 @@ impl Baseline {
                     .collect::<Vec<_>>()
                     .join(",");
                 sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "UPDATE backlog_job SET state = 'running', attempt = attempt + 1, \
-                     lease_token = ?, lease_expires_at = ?, attempted_at = ? WHERE id IN ({list})"
+                    "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
+                     lease_token = ?, lease_expires_at = ?, attempted_at = ? WHERE id IN ({list})",
+                    t = self.table
                 )))
                 .bind(token)
                 .bind(expires)
@@ -184,7 +234,8 @@ impl Baseline {
                 .await?;
                 tx.commit().await?;
                 sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "DELETE FROM backlog_job WHERE id IN ({list}) AND lease_token = ?"
+                    "DELETE FROM {t} WHERE id IN ({list}) AND lease_token = ?",
+                    t = self.table
                 )))
                 .bind(token)
                 .execute(p)
@@ -194,40 +245,41 @@ impl Baseline {
         }
     }
 
-    /// Deletes every job of the benchmark's queues (they share a prefix).
+    /// Deletes the jobs of the benchmark's queues whose names start with `prefix`, on both
+    /// sides, and their queue rows.
     pub async fn clean(&self, prefix: &str) -> Res<()> {
         let like = format!("{prefix}%");
-        match self {
-            Baseline::Sqlite(p) => {
-                sqlx::query("DELETE FROM backlog_job WHERE queue LIKE ?")
-                    .bind(&like)
-                    .execute(p)
-                    .await?;
-                sqlx::query("DELETE FROM backlog_queue WHERE name LIKE ?")
-                    .bind(&like)
-                    .execute(p)
-                    .await?;
+        let t = &self.table;
+        let (job, bare, queue) = match self.pool {
+            Pool::Postgres(_) => (
+                "backlog_job WHERE queue LIKE $1",
+                format!("{t} WHERE queue LIKE $1"),
+                "backlog_queue WHERE name LIKE $1",
+            ),
+            _ => (
+                "backlog_job WHERE queue LIKE ?",
+                format!("{t} WHERE queue LIKE ?"),
+                "backlog_queue WHERE name LIKE ?",
+            ),
+        };
+        for sql in [job.to_owned(), bare, queue.to_owned()] {
+            let sql = sqlx::AssertSqlSafe(format!("DELETE FROM {sql}"));
+            match &self.pool {
+                Pool::Sqlite(p) => sqlx::query(sql).bind(&like).execute(p).await.map(|_| ())?,
+                Pool::Postgres(p) => sqlx::query(sql).bind(&like).execute(p).await.map(|_| ())?,
+                Pool::MySql(p) => sqlx::query(sql).bind(&like).execute(p).await.map(|_| ())?,
             }
-            Baseline::Postgres(p) => {
-                sqlx::query("DELETE FROM backlog_job WHERE queue LIKE $1")
-                    .bind(&like)
-                    .execute(p)
-                    .await?;
-                sqlx::query("DELETE FROM backlog_queue WHERE name LIKE $1")
-                    .bind(&like)
-                    .execute(p)
-                    .await?;
-            }
-            Baseline::MySql(p) => {
-                sqlx::query("DELETE FROM backlog_job WHERE queue LIKE ?")
-                    .bind(&like)
-                    .execute(p)
-                    .await?;
-                sqlx::query("DELETE FROM backlog_queue WHERE name LIKE ?")
-                    .bind(&like)
-                    .execute(p)
-                    .await?;
-            }
+        }
+        Ok(())
+    }
+
+    /// Drops the scratch table (SQLite has none).
+    pub async fn drop_table(&self) -> Res<()> {
+        let sql = sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS {}", self.table));
+        match &self.pool {
+            Pool::Sqlite(_) => {}
+            Pool::Postgres(p) => sqlx::query(sql).execute(p).await.map(|_| ())?,
+            Pool::MySql(p) => sqlx::query(sql).execute(p).await.map(|_| ())?,
         }
         Ok(())
     }

@@ -61,14 +61,16 @@ pub async fn run(url: &str, a: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     let client = Arc::new(Client::connect_with(url, &config).await?);
     client.migrate().await?;
-    let base = Baseline::of(&client)?;
     let prefix = format!("bench_{:08x}_", rand::random::<u32>());
+    let base = Baseline::create(&client, &prefix).await?;
     let bar = progress();
     let result = measure(url, &client, &base, &prefix, &p, &bar).await;
     bar.finish_and_clear();
     let cleaned = base.clean(&prefix).await;
+    let dropped = base.drop_table().await;
     let report = result?;
     cleaned?;
+    dropped?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
