@@ -38,6 +38,12 @@ pub struct WorkerConfig {
     pub poll_max: Duration,
     /// Most completions per statement.
     pub complete_batch: usize,
+    /// Most jobs per claim (default: half the queue's concurrency, so that one batch is being
+    /// claimed while another finishes and the database sees two statements in flight).
+    pub claim_batch: Option<usize>,
+    /// Claim loops per queue, sharing its concurrency: with two, one claim can be in flight while
+    /// the other loop's jobs run and complete, as two hand-written loops would.
+    pub fetchers: usize,
     /// Stop once the queues are drained (see [`DrainMode`]); `None` runs until shut down.
     pub drain: Option<DrainMode>,
     /// Maintenance (leader election, rescue, pruning, periodic jobs); `None` to run none.
@@ -53,6 +59,8 @@ impl Default for WorkerConfig {
             grace: Duration::from_secs(30),
             poll_max: Duration::from_secs(1),
             complete_batch: 500,
+            claim_batch: None,
+            fetchers: 2,
             drain: None,
             maintenance: Some(MaintenanceConfig::default()),
         }

@@ -14,6 +14,9 @@ use super::execute::{self, StopReason};
 use super::{DrainMode, ErasedHandler, PeriodicJob, WorkerConfig};
 use crate::{ClaimOpts, Client, Error, JobRef, Kind, QueueName, QueueSettings, Result};
 
+/// Longest wait for more free slots before a claim, while jobs are still in flight.
+const GATHER: Duration = Duration::from_millis(2);
+
 /// Shortest wait between polls of an empty queue; doubles up to `poll_max`.
 const MIN_IDLE: Duration = Duration::from_millis(10);
 
@@ -97,16 +100,20 @@ pub(crate) async fn run(
 
     let mut fetchers = tokio::task::JoinSet::new();
     for (queue, concurrency) in &inner.queues {
-        fetchers.spawn(fetch_loop(
-            inner.clone(),
-            queue.clone(),
-            Arc::new(Semaphore::new(*concurrency)),
-            executors.clone(),
-            inflight.clone(),
-            completer.clone(),
-            counters.clone(),
-            stop_fetching.clone(),
-        ));
+        let slots = Arc::new(Semaphore::new(*concurrency));
+        for _ in 0..inner.config.fetchers.clamp(1, (*concurrency).max(1)) {
+            fetchers.spawn(fetch_loop(
+                inner.clone(),
+                queue.clone(),
+                slots.clone(),
+                *concurrency,
+                executors.clone(),
+                inflight.clone(),
+                completer.clone(),
+                counters.clone(),
+                stop_fetching.clone(),
+            ));
+        }
     }
     let mut result = Ok(());
     while let Some(r) = fetchers.join_next().await {
@@ -165,6 +172,7 @@ async fn fetch_loop(
     inner: Arc<Inner>,
     queue: QueueName,
     slots: Arc<Semaphore>,
+    concurrency: usize,
     executors: TaskTracker,
     inflight: InFlightMap,
     completer: Completer,
@@ -179,6 +187,12 @@ async fn fetch_loop(
     if let Some(l) = inner.config.lease {
         opts = opts.lease(l);
     }
+    let fetchers = inner.config.fetchers.clamp(1, concurrency.max(1));
+    let max_claim = inner
+        .config
+        .claim_batch
+        .unwrap_or(concurrency.div_ceil(fetchers))
+        .clamp(1, concurrency.max(1));
     let mut idle = MIN_IDLE;
     loop {
         let first = tokio::select! {
@@ -186,8 +200,23 @@ async fn fetch_loop(
             _ = stop.cancelled() => return Ok(()),
         };
         let mut permits = vec![first];
-        while let Ok(p) = slots.clone().try_acquire_owned() {
+        while permits.len() < max_claim
+            && let Ok(p) = slots.clone().try_acquire_owned()
+        {
             permits.push(p);
+        }
+        // Slots come free in bursts (a batch completes together). When jobs are still in
+        // flight, wait a moment for the rest of the burst rather than claim a handful now.
+        if permits.len() < max_claim / 2 && slots.available_permits() + permits.len() < concurrency
+        {
+            let gather = tokio::time::sleep(GATHER);
+            tokio::pin!(gather);
+            while permits.len() < max_claim {
+                tokio::select! {
+                    p = slots.clone().acquire_owned() => permits.push(p.expect("semaphore open")),
+                    _ = &mut gather => break,
+                }
+            }
         }
         // Register for wake-ups before looking, so none is missed in between.
         let notified = notify.notified();
