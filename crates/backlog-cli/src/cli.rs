@@ -93,6 +93,10 @@ pub struct BenchArgs {
     /// Jobs per second of the latency phase.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub latency_rate: u64,
+    /// Rounds of the enqueue and drain phases, alternating bare SQL and backlog; figures are
+    /// medians (default 3; 1 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub rounds: Option<u64>,
     /// A few-second run (for CI: it keeps the benchmark working, not a measurement).
     #[arg(long)]
     pub quick: bool,

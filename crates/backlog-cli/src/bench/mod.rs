@@ -32,6 +32,7 @@ pub struct Params {
     pub steady_secs: f64,
     pub latency_jobs: u64,
     pub latency_rate_per_s: u64,
+    pub rounds: u64,
 }
 
 /// The figures (`--json` prints this).
@@ -101,6 +102,7 @@ fn params(url: &str, a: &BenchArgs) -> Params {
             .as_secs_f64(),
         latency_jobs: a.latency_jobs.unwrap_or(if q { 100 } else { 2_000 }),
         latency_rate_per_s: a.latency_rate,
+        rounds: a.rounds.unwrap_or(if q { 1 } else { 3 }),
     }
 }
 
@@ -142,117 +144,28 @@ async fn measure(
         s.retention = Retention::Delete; // the baseline completes by DELETE too
         client.queue_configure(&s).await?;
     }
-    let payload = |i: u64| format!("{{\"i\":{i}}}");
-
-    // (a) single enqueues, `producers` at once: bare INSERTs first, then the library.
-    phase(bar, "enqueue single (bare SQL)", p.single_jobs);
-    let per = p.single_jobs / p.producers;
-    let n = per * p.producers;
-    let started = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    for t in 0..p.producers {
-        let (base, queue, bar) = (base.clone(), q("single_base"), bar.clone());
-        tasks.spawn(async move {
-            for i in 0..per {
-                base.insert_one(&queue, &payload(t * per + i)).await?;
-                bar.inc(1);
-            }
-            Ok::<_, backlog::sqlx::Error>(())
-        });
+    // Rounds alternate the bare-SQL side and backlog's, so drift on a shared machine (autovacuum,
+    // other processes) hits both alike; each figure is the median over the rounds.
+    let mut r = Rounds::default();
+    for round in 1..=p.rounds {
+        let tag = format!("round {round}/{}", p.rounds);
+        r.single_base
+            .push(single_bare(base, &q("single_base"), p, bar, &tag).await?);
+        r.single
+            .push(single_backlog(client, &q("single"), p, bar, &tag).await?);
+        base.clean(&q("single")).await?;
+        r.batch_base
+            .push(batch_bare(base, &q("drain_base"), p, bar, &tag).await?);
+        r.batch
+            .push(batch_backlog(client, &q("drain"), p, bar, &tag).await?);
+        r.drain_base
+            .push(drain_bare(client, base, &q("drain_base"), p, bar, &tag).await?);
+        r.drain
+            .push(drain_backlog(client, &q("drain"), p, bar, &tag).await?);
     }
-    while let Some(r) = tasks.join_next().await {
-        r??;
-    }
-    let single_base = n as f64 / started.elapsed().as_secs_f64();
-
-    phase(bar, "enqueue single (backlog)", p.single_jobs);
-    let started = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    for t in 0..p.producers {
-        let (client, queue, bar) = (client.clone(), q("single"), bar.clone());
-        tasks.spawn(async move {
-            for i in 0..per {
-                let job = client.new_job(&queue, &serde_json::json!({ "i": t * per + i }))?;
-                client.enqueue(job).await?;
-                bar.inc(1);
-            }
-            Ok::<_, backlog::Error>(())
-        });
-    }
-    while let Some(r) = tasks.join_next().await {
-        r??;
-    }
-    let single = n as f64 / started.elapsed().as_secs_f64();
-    base.clean(&q("single")).await?;
-
-    // (a) batched enqueues of the jobs the drain phase then works.
-    phase(bar, "enqueue batched (bare SQL)", p.batch_jobs);
-    let started = Instant::now();
-    let mut i = 0;
-    while i < p.batch_jobs {
-        let k = p.batch_size.min(p.batch_jobs - i);
-        let rows: Vec<String> = (i..i + k).map(payload).collect();
-        base.insert_many(&q("drain_base"), &rows).await?;
-        i += k;
-        bar.inc(k);
-    }
-    let batch_base = p.batch_jobs as f64 / started.elapsed().as_secs_f64();
-
-    phase(bar, "enqueue batched (backlog)", p.batch_jobs);
-    let started = Instant::now();
-    let mut i = 0;
-    while i < p.batch_jobs {
-        let k = p.batch_size.min(p.batch_jobs - i);
-        let jobs = (i..i + k)
-            .map(|n| client.new_job(&q("drain"), &serde_json::json!({ "i": n })))
-            .collect::<backlog::Result<Vec<_>>>()?;
-        client.enqueue_many(jobs).await?;
-        i += k;
-        bar.inc(k);
-    }
-    let batch = p.batch_jobs as f64 / started.elapsed().as_secs_f64();
-
-    // (b) draining the pre-queued jobs: bare claim + complete loops, then the runtime.
-    phase(bar, "drain (bare SQL)", p.batch_jobs);
-    let started = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    let limit = (p.concurrency / p.baseline_loops).max(1) as i64;
-    for _ in 0..p.baseline_loops {
-        let (base, client, queue, bar) =
-            (base.clone(), client.clone(), q("drain_base"), bar.clone());
-        tasks.spawn(async move {
-            loop {
-                let token = rand::random::<i64>();
-                let n = base
-                    .claim_complete(&queue, limit, client.now(), token)
-                    .await?;
-                if n == 0 {
-                    return Ok::<_, backlog::sqlx::Error>(());
-                }
-                bar.inc(n as u64);
-            }
-        });
-    }
-    while let Some(r) = tasks.join_next().await {
-        r??;
-    }
-    let drain_base = p.batch_jobs as f64 / started.elapsed().as_secs_f64();
-
-    phase(bar, "drain (backlog runtime)", p.batch_jobs);
-    let done = Arc::new(AtomicU64::new(0));
-    let worker = noop_worker(client, &q("drain"), p.concurrency, done.clone(), bar)?
-        .configure(|c| c.drain = Some(DrainMode::All))
-        .build()?;
-    let started = Instant::now();
-    let report = worker.run(CancellationToken::new()).await?;
-    let drain = report.completed as f64 / started.elapsed().as_secs_f64();
-    if report.completed != p.batch_jobs {
-        anyhow::bail!(
-            "the runtime completed {} of {} jobs",
-            report.completed,
-            p.batch_jobs
-        );
-    }
+    let (single, single_base) = (median(&r.single), median(&r.single_base));
+    let (batch, batch_base) = (median(&r.batch), median(&r.batch_base));
+    let (drain, drain_base) = (median(&r.drain), median(&r.drain_base));
 
     // (b) a steady producer while the runtime works.
     let steady = steady(client, &q("steady"), p, bar).await?;
@@ -276,6 +189,212 @@ async fn measure(
         latency_p99_ms: p99,
         params: p.clone(),
     })
+}
+
+#[derive(Default)]
+struct Rounds {
+    single: Vec<f64>,
+    single_base: Vec<f64>,
+    batch: Vec<f64>,
+    batch_base: Vec<f64>,
+    drain: Vec<f64>,
+    drain_base: Vec<f64>,
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn payload(i: u64) -> String {
+    format!("{{\"i\":{i}}}")
+}
+
+/// (a) single-row INSERTs, `producers` at once.
+async fn single_bare(
+    base: &Baseline,
+    queue: &str,
+    p: &Params,
+    bar: &ProgressBar,
+    tag: &str,
+) -> anyhow::Result<f64> {
+    phase(
+        bar,
+        &format!("{tag}: enqueue single (bare SQL)"),
+        p.single_jobs,
+    );
+    let per = p.single_jobs / p.producers;
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..p.producers {
+        let (base, queue, bar) = (base.clone(), queue.to_owned(), bar.clone());
+        tasks.spawn(async move {
+            for i in 0..per {
+                base.insert_one(&queue, &payload(t * per + i)).await?;
+                bar.inc(1);
+            }
+            Ok::<_, backlog::sqlx::Error>(())
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
+    Ok((per * p.producers) as f64 / started.elapsed().as_secs_f64())
+}
+
+/// (a) `Client::enqueue`, `producers` at once.
+async fn single_backlog(
+    client: &Arc<Client>,
+    queue: &str,
+    p: &Params,
+    bar: &ProgressBar,
+    tag: &str,
+) -> anyhow::Result<f64> {
+    phase(
+        bar,
+        &format!("{tag}: enqueue single (backlog)"),
+        p.single_jobs,
+    );
+    let per = p.single_jobs / p.producers;
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..p.producers {
+        let (client, queue, bar) = (client.clone(), queue.to_owned(), bar.clone());
+        tasks.spawn(async move {
+            for i in 0..per {
+                let job = client.new_job(&queue, &serde_json::json!({ "i": t * per + i }))?;
+                client.enqueue(job).await?;
+                bar.inc(1);
+            }
+            Ok::<_, backlog::Error>(())
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
+    Ok((per * p.producers) as f64 / started.elapsed().as_secs_f64())
+}
+
+/// (a) multi-row INSERTs of `batch_size` rows, one after another.
+async fn batch_bare(
+    base: &Baseline,
+    queue: &str,
+    p: &Params,
+    bar: &ProgressBar,
+    tag: &str,
+) -> anyhow::Result<f64> {
+    phase(
+        bar,
+        &format!("{tag}: enqueue batched (bare SQL)"),
+        p.batch_jobs,
+    );
+    let started = Instant::now();
+    let mut i = 0;
+    while i < p.batch_jobs {
+        let k = p.batch_size.min(p.batch_jobs - i);
+        let rows: Vec<String> = (i..i + k).map(payload).collect();
+        base.insert_many(queue, &rows).await?;
+        i += k;
+        bar.inc(k);
+    }
+    Ok(p.batch_jobs as f64 / started.elapsed().as_secs_f64())
+}
+
+/// (a) `Client::enqueue_many` of `batch_size` jobs, one after another.
+async fn batch_backlog(
+    client: &Arc<Client>,
+    queue: &str,
+    p: &Params,
+    bar: &ProgressBar,
+    tag: &str,
+) -> anyhow::Result<f64> {
+    phase(
+        bar,
+        &format!("{tag}: enqueue batched (backlog)"),
+        p.batch_jobs,
+    );
+    let started = Instant::now();
+    let mut i = 0;
+    while i < p.batch_jobs {
+        let k = p.batch_size.min(p.batch_jobs - i);
+        let jobs = (i..i + k)
+            .map(|n| client.new_job(queue, &serde_json::json!({ "i": n })))
+            .collect::<backlog::Result<Vec<_>>>()?;
+        client.enqueue_many(jobs).await?;
+        i += k;
+        bar.inc(k);
+    }
+    Ok(p.batch_jobs as f64 / started.elapsed().as_secs_f64())
+}
+
+/// (b) bare claim-and-complete loops over the pre-queued jobs.
+async fn drain_bare(
+    client: &Arc<Client>,
+    base: &Baseline,
+    queue: &str,
+    p: &Params,
+    bar: &ProgressBar,
+    tag: &str,
+) -> anyhow::Result<f64> {
+    phase(bar, &format!("{tag}: drain (bare SQL)"), p.batch_jobs);
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    let limit = (p.concurrency / p.baseline_loops).max(1) as i64;
+    for _ in 0..p.baseline_loops {
+        let (base, client, queue, bar) =
+            (base.clone(), client.clone(), queue.to_owned(), bar.clone());
+        tasks.spawn(async move {
+            loop {
+                let token = rand::random::<i64>();
+                let n = base
+                    .claim_complete(&queue, limit, client.now(), token)
+                    .await?;
+                if n == 0 {
+                    return Ok::<_, backlog::sqlx::Error>(());
+                }
+                bar.inc(n as u64);
+            }
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
+    Ok(p.batch_jobs as f64 / started.elapsed().as_secs_f64())
+}
+
+/// (b) the worker runtime draining the pre-queued jobs with a no-op handler.
+async fn drain_backlog(
+    client: &Arc<Client>,
+    queue: &str,
+    p: &Params,
+    bar: &ProgressBar,
+    tag: &str,
+) -> anyhow::Result<f64> {
+    phase(
+        bar,
+        &format!("{tag}: drain (backlog runtime)"),
+        p.batch_jobs,
+    );
+    let done = Arc::new(AtomicU64::new(0));
+    let worker = noop_worker(client, queue, p.concurrency, done, bar)?
+        .configure(|c| c.drain = Some(DrainMode::All))
+        .build()?;
+    let started = Instant::now();
+    let report = worker.run(CancellationToken::new()).await?;
+    let rate = report.completed as f64 / started.elapsed().as_secs_f64();
+    if report.completed != p.batch_jobs {
+        anyhow::bail!(
+            "the runtime completed {} of {} jobs",
+            report.completed,
+            p.batch_jobs
+        );
+    }
+    Ok(rate)
 }
 
 /// A worker whose handler does nothing but count.
@@ -390,8 +509,8 @@ fn human(r: &Report) -> String {
     let p = &r.params;
     let mut s = format!(
         "backlog bench on {}: {} single enqueues by {} producers, {} jobs in batches of {}, \
-         concurrency {}\n\n",
-        p.backend, p.single_jobs, p.producers, p.batch_jobs, p.batch_size, p.concurrency
+         concurrency {}; medians of {} rounds\n\n",
+        p.backend, p.single_jobs, p.producers, p.batch_jobs, p.batch_size, p.concurrency, p.rounds
     );
     s.push_str(&format!(
         "{:<34} {:>12} {:>12} {:>7}\n",
