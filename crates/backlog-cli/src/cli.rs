@@ -69,7 +69,7 @@ pub struct BenchArgs {
     /// Jobs enqueued in batches and then drained (default 100000; 5000 with --quick).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub jobs: Option<u64>,
-    /// Jobs enqueued one at a time, across the producers (default 20000; 800 with --quick).
+    /// Jobs enqueued one at a time, across the producers (default 10000; 800 with --quick).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub single_jobs: Option<u64>,
     /// Concurrent producers of single enqueues.

@@ -86,7 +86,7 @@ fn params(url: &str, a: &BenchArgs) -> Params {
     let q = a.quick;
     Params {
         backend,
-        single_jobs: a.single_jobs.unwrap_or(if q { 800 } else { 20_000 }),
+        single_jobs: a.single_jobs.unwrap_or(if q { 800 } else { 10_000 }),
         producers: a.producers,
         batch_jobs: a.jobs.unwrap_or(if q { 5_000 } else { 100_000 }),
         batch_size: a.batch,
