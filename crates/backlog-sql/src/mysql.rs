@@ -279,6 +279,9 @@ async fn complete_on(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Resul
     if p.jobs.is_empty() {
         return Ok(vec![]);
     }
+    if p.retention != Retention::Archive {
+        return complete_fenced(conn, p).await;
+    }
     let mut q = sqlx::query(with_list(q!("job_complete_lock"), "/*IDS*/", p.jobs.len()));
     for j in &p.jobs {
         q = q.bind(j.id);
@@ -326,6 +329,52 @@ async fn complete_on(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Resul
         }
     }
     Ok(shared::refs_with_ids(&p.jobs, &ids))
+}
+
+/// Completes without a locking read first: one fenced statement per lease token (usually one per
+/// claimed batch). Only when a statement changes fewer rows than asked does a read find out which
+/// jobs had lost their lease.
+async fn complete_fenced(
+    conn: &mut MySqlConnection,
+    p: &JobCompleteParams,
+) -> Result<Vec<JobRef>> {
+    let mut by_token: Vec<(i64, Vec<i64>)> = vec![];
+    for j in &p.jobs {
+        match by_token.iter_mut().find(|(t, _)| *t == j.token) {
+            Some((_, ids)) => ids.push(j.id),
+            None => by_token.push((j.token, vec![j.id])),
+        }
+    }
+    let mut done = Vec::with_capacity(p.jobs.len());
+    for (token, mut ids) in by_token {
+        ids.sort_unstable();
+        let bind_ids = |q: MyQuery, ids: &[i64]| ids.iter().fold(q, |q, id| q.bind(*id));
+        let q = match p.retention {
+            Retention::Keep => {
+                let sql = with_list(q!("job_complete_keep_fenced"), "/*IDS*/", ids.len());
+                bind_ids(sqlx::query(sql).bind(p.now), &ids)
+            }
+            _ => {
+                let sql = with_list(q!("job_complete_delete_fenced"), "/*IDS*/", ids.len());
+                bind_ids(sqlx::query(sql), &ids)
+            }
+        };
+        let changed = q.bind(token).execute(&mut *conn).await.db()?.rows_affected();
+        if changed as usize == ids.len() {
+            done.extend(ids);
+            continue;
+        }
+        let sql = with_list(q!("job_complete_present"), "/*IDS*/", ids.len());
+        let lost: Vec<i64> = ids
+            .iter()
+            .fold(sqlx::query_scalar(sql), |q, id| q.bind(*id))
+            .bind(p.now)
+            .fetch_all(&mut *conn)
+            .await
+            .db()?;
+        done.extend(ids.into_iter().filter(|id| !lost.contains(id)));
+    }
+    Ok(shared::refs_with_ids(&p.jobs, &done))
 }
 
 /// Records a failure; the number of rows changed (0: the lease is gone).
@@ -594,6 +643,11 @@ impl Backend for MySqlBackend {
 
     async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {
         retry_deadlock(|| async {
+            if p.retention != Retention::Archive {
+                // Fenced single statements: no transaction needed around them.
+                let mut conn = self.pool.acquire().await.db()?;
+                return complete_on(&mut conn, &p).await;
+            }
             let mut tx = self.pool.begin().await.db()?;
             let done = complete_on(&mut tx, &p).await?;
             tx.commit().await.db()?;
