@@ -34,6 +34,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "runtime",
         sql: include_str!("../migrations/mysql/0002_runtime.sql"),
     },
+    Migration {
+        version: 3,
+        name: "quiet_notify",
+        sql: include_str!("../migrations/mysql/0003_quiet_notify.sql"),
+    },
 ];
 
 macro_rules! q {
@@ -334,10 +339,7 @@ async fn complete_on(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Resul
 /// Completes without a locking read first: one fenced statement per lease token (usually one per
 /// claimed batch). Only when a statement changes fewer rows than asked does a read find out which
 /// jobs had lost their lease.
-async fn complete_fenced(
-    conn: &mut MySqlConnection,
-    p: &JobCompleteParams,
-) -> Result<Vec<JobRef>> {
+async fn complete_fenced(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Result<Vec<JobRef>> {
     let mut by_token: Vec<(i64, Vec<i64>)> = vec![];
     for j in &p.jobs {
         match by_token.iter_mut().find(|(t, _)| *t == j.token) {
@@ -359,7 +361,12 @@ async fn complete_fenced(
                 bind_ids(sqlx::query(sql), &ids)
             }
         };
-        let changed = q.bind(token).execute(&mut *conn).await.db()?.rows_affected();
+        let changed = q
+            .bind(token)
+            .execute(&mut *conn)
+            .await
+            .db()?
+            .rows_affected();
         if changed as usize == ids.len() {
             done.extend(ids);
             continue;
@@ -449,8 +456,10 @@ impl batch::InsertOps for Inserter<'_> {
         let mut out = Vec::with_capacity(rows.len());
         for chunk in rows.chunks(INSERT_CHUNK) {
             // Without unique keys every row is inserted; with consecutive ids the first is enough.
+            // (A single row's id is the statement's own in any auto-increment lock mode.)
             let step = self
                 .id_step
+                .or((chunk.len() == 1).then_some(1))
                 .filter(|_| chunk.iter().all(|j| j.unique_key.is_none()));
             let marker = step.is_none().then(shared::new_token);
             let sql = q!("job_insert").replace("/*ROWS*/", &question_rows(chunk.len(), 9));
@@ -610,6 +619,20 @@ impl Backend for MySqlBackend {
 
     async fn job_insert(&self, params: JobInsertParams) -> Result<Vec<EnqueueOutcome>> {
         let dedup = Deduped::new(params.jobs);
+        // With consecutive ids (or one row) the new ids come from the statement itself.
+        if (self.id_step.is_some() || dedup.rows.len() == 1) && batch::one_statement(&dedup.rows) {
+            let per_row = retry_deadlock(|| async {
+                let mut conn = self.pool.acquire().await.db()?;
+                let mut ins = Inserter {
+                    conn: &mut conn,
+                    now: params.now,
+                    id_step: self.id_step,
+                };
+                batch::insert_all(&mut ins, &dedup.rows).await
+            })
+            .await?;
+            return Ok(dedup.outcomes(&per_row));
+        }
         let per_row = retry_deadlock(|| async {
             let mut tx = self.pool.begin().await.db()?;
             let mut ins = Inserter {

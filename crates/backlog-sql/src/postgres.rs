@@ -33,6 +33,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "runtime",
         sql: include_str!("../migrations/postgres/0002_runtime.sql"),
     },
+    Migration {
+        version: 3,
+        name: "quiet_notify",
+        sql: include_str!("../migrations/postgres/0003_quiet_notify.sql"),
+    },
 ];
 
 /// The advisory lock migrators take (transaction-scoped): "backlog" in ASCII.
@@ -52,6 +57,9 @@ pub struct PgBackend {
     claim_token: Ordered,
     /// Shared by clones: one LISTEN connection per backend, however often `listen` is called.
     notifier: Arc<Notifier>,
+    /// Sends the wake-ups of what this backend enqueued, where its connections keep the trigger
+    /// quiet (a pool it opened itself); `None` on a caller's pool, where the trigger sends them.
+    waker: Option<Arc<Waker>>,
 }
 
 impl PgBackend {
@@ -68,8 +76,10 @@ impl PgBackend {
         let pool = PgPoolOptions::new()
             .max_connections(config.max_connections.max(1))
             .acquire_timeout(config.acquire_timeout)
-            .connect_lazy_with(opts);
-        Ok(Self::from_pool(pool))
+            .connect_lazy_with(opts.options([(QUIET_SETTING, "off")]));
+        let mut backend = Self::from_pool(pool);
+        backend.waker = Some(Arc::new(Waker::default()));
+        Ok(backend)
     }
 
     /// Uses an existing pool (the caller's own sqlx pool).
@@ -79,6 +89,14 @@ impl PgBackend {
             claim: Ordered::new(q!("job_claim")),
             claim_token: Ordered::new(q!("job_claim_token")),
             notifier: Arc::default(),
+            waker: None,
+        }
+    }
+
+    /// Wakes the workers of the queues these jobs went to, after their commit.
+    fn woke(&self, jobs: &[NewJob]) {
+        if let Some(waker) = &self.waker {
+            waker.send(&self.pool, jobs);
         }
     }
 
@@ -90,6 +108,60 @@ impl PgBackend {
 
 /// The channel the `backlog_notify` trigger (migration 2) signals, with a queue name as payload.
 const NOTIFY_CHANNEL: &str = "backlog_job";
+/// The setting (migration 3) with which a connection keeps the NOTIFY trigger quiet.
+const QUIET_SETTING: &str = "backlog.notify";
+
+/// One task per backend that sends the wake-ups of committed enqueues: queues named while a
+/// send is in flight go out together in the next one, so producers never queue up on the
+/// database-wide lock a notifying commit takes, and an idle system still wakes at once.
+#[derive(Default)]
+struct Waker {
+    tx: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<Vec<String>>>,
+}
+
+impl std::fmt::Debug for Waker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waker").finish_non_exhaustive()
+    }
+}
+
+impl Waker {
+    fn send(&self, pool: &PgPool, jobs: &[NewJob]) {
+        let mut queues: Vec<String> = jobs.iter().map(|j| j.queue.as_str().to_owned()).collect();
+        queues.sort_unstable();
+        queues.dedup();
+        let tx = self.tx.get_or_init(|| {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            tokio::spawn(wake_loop(pool.clone(), rx));
+            tx
+        });
+        // The receiver ends only with the pool; then there is nobody left to wake.
+        let _ = tx.send(queues);
+    }
+}
+
+/// Sends what [`Waker::send`] queued until every backend clone is gone or the pool closes.
+async fn wake_loop(pool: PgPool, mut rx: tokio::sync::mpsc::UnboundedReceiver<Vec<String>>) {
+    while let Some(first) = rx.recv().await {
+        let mut queues = first;
+        while let Ok(more) = rx.try_recv() {
+            queues.extend(more);
+        }
+        queues.sort_unstable();
+        queues.dedup();
+        match sqlx::query(q!("notify_queues"))
+            .bind(&queues)
+            .execute(&pool)
+            .await
+        {
+            Ok(_) => {}
+            Err(sqlx::Error::PoolClosed) => return,
+            // Workers poll meanwhile: a lost wake-up delays jobs, never loses them.
+            Err(e) => tracing::warn!(error = %e, "backlog: cannot send wake-ups"),
+        }
+    }
+}
+
 /// First and longest wait before reconnecting a lost LISTEN connection.
 const RECONNECT_MIN: Duration = Duration::from_millis(100);
 const RECONNECT_MAX: Duration = Duration::from_secs(10);
@@ -381,6 +453,20 @@ impl Backend for PgBackend {
     async fn job_insert(&self, params: JobInsertParams) -> Result<Vec<EnqueueOutcome>> {
         let dedup = Deduped::new(params.jobs);
         let now = params.now;
+        if batch::one_statement(&dedup.rows) {
+            let mut conn = self.pool.acquire().await.db()?;
+            let per_row = batch::insert_all(
+                &mut Inserter {
+                    conn: &mut conn,
+                    now,
+                },
+                &dedup.rows,
+            )
+            .await?;
+            drop(conn);
+            self.woke(&dedup.rows);
+            return Ok(dedup.outcomes(&per_row));
+        }
         let mut attempt = 1;
         loop {
             let mut tx = self.pool.begin().await.db()?;
@@ -390,7 +476,10 @@ impl Backend for PgBackend {
                 Err(e) => Err(e),
             };
             match res {
-                Ok(per_row) => return Ok(dedup.outcomes(&per_row)),
+                Ok(per_row) => {
+                    self.woke(&dedup.rows);
+                    return Ok(dedup.outcomes(&per_row));
+                }
                 // Rows go in input order, so producers whose batches share unique keys in
                 // different orders can deadlock; the batch rolled back whole and is retried.
                 Err(e) if is_deadlock(&e) && attempt < INSERT_ATTEMPTS => attempt += 1,
@@ -587,6 +676,7 @@ impl Backend for PgBackend {
         )
         .await?;
         tx.commit().await.db()?;
+        self.woke(&dedup.rows);
         Ok(dedup.outcomes(&per_row).pop())
     }
 
@@ -855,6 +945,17 @@ impl crate::tx::JobConnection for PgConnection {
         // No deadlock retry here, unlike job_insert: the transaction is the caller's to retry.
         let dedup = Deduped::new(jobs);
         let per_row = batch::insert_all(&mut Inserter { conn: self, now }, &dedup.rows).await?;
+        // Delivered when the caller commits (and dropped with a rollback). On a connection that
+        // keeps the trigger quiet this is the only wake-up; on another, PostgreSQL folds it into
+        // the trigger's identical one.
+        let mut queues: Vec<&str> = dedup.rows.iter().map(|j| j.queue.as_str()).collect();
+        queues.sort_unstable();
+        queues.dedup();
+        sqlx::query(q!("notify_queues"))
+            .bind(queues)
+            .execute(&mut *self)
+            .await
+            .db()?;
         Ok(dedup.outcomes(&per_row))
     }
 

@@ -33,6 +33,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "runtime",
         sql: include_str!("../migrations/sqlite/0002_runtime.sql"),
     },
+    Migration {
+        version: 3,
+        name: "quiet_notify",
+        sql: include_str!("../migrations/sqlite/0003_quiet_notify.sql"),
+    },
 ];
 
 macro_rules! q {
@@ -260,6 +265,17 @@ impl Backend for SqliteBackend {
         let dedup = Deduped::new(params.jobs);
         let now = params.now;
         let mut conn = self.pool.acquire().await.db()?;
+        if batch::one_statement(&dedup.rows) {
+            let per_row = batch::insert_all(
+                &mut Inserter {
+                    conn: &mut conn,
+                    now,
+                },
+                &dedup.rows,
+            )
+            .await?;
+            return Ok(dedup.outcomes(&per_row));
+        }
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
         let per_row = batch::insert_all(&mut Inserter { conn: &mut tx, now }, &dedup.rows).await?;
         tx.commit().await.db()?;

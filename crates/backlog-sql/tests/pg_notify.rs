@@ -30,7 +30,12 @@ struct Wakes {
 impl Wakes {
     /// The next wake-up for one of this test's queues, without the prefix.
     async fn next(&mut self) -> String {
-        timeout(WAKE, async {
+        self.within(WAKE).await.expect("no wake-up within 2 s")
+    }
+
+    /// The first wake-up for this test's queues within `d`, if any.
+    async fn within(&mut self, d: Duration) -> Option<String> {
+        timeout(d, async {
             loop {
                 let q = self.rx.recv().await.expect("the listener is alive");
                 if let Some(rest) = q.strip_prefix(&self.prefix) {
@@ -39,7 +44,7 @@ impl Wakes {
             }
         })
         .await
-        .expect("no wake-up within 2 s")
+        .ok()
     }
 
     /// Every wake-up up to and including `last` (notifications arrive in commit order, so one
@@ -171,6 +176,112 @@ async fn plain_sql_inserts_wake_listeners() {
         .await
         .expect("close() hangs on the LISTEN connection");
     c.close().await.ok();
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {name} CASCADE")))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+}
+
+/// Connections backlog opens keep the trigger quiet (a notifying commit takes a database-wide
+/// lock, so producers would queue on it); backlog then sends the wake-ups of what it enqueued
+/// itself, after the commit, and an enqueue inside a caller's transaction wakes at its commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backlog_enqueues_wake_other_processes() {
+    use backlog_core::{JobInsertParams, NewJob, Payload, QueueName};
+    use backlog_sql::JobConnection;
+
+    let name = format!("bl_m_{:016x}", rand::random::<u64>());
+    let mut admin = PgConnection::connect(&postgres_url())
+        .await
+        .expect("PostgreSQL is required");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let sep = if postgres_url().contains('?') {
+        '&'
+    } else {
+        '?'
+    };
+    let url = format!("{}{sep}options=-c%20search_path%3D{name}", postgres_url());
+    // Two processes: one enqueues, the other listens.
+    let producer = PgBackend::connect(&url, &Default::default()).await.unwrap();
+    producer.migrate().await.unwrap();
+    let worker = PgBackend::connect(&url, &Default::default()).await.unwrap();
+    let prefix = format!("{name}_");
+    let (wake, mut wakes) = wake_into(&prefix);
+    assert!(worker.listen(wake).await.unwrap());
+
+    let quiet: String = sqlx::query_scalar("SELECT current_setting('backlog.notify', true)")
+        .fetch_one(producer.pool())
+        .await
+        .unwrap();
+    assert_eq!(quiet, "off", "backlog's connections keep the trigger quiet");
+
+    let job = |q: &str| {
+        NewJob::new(
+            QueueName::new(format!("{prefix}{q}")).unwrap(),
+            Payload::parse("{}", backlog_core::DEFAULT_PAYLOAD_LIMIT).unwrap(),
+        )
+    };
+    let insert = |jobs: Vec<NewJob>| producer.job_insert(JobInsertParams { jobs, now: 1 });
+    insert(vec![job("one")]).await.unwrap();
+    assert_eq!(wakes.next().await, "one", "a single enqueue wakes");
+    // A batch over two queues (and more rows than one statement takes) wakes each queue.
+    let mut many: Vec<NewJob> = (0..1500).map(|_| job("many")).collect();
+    many.push(job("other"));
+    insert(many).await.unwrap();
+    let mut seen = vec![wakes.next().await, wakes.next().await];
+    seen.sort();
+    assert_eq!(seen, ["many", "other"]);
+
+    // Inside a transaction on one of backlog's own connections: at commit, not on rollback.
+    let mut tx = producer.pool().begin().await.unwrap();
+    tx.backlog_enqueue(vec![job("rolled-back")], 1)
+        .await
+        .unwrap();
+    tx.rollback().await.unwrap();
+    let mut tx = producer.pool().begin().await.unwrap();
+    tx.backlog_enqueue(vec![job("committed")], 1).await.unwrap();
+    assert_eq!(
+        wakes.within(Duration::from_millis(300)).await,
+        None,
+        "no wake-up before the commit"
+    );
+    tx.commit().await.unwrap();
+    assert_eq!(wakes.next().await, "committed");
+
+    // Many producers at once: every queue is woken, however the sends were folded together.
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let p = producer.clone();
+            let j = job(&format!("p{i:02}"));
+            tokio::spawn(async move {
+                p.job_insert(JobInsertParams {
+                    jobs: vec![j],
+                    now: 1,
+                })
+                .await
+                .unwrap()
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let mut seen: Vec<String> = Vec::new();
+    while seen.len() < 16 {
+        let q = wakes.next().await;
+        if !seen.contains(&q) {
+            seen.push(q);
+        }
+    }
+    seen.sort();
+    let want: Vec<String> = (0..16).map(|i| format!("p{i:02}")).collect();
+    assert_eq!(seen, want);
+
+    producer.close().await;
+    worker.close().await;
     sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {name} CASCADE")))
         .execute(&mut admin)
         .await

@@ -1,0 +1,2 @@
+-- Wakes the workers of these queues (one notification each, delivered at commit).
+SELECT pg_notify('backlog_job', q) FROM UNNEST($1::text[]) AS t(q)
