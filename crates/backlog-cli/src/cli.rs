@@ -97,6 +97,32 @@ pub struct BenchArgs {
     /// medians (default 3; 1 with --quick).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100))]
     pub rounds: Option<u64>,
+    /// Jobs of the S2 replay (default 5000; 200 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub s2_jobs: Option<u64>,
+    /// Jobs the S2 replay runs at once (default 500; 100 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub s2_concurrency: Option<u64>,
+    /// How long each S2 job takes, a sleep (default 1s; 100ms with --quick).
+    #[arg(long, value_parser = parse_duration)]
+    pub s2_sleep: Option<Duration>,
+    /// Instead of the figures above: cost as work grows. Drain throughput with each of
+    /// --grow-levels jobs queued, and the hot table's size before and after a long steady run
+    /// with pruning.
+    #[arg(long)]
+    pub grow: bool,
+    /// Queue depths of --grow, comma-separated (default 10000,1000000; 10000,50000 with --quick).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub grow_levels: Option<Vec<u64>>,
+    /// Jobs drained at each depth of --grow, per round (default 20000; 2000 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub grow_drain: Option<u64>,
+    /// How long the steady run of --grow lasts (default 60s; 2s with --quick).
+    #[arg(long, value_parser = parse_duration)]
+    pub grow_run: Option<Duration>,
+    /// Jobs per second of the steady run of --grow (below what the worker can do).
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub grow_rate: u64,
     /// A few-second run (for CI: it keeps the benchmark working, not a measurement).
     #[arg(long)]
     pub quick: bool,

@@ -400,10 +400,43 @@ fn bench_quick(engine: Engine) {
         "e2e_steady_jobs_per_s",
         "latency_p50_ms",
         "latency_p99_ms",
+        "s2_mean_ms",
+        "s2_p99_ms",
     ] {
         assert!(r[key].as_f64().unwrap() > 0.0, "{key} in {r}");
     }
     assert_eq!(r["params"]["batch_jobs"], 2000);
+    // Each S2 job sleeps 100 ms: claim to completion cannot be shorter.
+    assert!(r["s2_mean_ms"].as_f64().unwrap() >= 100.0, "{r}");
+    assert!(r["s2_p99_ms"].as_f64().unwrap() >= r["s2_mean_ms"].as_f64().unwrap() * 0.9);
+
+    // Cost as work grows, in miniature: every depth drained, the table measured.
+    let out = db.ok(&[
+        "bench",
+        "--quick",
+        "--json",
+        "--grow",
+        "--grow-levels",
+        "500,3000",
+        "--grow-drain",
+        "400",
+        "--grow-run",
+        "1s",
+        "--grow-rate",
+        "500",
+    ]);
+    let g: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let levels = g["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2, "{g}");
+    assert_eq!(levels[1]["queued"], 3000);
+    for l in levels {
+        assert!(l["jobs_per_s"].as_f64().unwrap() > 0.0, "{g}");
+        assert!(l["sizes"]["rows"].as_i64().unwrap() >= l["queued"].as_i64().unwrap());
+        assert!(l["sizes"]["table_bytes"].as_i64().unwrap() > 0, "{g}");
+        assert!(l["sizes"]["index_bytes"].as_i64().unwrap() > 0, "{g}");
+    }
+    assert!(g["deepest_to_shallowest_ratio"].as_f64().unwrap() > 0.0);
+    assert!(g["long_run"]["jobs"].as_u64().unwrap() > 0, "{g}");
     let stats = db.stats();
     assert!(
         stats

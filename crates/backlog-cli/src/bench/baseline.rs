@@ -24,6 +24,17 @@ enum Pool {
 
 type Res<T> = Result<T, sqlx::Error>;
 
+/// The hot table's size.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Sizes {
+    /// Rows, of every queue.
+    pub rows: i64,
+    /// Bytes of the table (on PostgreSQL with its TOAST; on MySQL InnoDB's clustered index).
+    pub table_bytes: i64,
+    /// Bytes of its indexes.
+    pub index_bytes: i64,
+}
+
 impl Baseline {
     /// Sets up the baseline's table; `prefix` is the benchmark's own (letters, digits, `_`).
     pub async fn create(client: &Client, prefix: &str) -> anyhow::Result<Baseline> {
@@ -243,6 +254,64 @@ impl Baseline {
                 Ok(ids.len())
             }
         }
+    }
+
+    /// For each completed job of `queue`: microseconds from its claim to its completion, as the
+    /// database recorded them (`finished_at - attempted_at`).
+    pub async fn claim_to_completion(&self, queue: &str) -> Res<Vec<i64>> {
+        let sql = |ph: &str| {
+            sqlx::AssertSqlSafe(format!(
+                "SELECT finished_at - attempted_at FROM backlog_job \
+                 WHERE queue = {ph} AND state = 'completed'"
+            ))
+        };
+        match &self.pool {
+            Pool::Sqlite(p) => sqlx::query_scalar(sql("?")).bind(queue).fetch_all(p).await,
+            Pool::Postgres(p) => sqlx::query_scalar(sql("$1")).bind(queue).fetch_all(p).await,
+            Pool::MySql(p) => sqlx::query_scalar(sql("?")).bind(queue).fetch_all(p).await,
+        }
+    }
+
+    /// The hot table's rows and its bytes on disk, of the table itself and of its indexes.
+    pub async fn sizes(&self) -> Res<Sizes> {
+        let (rows, table, index): (i64, i64, i64) = match &self.pool {
+            Pool::Postgres(p) => {
+                sqlx::query_as(
+                    "SELECT (SELECT count(*) FROM backlog_job), pg_table_size('backlog_job'), \
+                     pg_indexes_size('backlog_job')",
+                )
+                .fetch_one(p)
+                .await?
+            }
+            Pool::MySql(p) => {
+                // information_schema's sizes are statistics: refresh them first.
+                sqlx::query("ANALYZE TABLE backlog_job").execute(p).await?;
+                sqlx::query_as(
+                    "SELECT (SELECT count(*) FROM backlog_job), CAST(data_length AS SIGNED), \
+                     CAST(index_length AS SIGNED) FROM information_schema.TABLES \
+                     WHERE table_schema = DATABASE() AND table_name = 'backlog_job'",
+                )
+                .fetch_one(p)
+                .await?
+            }
+            Pool::Sqlite(p) => {
+                // dbstat: the pages of each b-tree (the table, and each of its indexes).
+                sqlx::query_as(
+                    "SELECT (SELECT count(*) FROM backlog_job), \
+                     COALESCE((SELECT sum(pgsize) FROM dbstat WHERE name = 'backlog_job'), 0), \
+                     COALESCE((SELECT sum(pgsize) FROM dbstat WHERE name IN \
+                       (SELECT name FROM sqlite_master WHERE type = 'index' \
+                        AND tbl_name = 'backlog_job')), 0)",
+                )
+                .fetch_one(p)
+                .await?
+            }
+        };
+        Ok(Sizes {
+            rows,
+            table_bytes: table,
+            index_bytes: index,
+        })
     }
 
     /// Deletes the jobs of the benchmark's queues whose names start with `prefix`, on both

@@ -3,6 +3,8 @@
 //! as bare SQL ([`baseline`]), measured in the same run so the ratios hold on a noisy machine.
 
 mod baseline;
+mod grow;
+mod s2;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -33,6 +35,9 @@ pub struct Params {
     pub latency_jobs: u64,
     pub latency_rate_per_s: u64,
     pub rounds: u64,
+    pub s2_jobs: u64,
+    pub s2_concurrency: u64,
+    pub s2_sleep_ms: u64,
 }
 
 /// The figures (`--json` prints this).
@@ -50,6 +55,9 @@ pub struct Report {
     pub e2e_steady_jobs_per_s: f64,
     pub latency_p50_ms: f64,
     pub latency_p99_ms: f64,
+    pub s2_mean_ms: f64,
+    pub s2_p99_ms: f64,
+    pub s2_wall_s: f64,
     pub params: Params,
 }
 
@@ -65,18 +73,36 @@ pub async fn run(url: &str, a: BenchArgs) -> anyhow::Result<ExitCode> {
     let prefix = format!("bench_{:08x}_", rand::random::<u32>());
     let base = Baseline::create(&client, &prefix).await?;
     let bar = progress();
-    let result = measure(url, &client, &base, &prefix, &p, &bar).await;
+    let result = if a.grow {
+        let gp = grow_params(&p, &a);
+        let q = |name: &str| format!("{prefix}{name}");
+        grow::run(&client, &base, &q, &gp, &bar)
+            .await
+            .and_then(|r| {
+                Ok(if a.json {
+                    serde_json::to_string_pretty(&r)? + "\n"
+                } else {
+                    grow::human(&r)
+                })
+            })
+    } else {
+        measure(url, &client, &base, &prefix, &p, &bar)
+            .await
+            .and_then(|r| {
+                Ok(if a.json {
+                    serde_json::to_string_pretty(&r)? + "\n"
+                } else {
+                    human(&r)
+                })
+            })
+    };
     bar.finish_and_clear();
     let cleaned = base.clean(&prefix).await;
     let dropped = base.drop_table().await;
-    let report = result?;
+    let out = result?;
     cleaned?;
     dropped?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", human(&report));
-    }
+    print!("{out}");
     client.close().await;
     Ok(ExitCode::SUCCESS)
 }
@@ -103,10 +129,37 @@ fn params(url: &str, a: &BenchArgs) -> Params {
         latency_jobs: a.latency_jobs.unwrap_or(if q { 100 } else { 2_000 }),
         latency_rate_per_s: a.latency_rate,
         rounds: a.rounds.unwrap_or(if q { 1 } else { 3 }),
+        s2_jobs: a.s2_jobs.unwrap_or(if q { 200 } else { 5_000 }),
+        s2_concurrency: a.s2_concurrency.unwrap_or(if q { 100 } else { 500 }),
+        s2_sleep_ms: a
+            .s2_sleep
+            .unwrap_or(Duration::from_millis(if q { 100 } else { 1000 }))
+            .as_millis() as u64,
     }
 }
 
-fn progress() -> ProgressBar {
+fn grow_params(p: &Params, a: &BenchArgs) -> grow::GrowParams {
+    let q = a.quick;
+    grow::GrowParams {
+        backend: p.backend.clone(),
+        levels: a.grow_levels.clone().unwrap_or(if q {
+            vec![2_000, 20_000]
+        } else {
+            vec![10_000, 1_000_000]
+        }),
+        drain_jobs: a.grow_drain.unwrap_or(if q { 1_000 } else { 10_000 }),
+        rounds: p.rounds,
+        concurrency: p.concurrency,
+        run_secs: a
+            .grow_run
+            .unwrap_or(Duration::from_secs(if q { 2 } else { 60 }))
+            .as_secs_f64(),
+        run_rate: a.grow_rate,
+        keep_completed_ms: if q { 500 } else { 5_000 },
+    }
+}
+
+pub(crate) fn progress() -> ProgressBar {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{spinner} {msg:<38} {bar:30} {pos}/{len} ({per_sec})")
@@ -116,7 +169,7 @@ fn progress() -> ProgressBar {
     bar
 }
 
-fn phase(bar: &ProgressBar, msg: &str, len: u64) {
+pub(crate) fn phase(bar: &ProgressBar, msg: &str, len: u64) {
     bar.set_message(msg.to_owned());
     bar.set_length(len);
     bar.set_position(0);
@@ -144,6 +197,10 @@ async fn measure(
         s.retention = Retention::Delete; // the baseline completes by DELETE too
         client.queue_configure(&s).await?;
     }
+    // S2 keeps its rows, to read when each job was claimed and completed.
+    let mut s = QueueSettings::defaults(QueueName::new(q("s2"))?);
+    s.retention = Retention::Keep;
+    client.queue_configure(&s).await?;
     // Rounds alternate the bare-SQL side and backlog's, so drift on a shared machine (autovacuum,
     // other processes) hits both alike; each figure is the median over the rounds.
     let mut r = Rounds::default();
@@ -174,6 +231,19 @@ async fn measure(
     // (as another process would be): wake-ups come through the database.
     let (p50, p99) = latency(url, client, &q("latency"), p, bar).await?;
 
+    let s2 = s2::replay(
+        client,
+        base,
+        &q("s2"),
+        (
+            p.s2_jobs,
+            p.s2_concurrency,
+            Duration::from_millis(p.s2_sleep_ms),
+        ),
+        bar,
+    )
+    .await?;
+
     Ok(Report {
         enqueue_single_per_s: single,
         enqueue_single_baseline_per_s: single_base,
@@ -187,6 +257,9 @@ async fn measure(
         e2e_steady_jobs_per_s: steady,
         latency_p50_ms: p50,
         latency_p99_ms: p99,
+        s2_mean_ms: s2.mean_ms,
+        s2_p99_ms: s2.p99_ms,
+        s2_wall_s: s2.wall_s,
         params: p.clone(),
     })
 }
@@ -201,7 +274,7 @@ struct Rounds {
     drain_base: Vec<f64>,
 }
 
-fn median(v: &[f64]) -> f64 {
+pub(crate) fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     match v.len() {
@@ -398,7 +471,7 @@ async fn drain_backlog(
 }
 
 /// A worker whose handler does nothing but count.
-fn noop_worker(
+pub(crate) fn noop_worker(
     client: &Arc<Client>,
     queue: &str,
     concurrency: u64,
@@ -548,6 +621,17 @@ fn human(r: &Report) -> String {
         r.latency_p99_ms,
         p.latency_jobs,
         p.latency_rate_per_s
+    ));
+    s.push_str(&format!(
+        "{:<34} claim to completion mean {:.1} ms, p99 {:.1} ms \
+         ({} jobs of {} ms, {} at once; {:.1} s in all)\n",
+        "S2 replay",
+        r.s2_mean_ms,
+        r.s2_p99_ms,
+        p.s2_jobs,
+        p.s2_sleep_ms,
+        p.s2_concurrency,
+        r.s2_wall_s
     ));
     s
 }
