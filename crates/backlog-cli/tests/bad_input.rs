@@ -71,10 +71,16 @@ fn bad_input_is_refused_and_changes_nothing() {
         ),
         (vec!["bench", "--steady", "soon"], "invalid value 'soon'"),
         (vec!["bench", "--jobs", "-1"], "unexpected argument '-1'"),
-        (vec!["bench", "--s2-concurrency", "0"], "0 is not in 1..=10000"),
+        (
+            vec!["bench", "--s2-concurrency", "0"],
+            "0 is not in 1..=10000",
+        ),
         (vec!["bench", "--s2-sleep", "long"], "invalid value 'long'"),
         (vec!["bench", "--grow-levels", "10,x"], "invalid value 'x'"),
-        (vec!["bench", "--grow-levels", "0"], "0 is not in 1..=100000000"),
+        (
+            vec!["bench", "--grow-levels", "0"],
+            "0 is not in 1..=100000000",
+        ),
         (vec!["bench", "--grow-rate", "0"], "0 is not in 1..=1000000"),
         (
             vec!["queue", "set", "q", "--order", "random"],

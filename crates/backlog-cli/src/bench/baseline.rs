@@ -233,22 +233,21 @@ impl Baseline {
                     .map(|i| i.to_string())
                     .collect::<Vec<_>>()
                     .join(",");
-                sqlx::query(sqlx::AssertSqlSafe(format!(
+                // Every value is an integer, written into the text: the statements go over the
+                // text protocol, one round trip each, with no prepared statement to cache.
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
                     "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
-                     lease_token = ?, lease_expires_at = ?, attempted_at = ? WHERE id IN ({list})",
+                     lease_token = {token}, lease_expires_at = {expires}, attempted_at = {now} \
+                     WHERE id IN ({list})",
                     t = self.table
                 )))
-                .bind(token)
-                .bind(expires)
-                .bind(now)
                 .execute(&mut *tx)
                 .await?;
                 tx.commit().await?;
-                sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "DELETE FROM {t} WHERE id IN ({list}) AND lease_token = ?",
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "DELETE FROM {t} WHERE id IN ({list}) AND lease_token = {token}",
                     t = self.table
                 )))
-                .bind(token)
                 .execute(p)
                 .await?;
                 Ok(ids.len())
