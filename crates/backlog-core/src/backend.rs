@@ -174,6 +174,14 @@ pub struct JobPruneParams {
     pub archive: bool,
 }
 
+/// Input of [`Backend::job_vacuum`].
+#[derive(Debug, Clone, Copy)]
+pub struct JobVacuumParams {
+    /// Reclaim only when the database counts more dead rows in the job table than this, plus a
+    /// tenth of its live rows.
+    pub min_dead: u64,
+}
+
 /// Input of [`Backend::leader_elect`].
 #[derive(Debug, Clone)]
 pub struct LeaderParams {
@@ -321,6 +329,16 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     async fn job_cancel_request(&self, id: i64, now: i64) -> Result<Job>;
     /// Deletes or archives finished jobs of a queue, oldest first, in one bounded batch.
     async fn job_prune(&self, params: JobPruneParams) -> Result<u64>;
+    /// Reclaims the dead rows that completions and prunes leave in the job table, where the
+    /// database does not do so on its own in time: PostgreSQL runs `VACUUM` on it when its
+    /// statistics count enough dead rows (autovacuum may be off, and its default threshold, a
+    /// fifth of the table, lets a queue's claim index fill with dead entries). Returns the dead
+    /// rows it found when it vacuumed, `None` when it had nothing to do; backends whose engine
+    /// reclaims by itself (InnoDB's purge, SQLite's free list) do nothing.
+    async fn job_vacuum(&self, params: JobVacuumParams) -> Result<Option<u64>> {
+        let _ = params;
+        Ok(None)
+    }
     /// Takes or renews the leadership of `name`: returns the term when `holder` leads.
     async fn leader_elect(&self, params: &LeaderParams) -> Result<Option<i64>>;
     /// Gives up the leadership of `name` if `holder` has it.

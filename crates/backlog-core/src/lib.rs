@@ -24,8 +24,8 @@ mod validate;
 pub use backend::{
     AdminAction, Backend, Capabilities, ClaimStrategy, CronFireParams, JobClaimParams,
     JobCompleteParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
-    JobProgressParams, JobPruneParams, JobReleaseParams, JobRescueParams, LeaderParams,
-    MigrateReport, QueueRedriveParams, TxClaim, WakeFn,
+    JobProgressParams, JobPruneParams, JobReleaseParams, JobRescueParams, JobVacuumParams,
+    LeaderParams, MigrateReport, QueueRedriveParams, TxClaim, WakeFn,
 };
 pub use backoff::backoff_delay;
 pub use clock::{Clock, ManualClock, SystemClock, now_micros};

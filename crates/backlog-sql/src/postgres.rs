@@ -10,8 +10,8 @@ use backlog_core::{
     AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CronFireParams, EnqueueOutcome,
     Job, JobClaimParams, JobCompleteParams, JobFailParams, JobHeartbeatParams, JobInsertParams,
     JobListParams, JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams,
-    LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams, QueueSettings,
-    QueueStats, Result, Retention, TxClaim, WakeFn,
+    JobVacuumParams, LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams,
+    QueueSettings, QueueStats, Result, Retention, TxClaim, WakeFn,
 };
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool, Postgres, Row, Transaction};
@@ -60,6 +60,9 @@ pub struct PgBackend {
     /// Sends the wake-ups of what this backend enqueued, where its connections keep the trigger
     /// quiet (a pool it opened itself); `None` on a caller's pool, where the trigger sends them.
     waker: Option<Arc<Waker>>,
+    /// Set once `job_vacuum` found that this database cannot vacuum the job table (no such
+    /// statistics or statement, as on some PostgreSQL-compatible databases, or no privilege).
+    vacuum_unsupported: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl PgBackend {
@@ -90,6 +93,7 @@ impl PgBackend {
             claim_token: Ordered::new(q!("job_claim_token")),
             notifier: Arc::default(),
             waker: None,
+            vacuum_unsupported: Arc::default(),
         }
     }
 
@@ -98,6 +102,59 @@ impl PgBackend {
         if let Some(waker) = &self.waker {
             waker.send(&self.pool, jobs);
         }
+    }
+
+    /// Stops `job_vacuum` for good when the database refused it for a reason retrying does not
+    /// change (no such statistics view or statement, as on some PostgreSQL-compatible databases,
+    /// or no privilege), saying so once; other errors are returned.
+    fn vacuum_refused(&self, err: sqlx::Error) -> Result<Option<u64>> {
+        let code = match &err {
+            sqlx::Error::Database(e) => e.code().unwrap_or_default().into_owned(),
+            _ => String::new(),
+        };
+        // undefined_table, undefined_object, feature_not_supported, insufficient_privilege,
+        // syntax_error.
+        if !["42P01", "42704", "0A000", "42501", "42601"].contains(&code.as_str()) {
+            return Err(crate::dberror::db(err));
+        }
+        self.vacuum_unsupported
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        tracing::warn!(
+            error = %err,
+            "backlog: cannot VACUUM backlog_job; its dead rows are left to autovacuum"
+        );
+        Ok(None)
+    }
+
+    /// One claim-token claim: marks the rows with the token, then reads them, in one
+    /// transaction.
+    async fn claim_token_once(
+        &self,
+        p: &JobClaimParams,
+        token: i64,
+        expires: i64,
+        kinds: Option<Vec<String>>,
+    ) -> Result<Vec<sqlx::postgres::PgRow>> {
+        let mut tx = self.pool.begin().await.db()?;
+        sqlx::query(AssertSqlSafe(self.claim_token.get(p.order).to_owned()))
+            .bind(token)
+            .bind(&p.owner)
+            .bind(expires)
+            .bind(p.now)
+            .bind(p.queue.as_str())
+            .bind(kinds)
+            .bind(p.limit as i64)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        let rows = sqlx::query(q!("job_select_token"))
+            .bind(expires)
+            .bind(token)
+            .fetch_all(&mut *tx)
+            .await
+            .db()?;
+        tx.commit().await.db()?;
+        Ok(rows)
     }
 
     /// The pool.
@@ -245,12 +302,46 @@ impl batch::InsertOps for Inserter<'_> {
         let (conn, now) = (&mut *self.conn, self.now);
         let mut out = Vec::with_capacity(rows.len());
         for chunk in rows.chunks(INSERT_CHUNK) {
+            if let [j] = chunk
+                && j.unique_key.is_none()
+            {
+                let id = sqlx::query_scalar(q!("job_insert_one"))
+                    .bind(j.queue.as_str())
+                    .bind(j.kind.as_ref().map(|k| k.as_str()))
+                    .bind(j.payload.as_str())
+                    .bind(j.priority)
+                    .bind(j.run_at.unwrap_or(now))
+                    .bind(j.max_attempts)
+                    .bind(now)
+                    .fetch_one(&mut *conn)
+                    .await
+                    .db()?;
+                out.push(Some(id));
+                continue;
+            }
             let text = |f: fn(&NewJob) -> Option<&str>| -> Vec<Option<String>> {
                 chunk.iter().map(|j| f(j).map(str::to_owned)).collect()
             };
             let priorities: Vec<i16> = chunk.iter().map(|j| j.priority).collect();
             let run_ats: Vec<i64> = chunk.iter().map(|j| j.run_at.unwrap_or(now)).collect();
             let max_attempts: Vec<Option<i32>> = chunk.iter().map(|j| j.max_attempts).collect();
+            if chunk.iter().all(|j| j.unique_key.is_none()) {
+                let mut ids: Vec<i64> = sqlx::query_scalar(q!("job_insert_plain"))
+                    .bind(text(|j| Some(j.queue.as_str())))
+                    .bind(text(|j| j.kind.as_ref().map(|k| k.as_str())))
+                    .bind(text(|j| Some(j.payload.as_str())))
+                    .bind(priorities)
+                    .bind(run_ats)
+                    .bind(max_attempts)
+                    .bind(now)
+                    .fetch_all(&mut *conn)
+                    .await
+                    .db()?;
+                // Ids come from one sequence in insertion (input) order.
+                ids.sort_unstable();
+                out.extend(ids.into_iter().map(Some));
+                continue;
+            }
             let rows = sqlx::query(q!("job_insert"))
                 .bind(text(|j| Some(j.queue.as_str())))
                 .bind(text(|j| j.kind.as_ref().map(|k| k.as_str())))
@@ -292,7 +383,7 @@ impl batch::InsertOps for Inserter<'_> {
     }
 }
 
-/// Tries of an enqueue batch that deadlocked with another.
+/// Tries of an enqueue batch or a completion that deadlocked with another.
 const INSERT_ATTEMPTS: u32 = 5;
 
 fn is_deadlock(e: &backlog_core::Error) -> bool {
@@ -307,22 +398,29 @@ fn is_deadlock(e: &backlog_core::Error) -> bool {
 
 /// The operations transaction claim mode shares with the pool path, on one connection.
 async fn complete_on(conn: &mut PgConnection, p: &JobCompleteParams) -> Result<Vec<JobRef>> {
-    if p.jobs.is_empty() {
-        return Ok(vec![]);
+    let mut done: Vec<i64> = Vec::with_capacity(p.jobs.len());
+    // One statement per set of distinct ids (a job appears twice only when a process completes
+    // an expired lease of a job beside its new one, where only the newer token can match).
+    let mut rest: Vec<JobRef> = p.jobs.clone();
+    while !rest.is_empty() {
+        let mut seen = std::collections::HashSet::with_capacity(rest.len());
+        let (batch, again): (Vec<JobRef>, Vec<JobRef>) =
+            rest.into_iter().partition(|j| seen.insert(j.id));
+        let ids: Vec<i64> = batch.iter().map(|j| j.id).collect();
+        let tokens: Vec<i64> = batch.iter().map(|j| j.token).collect();
+        let query = match p.retention {
+            Retention::Delete => sqlx::query_scalar::<_, i64>(q!("job_complete_delete")),
+            Retention::Keep => sqlx::query_scalar(q!("job_complete_keep")),
+            Retention::Archive => sqlx::query_scalar(q!("job_complete_archive")),
+        };
+        let query = query.bind(ids).bind(tokens);
+        let query = match p.retention {
+            Retention::Delete => query,
+            Retention::Keep | Retention::Archive => query.bind(p.now),
+        };
+        done.extend(query.fetch_all(&mut *conn).await.db()?);
+        rest = again;
     }
-    let ids: Vec<i64> = p.jobs.iter().map(|j| j.id).collect();
-    let tokens: Vec<i64> = p.jobs.iter().map(|j| j.token).collect();
-    let query = match p.retention {
-        Retention::Delete => sqlx::query_scalar(q!("job_complete_delete")),
-        Retention::Keep => sqlx::query_scalar(q!("job_complete_keep")),
-        Retention::Archive => sqlx::query_scalar(q!("job_complete_archive")),
-    };
-    let query = query.bind(ids).bind(tokens);
-    let query = match p.retention {
-        Retention::Delete => query,
-        Retention::Keep | Retention::Archive => query.bind(p.now),
-    };
-    let done: Vec<i64> = query.fetch_all(&mut *conn).await.db()?;
     Ok(shared::refs_with_ids(&p.jobs, &done))
 }
 
@@ -510,25 +608,20 @@ impl Backend for PgBackend {
                     .collect::<Result<Vec<_>>>()?
             }
             ClaimStrategy::ClaimToken => {
-                let mut tx = self.pool.begin().await.db()?;
-                sqlx::query(AssertSqlSafe(self.claim_token.get(p.order).to_owned()))
-                    .bind(token)
-                    .bind(&p.owner)
-                    .bind(expires)
-                    .bind(p.now)
-                    .bind(p.queue.as_str())
-                    .bind(kinds)
-                    .bind(p.limit as i64)
-                    .execute(&mut *tx)
-                    .await
-                    .db()?;
-                let rows = sqlx::query(q!("job_select_token"))
-                    .bind(expires)
-                    .bind(token)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .db()?;
-                tx.commit().await.db()?;
+                // Claim-token claimers wait on rows instead of skipping them, and a row whose
+                // recheck failed stays locked to the end of the claim; rows are taken in id
+                // order, but a completion whose plan visits rows in another order can still
+                // close a cycle. The deadlock victim's transaction changed nothing: it goes again.
+                let mut attempt = 1;
+                let rows = loop {
+                    match self
+                        .claim_token_once(p, token, expires, kinds.clone())
+                        .await
+                    {
+                        Err(e) if is_deadlock(&e) && attempt < INSERT_ATTEMPTS => attempt += 1,
+                        res => break res?,
+                    }
+                };
                 rows.iter()
                     .map(|r| Ok(claimed_from_row!(r)))
                     .collect::<Result<Vec<_>>>()?
@@ -563,7 +656,15 @@ impl Backend for PgBackend {
 
     async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {
         let mut conn = self.pool.acquire().await.db()?;
-        complete_on(&mut conn, &p).await
+        let mut attempt = 1;
+        loop {
+            // Each statement is atomic on its own: one chosen as a deadlock victim changed
+            // nothing, and goes again.
+            match complete_on(&mut conn, &p).await {
+                Err(e) if is_deadlock(&e) && attempt < INSERT_ATTEMPTS => attempt += 1,
+                res => return res,
+            }
+        }
     }
 
     async fn job_fail(&self, p: JobFailParams) -> Result<()> {
@@ -632,6 +733,35 @@ impl Backend for PgBackend {
             .await
             .db()?;
         Ok(res.rows_affected())
+    }
+
+    async fn job_vacuum(&self, p: JobVacuumParams) -> Result<Option<u64>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.vacuum_unsupported.load(Relaxed) {
+            return Ok(None);
+        }
+        let counts: std::result::Result<Option<(Option<i64>, Option<i64>)>, sqlx::Error> =
+            sqlx::query_as(q!("job_dead_rows"))
+                .fetch_optional(&self.pool)
+                .await;
+        let (dead, live) = match counts {
+            Ok(Some((dead, live))) => (dead.unwrap_or(0), live.unwrap_or(0)),
+            Ok(None) => return Ok(None),
+            Err(e) => return self.vacuum_refused(e),
+        };
+        let dead = dead.max(0) as u64;
+        if dead <= p.min_dead + live.max(0) as u64 / 10 {
+            return Ok(None);
+        }
+        // SKIP_LOCKED: if another VACUUM (autovacuum's) is at work on the table, leave it be
+        // rather than wait behind it.
+        match sqlx::raw_sql("VACUUM (SKIP_LOCKED) backlog_job")
+            .execute(&self.pool)
+            .await
+        {
+            Ok(_) => Ok(Some(dead)),
+            Err(e) => self.vacuum_refused(e),
+        }
     }
 
     async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {

@@ -115,6 +115,25 @@ impl batch::InsertOps for Inserter<'_> {
         let (conn, now) = (&mut *self.conn, self.now);
         let mut out = Vec::with_capacity(rows.len());
         for chunk in rows.chunks(INSERT_CHUNK) {
+            if chunk.iter().all(|j| j.unique_key.is_none()) {
+                let sql =
+                    q!("job_insert_plain").replace("/*ROWS*/", &question_rows(chunk.len(), 7));
+                let mut query = sqlx::query(AssertSqlSafe(sql));
+                for j in chunk {
+                    query = query
+                        .bind(j.queue.as_str().to_owned())
+                        .bind(j.kind.as_ref().map(|k| k.as_str().to_owned()))
+                        .bind(j.payload.as_str().to_owned())
+                        .bind(j.priority)
+                        .bind(j.run_at.unwrap_or(now))
+                        .bind(j.max_attempts)
+                        .bind(now);
+                }
+                let last = query.execute(&mut *conn).await.db()?.last_insert_rowid();
+                let first = last - chunk.len() as i64 + 1;
+                out.extend((first..=last).map(Some));
+                continue;
+            }
             let sql = q!("job_insert").replace("/*ROWS*/", &question_rows(chunk.len(), 8));
             let mut query = sqlx::query(AssertSqlSafe(sql));
             for j in chunk {

@@ -206,6 +206,7 @@ async fn measure(
     let mut r = Rounds::default();
     for round in 1..=p.rounds {
         let tag = format!("round {round}/{}", p.rounds);
+        base.vacuum().await?;
         r.single_base
             .push(single_bare(base, &q("single_base"), p, bar, &tag).await?);
         r.single

@@ -1,7 +1,8 @@
 -- Claim-token strategy (seeds S3, S5): no SKIP LOCKED; job_select_token reads the claimed rows.
--- Rows are locked in id order (FOR UPDATE after ORDER BY id), as every multi-row writer here
--- does, so claimers that wait on each other or on completions cannot deadlock. A row another
--- claimer took first fails the state recheck after the wait and is left out.
+-- Rows are locked in id order (FOR UPDATE after ORDER BY id), as completions' primary-key scans
+-- visit them, so claimers that wait on each other or on completions do not deadlock (a plan that
+-- visits rows otherwise can; the victim's claim is retried whole). A row another claimer took
+-- first fails the state recheck after the wait and is left out.
 WITH picked AS (
     SELECT id FROM backlog_job
     WHERE queue = $5 AND state = 'available' AND run_at <= $4

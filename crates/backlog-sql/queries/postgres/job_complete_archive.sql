@@ -1,14 +1,10 @@
 -- One statement: the CTE deletes the rows and the INSERT moves exactly those, atomically.
 -- (id, lease_token) pairs come as two parallel arrays (see job_complete_delete for the lock order).
-WITH target AS (
-    SELECT j.id FROM UNNEST($1::bigint[], $2::bigint[]) AS t(id, token)
-    JOIN backlog_job j ON j.id = t.id AND j.lease_token = t.token
-    WHERE j.state = 'running'
-    ORDER BY j.id
-    FOR UPDATE OF j
-), moved AS (
-    DELETE FROM backlog_job j USING target WHERE j.id = target.id
-    RETURNING j.*
+WITH moved AS (
+    DELETE FROM backlog_job
+    WHERE id = ANY($1::bigint[]) AND state = 'running'
+      AND lease_token = ($2::bigint[])[array_position($1::bigint[], id)]
+    RETURNING *
 )
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,

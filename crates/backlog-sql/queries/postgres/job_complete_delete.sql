@@ -1,12 +1,9 @@
--- (id, lease_token) pairs come as two parallel arrays: one statement for any batch size, driven
--- from the pairs to the primary key. Rows are locked in id order first so concurrent multi-row
--- writers (other completions, claim-token claimers re-checking rows) cannot deadlock.
-WITH target AS (
-    SELECT j.id FROM UNNEST($1::bigint[], $2::bigint[]) AS t(id, token)
-    JOIN backlog_job j ON j.id = t.id AND j.lease_token = t.token
-    WHERE j.state = 'running'
-    ORDER BY j.id
-    FOR UPDATE OF j
-)
-DELETE FROM backlog_job j USING target WHERE j.id = target.id
-RETURNING j.id
+-- (id, lease_token) pairs come as two parallel arrays: one statement for any batch size. The
+-- primary-key scan of `id = ANY` visits (and so locks) the rows in id order, as every multi-row
+-- writer here does, so concurrent completions and claim-token claimers do not deadlock (should a
+-- plan ever visit them otherwise, the database reports a deadlock and the completion is retried).
+-- Ids are distinct within a call; array_position finds each row's own token.
+DELETE FROM backlog_job
+WHERE id = ANY($1::bigint[]) AND state = 'running'
+  AND lease_token = ($2::bigint[])[array_position($1::bigint[], id)]
+RETURNING id

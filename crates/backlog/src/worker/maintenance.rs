@@ -1,5 +1,6 @@
 //! Maintenance, run only by the elected leader: rescue of expired leases, pruning of finished
-//! jobs in bounded batches, and periodic jobs that fire exactly once per tick.
+//! jobs in bounded batches, reclaiming the job table's dead rows (PostgreSQL), and periodic jobs
+//! that fire exactly once per tick.
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -9,7 +10,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::{Client, Error, JobState, NewJob, Result, Retention};
-use backlog_core::{CronFireParams, JobPruneParams, LeaderParams};
+use backlog_core::{CronFireParams, JobPruneParams, JobVacuumParams, LeaderParams};
 
 /// The name leaders are elected under.
 pub const LEADER_NAME: &str = "backlog_maintenance";
@@ -34,6 +35,14 @@ pub struct MaintenanceConfig {
     pub keep_dead: Option<Duration>,
     /// Most rows per prune statement.
     pub prune_batch: u32,
+    /// How often the leader checks the job table for dead rows (`None`: never). On PostgreSQL
+    /// every completed job leaves one; when more than `vacuum_min_dead` plus a tenth of the live
+    /// rows have piled up, the leader runs `VACUUM` on the table, so claims do not wade through
+    /// dead index entries whether or not autovacuum runs, or runs often enough. Other backends
+    /// reclaim by themselves and skip this.
+    pub vacuum_every: Option<Duration>,
+    /// Dead rows (beyond a tenth of the live ones) that the leader leaves alone.
+    pub vacuum_min_dead: u64,
 }
 
 impl Default for MaintenanceConfig {
@@ -47,6 +56,8 @@ impl Default for MaintenanceConfig {
             keep_cancelled: Duration::from_secs(7 * 24 * 3600),
             keep_dead: None,
             prune_batch: 1000,
+            vacuum_every: Some(Duration::from_secs(5)),
+            vacuum_min_dead: 10_000,
         }
     }
 }
@@ -129,6 +140,8 @@ pub(crate) async fn run(
         last_fired: HashMap::new(),
         next_rescue: 0,
         next_prune: 0,
+        next_vacuum: 0,
+        vacuuming: None,
     };
     let tick = m
         .cfg
@@ -143,6 +156,9 @@ pub(crate) async fn run(
             _ = tokio::time::sleep(tick) => {}
             _ = stop.cancelled() => break,
         }
+    }
+    if let Some(t) = m.vacuuming.take() {
+        t.abort();
     }
     if m.term.is_some() {
         let _ = m
@@ -162,6 +178,8 @@ struct Maintainer {
     last_fired: HashMap<String, i64>,
     next_rescue: i64,
     next_prune: i64,
+    next_vacuum: i64,
+    vacuuming: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Maintainer {
@@ -197,6 +215,29 @@ impl Maintainer {
         if now >= self.next_prune {
             self.prune(now).await?;
             self.next_prune = now + self.cfg.prune_every.as_micros() as i64;
+        }
+        if let Some(every) = self.cfg.vacuum_every {
+            // The next check counts from when the last one finished.
+            if self.vacuuming.take_if(|t| t.is_finished()).is_some() {
+                self.next_vacuum = now + every.as_micros() as i64;
+            }
+            if self.vacuuming.is_none() && now >= self.next_vacuum {
+                // In a task of its own: a VACUUM of a large table takes seconds, and the
+                // leadership must be renewed meanwhile.
+                let client = self.client.clone();
+                let params = JobVacuumParams {
+                    min_dead: self.cfg.vacuum_min_dead,
+                };
+                self.vacuuming = Some(tokio::spawn(async move {
+                    match client.backend().job_vacuum(params).await {
+                        Ok(Some(dead)) => {
+                            tracing::debug!("vacuumed the job table ({dead} dead rows)")
+                        }
+                        Ok(None) => {}
+                        Err(e) => tracing::warn!("vacuum of the job table failed: {e}"),
+                    }
+                }));
+            }
         }
         for p in &self.periodic {
             let Some(tick) = p.schedule.last_tick(now) else {

@@ -1,0 +1,130 @@
+//! PostgreSQL: the leader's `job_vacuum` reclaims the dead rows that completed jobs leave in the
+//! job table once enough have piled up, so the table's space is reused rather than grown, even
+//! with autovacuum off (as on the CI database).
+
+use std::time::{Duration, Instant};
+
+use backlog_core::{Backend, JobVacuumParams};
+use backlog_sql::PgBackend;
+use sqlx::{Connection, PgConnection};
+
+fn postgres_url() -> String {
+    std::env::var("BACKLOG_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+/// Inserts and deletes `n` rows with plain SQL on a connection of its own, closed afterwards
+/// (a closing backend reports its statistics at once).
+async fn churn(url: &str, n: i64) {
+    let mut c = PgConnection::connect(url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO backlog_job (queue, payload) \
+         SELECT 'churn', jsonb_build_object('i', i) FROM generate_series(1, $1) AS i",
+    )
+    .bind(n)
+    .execute(&mut c)
+    .await
+    .unwrap();
+    sqlx::query("DELETE FROM backlog_job WHERE queue = 'churn'")
+        .execute(&mut c)
+        .await
+        .unwrap();
+    c.close().await.unwrap();
+}
+
+/// Calls `job_vacuum` until it vacuums (statistics arrive within a second or so).
+async fn vacuum_when_due(b: &PgBackend, min_dead: u64) -> u64 {
+    let started = Instant::now();
+    loop {
+        if let Some(dead) = b.job_vacuum(JobVacuumParams { min_dead }).await.unwrap() {
+            return dead;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "job_vacuum never found the dead rows"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn table_bytes(c: &mut PgConnection) -> i64 {
+    sqlx::query_scalar("SELECT pg_relation_size('backlog_job')")
+        .fetch_one(c)
+        .await
+        .unwrap()
+}
+
+async fn dead_rows(c: &mut PgConnection) -> i64 {
+    sqlx::query_scalar(
+        "SELECT coalesce(n_dead_tup, 0) FROM pg_stat_all_tables \
+         WHERE relid = to_regclass('backlog_job')",
+    )
+    .fetch_one(c)
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_rows_are_vacuumed_once_enough_pile_up() {
+    let name = format!("bl_v_{:016x}", rand::random::<u64>());
+    let mut admin = PgConnection::connect(&postgres_url())
+        .await
+        .expect("PostgreSQL is required");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let sep = if postgres_url().contains('?') {
+        '&'
+    } else {
+        '?'
+    };
+    let url = format!("{}{sep}options=-c%20search_path%3D{name}", postgres_url());
+    let b = PgBackend::connect(&url, &Default::default()).await.unwrap();
+    b.migrate().await.unwrap();
+    let mut c = PgConnection::connect(&url).await.unwrap();
+
+    // A fresh table: nothing to do.
+    let none = b.job_vacuum(JobVacuumParams { min_dead: 0 }).await.unwrap();
+    assert_eq!(none, None, "an empty table is left alone");
+
+    churn(&url, 20_000).await;
+    // Below the threshold (min_dead plus a tenth of the live rows), the rows stay dead.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let left = b
+        .job_vacuum(JobVacuumParams { min_dead: 50_000 })
+        .await
+        .unwrap();
+    assert_eq!(
+        left, None,
+        "20,000 dead rows are under a threshold of 50,000"
+    );
+    assert!(dead_rows(&mut c).await >= 20_000);
+
+    let found = vacuum_when_due(&b, 10_000).await;
+    assert!(found >= 20_000, "it vacuumed on seeing {found} dead rows");
+    assert_eq!(dead_rows(&mut c).await, 0, "VACUUM left no dead rows");
+    let after_first = table_bytes(&mut c).await;
+    assert_eq!(
+        b.job_vacuum(JobVacuumParams { min_dead: 10_000 })
+            .await
+            .unwrap(),
+        None,
+        "nothing left to vacuum"
+    );
+
+    // The same churn again reuses the reclaimed space instead of growing the table.
+    churn(&url, 20_000).await;
+    vacuum_when_due(&b, 10_000).await;
+    let after_second = table_bytes(&mut c).await;
+    assert!(
+        after_second <= after_first + after_first / 10,
+        "the table grew from {after_first} to {after_second} bytes"
+    );
+
+    b.close().await;
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {name} CASCADE")))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+}
