@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Medians across runs of `backlog bench --json`: one markdown table per backend.
+
+    scripts/bench_summary.py full.postgres.*.json
+
+Each run's own figures are already medians of its rounds; this takes the median of the runs, and
+lists each run's value beside it.
+"""
+import json
+import statistics
+import sys
+
+ROWS = [
+    ("enqueue, single (16 producers)", "enqueue_single_per_s", "enqueue_single_baseline_per_s", "/s"),
+    ("enqueue, batched (1000 per call)", "enqueue_batch_per_s", "enqueue_batch_baseline_per_s", "/s"),
+    ("drain of 100k no-op jobs", "e2e_jobs_per_s", "baseline_jobs_per_s", "/s"),
+]
+SOLO = [
+    ("steady producer, end to end", "e2e_steady_jobs_per_s", "/s"),
+    ("enqueue to handler start, p50", "latency_p50_ms", " ms"),
+    ("enqueue to handler start, p99", "latency_p99_ms", " ms"),
+    ("S2: claim to completion, mean", "s2_mean_ms", " ms"),
+    ("S2: claim to completion, p99", "s2_p99_ms", " ms"),
+]
+
+
+def fmt(v, unit):
+    return f"{v:,.0f}{unit}" if unit == "/s" else f"{v:,.1f}{unit}"
+
+
+def main(paths):
+    runs = [json.load(open(p)) for p in paths]
+    backend = runs[0]["params"]["backend"]
+    print(f"**{backend}**, {len(runs)} runs\n")
+    print("| figure | backlog (median) | bare SQL (median) | ratio (median of runs) | ratio per run |")
+    print("|---|---:|---:|---:|---|")
+    for name, ours, base, unit in ROWS:
+        o = statistics.median(r[ours] for r in runs)
+        b = statistics.median(r[base] for r in runs)
+        ratios = [r[ours] / r[base] for r in runs]
+        per = ", ".join(f"{x:.0%}" for x in ratios)
+        print(f"| {name} | {fmt(o, unit)} | {fmt(b, unit)} | {statistics.median(ratios):.0%} | {per} |")
+    for name, key, unit in SOLO:
+        v = statistics.median(r[key] for r in runs)
+        per = ", ".join(fmt(r[key], unit) for r in runs)
+        print(f"| {name} | {fmt(v, unit)} | | | {per} |")
+    print()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
