@@ -136,14 +136,7 @@ impl PgBackend {
         kinds: Option<Vec<String>>,
     ) -> Result<Vec<sqlx::postgres::PgRow>> {
         let mut tx = self.pool.begin().await.db()?;
-        sqlx::query(AssertSqlSafe(self.claim_token.get(p.order).to_owned()))
-            .bind(token)
-            .bind(&p.owner)
-            .bind(expires)
-            .bind(p.now)
-            .bind(p.queue.as_str())
-            .bind(kinds)
-            .bind(p.limit as i64)
+        claim_query(self.claim_token.get(p.order), p, token, expires, kinds)
             .execute(&mut *tx)
             .await
             .db()?;
@@ -396,6 +389,25 @@ fn is_deadlock(e: &backlog_core::Error) -> bool {
     )
 }
 
+/// A claim statement (either strategy) with its parameters: $1 token, $2 owner, $3 lease expiry,
+/// $4 now, $5 queue, $6 kinds, $7 limit.
+fn claim_query<'q>(
+    sql: &str,
+    p: &'q JobClaimParams,
+    token: i64,
+    expires: i64,
+    kinds: Option<Vec<String>>,
+) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+    sqlx::query(AssertSqlSafe(sql.to_owned()))
+        .bind(token)
+        .bind(&p.owner)
+        .bind(expires)
+        .bind(p.now)
+        .bind(p.queue.as_str())
+        .bind(kinds)
+        .bind(p.limit as i64)
+}
+
 /// The operations transaction claim mode shares with the pool path, on one connection.
 async fn complete_on(conn: &mut PgConnection, p: &JobCompleteParams) -> Result<Vec<JobRef>> {
     let mut done: Vec<i64> = Vec::with_capacity(p.jobs.len());
@@ -592,14 +604,7 @@ impl Backend for PgBackend {
         let kinds = shared::kinds_vec(&p.kinds);
         let mut jobs = match p.strategy {
             ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => {
-                let rows = sqlx::query(AssertSqlSafe(self.claim.get(p.order).to_owned()))
-                    .bind(token)
-                    .bind(&p.owner)
-                    .bind(expires)
-                    .bind(p.now)
-                    .bind(p.queue.as_str())
-                    .bind(kinds)
-                    .bind(p.limit as i64)
+                let rows = claim_query(self.claim.get(p.order), p, token, expires, kinds)
                     .fetch_all(&self.pool)
                     .await
                     .db()?;

@@ -110,6 +110,22 @@ struct Inserter<'c> {
     now: i64,
 }
 
+/// Binds the values of a row that both insert statements share: queue, kind, payload, priority,
+/// run_at, max_attempts.
+fn bind_job<'q>(
+    query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    j: &NewJob,
+    now: i64,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    query
+        .bind(j.queue.as_str().to_owned())
+        .bind(j.kind.as_ref().map(|k| k.as_str().to_owned()))
+        .bind(j.payload.as_str().to_owned())
+        .bind(j.priority)
+        .bind(j.run_at.unwrap_or(now))
+        .bind(j.max_attempts)
+}
+
 impl batch::InsertOps for Inserter<'_> {
     async fn insert(&mut self, rows: &[NewJob]) -> Result<Vec<Option<i64>>> {
         let (conn, now) = (&mut *self.conn, self.now);
@@ -120,14 +136,7 @@ impl batch::InsertOps for Inserter<'_> {
                     q!("job_insert_plain").replace("/*ROWS*/", &question_rows(chunk.len(), 7));
                 let mut query = sqlx::query(AssertSqlSafe(sql));
                 for j in chunk {
-                    query = query
-                        .bind(j.queue.as_str().to_owned())
-                        .bind(j.kind.as_ref().map(|k| k.as_str().to_owned()))
-                        .bind(j.payload.as_str().to_owned())
-                        .bind(j.priority)
-                        .bind(j.run_at.unwrap_or(now))
-                        .bind(j.max_attempts)
-                        .bind(now);
+                    query = bind_job(query, j, now).bind(now);
                 }
                 let last = query.execute(&mut *conn).await.db()?.last_insert_rowid();
                 let first = last - chunk.len() as i64 + 1;
@@ -137,13 +146,7 @@ impl batch::InsertOps for Inserter<'_> {
             let sql = q!("job_insert").replace("/*ROWS*/", &question_rows(chunk.len(), 8));
             let mut query = sqlx::query(AssertSqlSafe(sql));
             for j in chunk {
-                query = query
-                    .bind(j.queue.as_str().to_owned())
-                    .bind(j.kind.as_ref().map(|k| k.as_str().to_owned()))
-                    .bind(j.payload.as_str().to_owned())
-                    .bind(j.priority)
-                    .bind(j.run_at.unwrap_or(now))
-                    .bind(j.max_attempts)
+                query = bind_job(query, j, now)
                     .bind(j.unique_key.as_ref().map(|k| k.as_str().to_owned()))
                     .bind(now);
             }

@@ -2,16 +2,14 @@
 //! job table once enough have piled up, so the table's space is reused rather than grown, even
 //! with autovacuum off (as on the CI database).
 
+// The conformance suite's harness: this test uses its PostgreSQL schema only.
+#[allow(dead_code, unused_macros, unused_imports)]
+mod harness;
+
 use std::time::{Duration, Instant};
 
 use backlog_core::{Backend, JobVacuumParams};
-use backlog_sql::PgBackend;
 use sqlx::{Connection, PgConnection};
-
-fn postgres_url() -> String {
-    std::env::var("BACKLOG_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
-}
 
 /// Inserts and deletes `n` rows with plain SQL on a connection of its own, closed afterwards
 /// (a closing backend reports its statistics at once).
@@ -33,7 +31,7 @@ async fn churn(url: &str, n: i64) {
 }
 
 /// Calls `job_vacuum` until it vacuums (statistics arrive within a second or so).
-async fn vacuum_when_due(b: &PgBackend, min_dead: u64) -> u64 {
+async fn vacuum_when_due(b: &dyn Backend, min_dead: u64) -> u64 {
     let started = Instant::now();
     loop {
         if let Some(dead) = b.job_vacuum(JobVacuumParams { min_dead }).await.unwrap() {
@@ -66,22 +64,9 @@ async fn dead_rows(c: &mut PgConnection) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dead_rows_are_vacuumed_once_enough_pile_up() {
-    let name = format!("bl_v_{:016x}", rand::random::<u64>());
-    let mut admin = PgConnection::connect(&postgres_url())
-        .await
-        .expect("PostgreSQL is required");
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    let sep = if postgres_url().contains('?') {
-        '&'
-    } else {
-        '?'
-    };
-    let url = format!("{}{sep}options=-c%20search_path%3D{name}", postgres_url());
-    let b = PgBackend::connect(&url, &Default::default()).await.unwrap();
-    b.migrate().await.unwrap();
+    // A schema of its own (the harness's), so other tests' rows do not count.
+    let db = harness::Db::postgres().await;
+    let (b, url) = (&*db.b, db.url.clone());
     let mut c = PgConnection::connect(&url).await.unwrap();
 
     // A fresh table: nothing to do.
@@ -101,7 +86,7 @@ async fn dead_rows_are_vacuumed_once_enough_pile_up() {
     );
     assert!(dead_rows(&mut c).await >= 20_000);
 
-    let found = vacuum_when_due(&b, 10_000).await;
+    let found = vacuum_when_due(b, 10_000).await;
     assert!(found >= 20_000, "it vacuumed on seeing {found} dead rows");
     assert_eq!(dead_rows(&mut c).await, 0, "VACUUM left no dead rows");
     let after_first = table_bytes(&mut c).await;
@@ -115,16 +100,10 @@ async fn dead_rows_are_vacuumed_once_enough_pile_up() {
 
     // The same churn again reuses the reclaimed space instead of growing the table.
     churn(&url, 20_000).await;
-    vacuum_when_due(&b, 10_000).await;
+    vacuum_when_due(b, 10_000).await;
     let after_second = table_bytes(&mut c).await;
     assert!(
         after_second <= after_first + after_first / 10,
         "the table grew from {after_first} to {after_second} bytes"
     );
-
-    b.close().await;
-    sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {name} CASCADE")))
-        .execute(&mut admin)
-        .await
-        .unwrap();
 }
