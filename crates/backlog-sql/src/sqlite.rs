@@ -189,46 +189,32 @@ impl SqliteBackend {
         if p.jobs.is_empty() {
             return Ok(vec![]);
         }
-        let pairs = question_rows(p.jobs.len(), 2);
-        let bind_pairs = |mut q: sqlx::query::Query<'static, sqlx::Sqlite, _>| {
-            for j in &p.jobs {
-                q = q.bind(j.id).bind(j.token);
-            }
-            q
-        };
+        let pairs: Vec<[i64; 2]> = p.jobs.iter().map(|j| [j.id, j.token]).collect();
+        let pairs = serde_json::to_string(&pairs).expect("integers serialize");
         let ids: Vec<i64> = match p.retention {
-            Retention::Delete => {
-                let sql = q!("job_complete_delete").replace("/*PAIRS*/", &pairs);
-                let q = bind_pairs(sqlx::query(AssertSqlSafe(sql)));
-                q.fetch_all(&mut *conn)
-                    .await
-                    .db()?
-                    .iter()
-                    .map(|r| r.get(0))
-                    .collect()
-            }
-            Retention::Keep => {
-                let sql = q!("job_complete_keep").replace("/*PAIRS*/", &pairs);
-                let q = bind_pairs(sqlx::query(AssertSqlSafe(sql)).bind(p.now));
-                q.fetch_all(&mut *conn)
-                    .await
-                    .db()?
-                    .iter()
-                    .map(|r| r.get(0))
-                    .collect()
-            }
+            Retention::Delete => sqlx::query_scalar(q!("job_complete_delete"))
+                .bind(&pairs)
+                .fetch_all(&mut *conn)
+                .await
+                .db()?,
+            Retention::Keep => sqlx::query_scalar(q!("job_complete_keep"))
+                .bind(&pairs)
+                .bind(p.now)
+                .fetch_all(&mut *conn)
+                .await
+                .db()?,
             Retention::Archive => {
-                let sql = q!("job_complete_archive").replace("/*PAIRS*/", &pairs);
-                let q = bind_pairs(sqlx::query(AssertSqlSafe(sql)).bind(p.now));
-                q.execute(&mut *conn).await.db()?;
-                let sql = q!("job_complete_delete").replace("/*PAIRS*/", &pairs);
-                let q = bind_pairs(sqlx::query(AssertSqlSafe(sql)));
-                q.fetch_all(&mut *conn)
+                sqlx::query(q!("job_complete_archive"))
+                    .bind(&pairs)
+                    .bind(p.now)
+                    .execute(&mut *conn)
+                    .await
+                    .db()?;
+                sqlx::query_scalar(q!("job_complete_delete"))
+                    .bind(&pairs)
+                    .fetch_all(&mut *conn)
                     .await
                     .db()?
-                    .iter()
-                    .map(|r| r.get(0))
-                    .collect()
             }
         };
         Ok(shared::refs_with_ids(&p.jobs, &ids))

@@ -1,8 +1,14 @@
+-- ?1: the (id, lease_token) pairs as JSON (see job_complete_delete); ?2: now. The DELETE of
+-- job_complete_delete follows in the same transaction.
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
      attempted_at, finished_at)
 SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
-       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?
+       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?2
 FROM backlog_job
-WHERE state = 'running' AND (id, lease_token) IN (VALUES /*PAIRS*/)
+WHERE id IN (
+    SELECT b.id FROM json_each(?1) AS p
+    JOIN backlog_job AS b ON b.id = p.value ->> 0
+    WHERE b.lease_token = p.value ->> 1 AND b.state = 'running'
+)

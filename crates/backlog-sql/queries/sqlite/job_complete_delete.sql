@@ -1,4 +1,9 @@
--- /*PAIRS*/ becomes (?, ?) per (id, lease_token).
+-- ?1: the (id, lease_token) pairs as a JSON array of two-element arrays. One statement text for
+-- any batch size; each pair is looked up by primary key (never a scan of the running jobs).
 DELETE FROM backlog_job
-WHERE state = 'running' AND (id, lease_token) IN (VALUES /*PAIRS*/)
+WHERE id IN (
+    SELECT b.id FROM json_each(?1) AS p
+    JOIN backlog_job AS b ON b.id = p.value ->> 0
+    WHERE b.lease_token = p.value ->> 1 AND b.state = 'running'
+)
 RETURNING id

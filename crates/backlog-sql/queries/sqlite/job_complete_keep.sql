@@ -1,4 +1,9 @@
+-- ?1: the (id, lease_token) pairs as JSON (see job_complete_delete); ?2: now.
 UPDATE backlog_job
-SET state = 'completed', finished_at = ?, lease_token = NULL, lease_expires_at = NULL
-WHERE state = 'running' AND (id, lease_token) IN (VALUES /*PAIRS*/)
+SET state = 'completed', finished_at = ?2, lease_token = NULL, lease_expires_at = NULL
+WHERE id IN (
+    SELECT b.id FROM json_each(?1) AS p
+    JOIN backlog_job AS b ON b.id = p.value ->> 0
+    WHERE b.lease_token = p.value ->> 1 AND b.state = 'running'
+)
 RETURNING id
