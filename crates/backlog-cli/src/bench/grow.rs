@@ -80,6 +80,10 @@ pub async fn run(
     let mut queued = 0u64;
     let mut levels = vec![];
     for &depth in &p.levels {
+        // Each depth starts from a vacuumed table (PostgreSQL), as autovacuum or the leader
+        // would leave it: dead rows of an earlier run or depth would otherwise slow the claims
+        // of whichever depth comes first.
+        base.vacuum().await?;
         top_up(client, &queue, depth - queued.min(depth), bar, depth).await?;
         queued = queued.max(depth);
         let sizes = base.sizes().await?;
