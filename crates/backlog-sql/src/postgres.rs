@@ -285,6 +285,35 @@ async fn notify_loop(pool: PgPool, mut listener: PgListener, notifier: Arc<Notif
     }
 }
 
+/// Binds the columns both insert statements take as arrays, $1 to $6: queue, kind, payload,
+/// priority, run_at, max_attempts.
+fn bind_columns<'q>(
+    query: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    chunk: &[NewJob],
+    now: i64,
+) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+    let text = |f: fn(&NewJob) -> Option<&str>| -> Vec<Option<String>> {
+        chunk.iter().map(|j| f(j).map(str::to_owned)).collect()
+    };
+    query
+        .bind(text(|j| Some(j.queue.as_str())))
+        .bind(text(|j| j.kind.as_ref().map(|k| k.as_str())))
+        .bind(text(|j| Some(j.payload.as_str())))
+        .bind(chunk.iter().map(|j| j.priority).collect::<Vec<i16>>())
+        .bind(
+            chunk
+                .iter()
+                .map(|j| j.run_at.unwrap_or(now))
+                .collect::<Vec<i64>>(),
+        )
+        .bind(
+            chunk
+                .iter()
+                .map(|j| j.max_attempts)
+                .collect::<Vec<Option<i32>>>(),
+        )
+}
+
 struct Inserter<'c> {
     conn: &'c mut PgConnection,
     now: i64,
@@ -312,37 +341,31 @@ impl batch::InsertOps for Inserter<'_> {
                 out.push(Some(id));
                 continue;
             }
-            let text = |f: fn(&NewJob) -> Option<&str>| -> Vec<Option<String>> {
-                chunk.iter().map(|j| f(j).map(str::to_owned)).collect()
-            };
-            let priorities: Vec<i16> = chunk.iter().map(|j| j.priority).collect();
-            let run_ats: Vec<i64> = chunk.iter().map(|j| j.run_at.unwrap_or(now)).collect();
-            let max_attempts: Vec<Option<i32>> = chunk.iter().map(|j| j.max_attempts).collect();
-            if chunk.iter().all(|j| j.unique_key.is_none()) {
-                let mut ids: Vec<i64> = sqlx::query_scalar(q!("job_insert_plain"))
-                    .bind(text(|j| Some(j.queue.as_str())))
-                    .bind(text(|j| j.kind.as_ref().map(|k| k.as_str())))
-                    .bind(text(|j| Some(j.payload.as_str())))
-                    .bind(priorities)
-                    .bind(run_ats)
-                    .bind(max_attempts)
-                    .bind(now)
-                    .fetch_all(&mut *conn)
-                    .await
+            let plain = chunk.iter().all(|j| j.unique_key.is_none());
+            let query = sqlx::query(if plain {
+                q!("job_insert_plain")
+            } else {
+                q!("job_insert")
+            });
+            let query = bind_columns(query, chunk, now);
+            if plain {
+                let rows = query.bind(now).fetch_all(&mut *conn).await.db()?;
+                let mut ids = rows
+                    .iter()
+                    .map(|r| r.try_get::<i64, _>(0))
+                    .collect::<Result<Vec<_>, sqlx::Error>>()
                     .db()?;
                 // Ids come from one sequence in insertion (input) order.
                 ids.sort_unstable();
                 out.extend(ids.into_iter().map(Some));
                 continue;
             }
-            let rows = sqlx::query(q!("job_insert"))
-                .bind(text(|j| Some(j.queue.as_str())))
-                .bind(text(|j| j.kind.as_ref().map(|k| k.as_str())))
-                .bind(text(|j| Some(j.payload.as_str())))
-                .bind(priorities)
-                .bind(run_ats)
-                .bind(max_attempts)
-                .bind(text(|j| j.unique_key.as_ref().map(|k| k.as_str())))
+            let keys: Vec<Option<String>> = chunk
+                .iter()
+                .map(|j| j.unique_key.as_ref().map(|k| k.as_str().to_owned()))
+                .collect();
+            let rows = query
+                .bind(keys)
                 .bind(now)
                 .fetch_all(&mut *conn)
                 .await
