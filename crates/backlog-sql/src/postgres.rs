@@ -399,8 +399,24 @@ impl batch::InsertOps for Inserter<'_> {
     }
 }
 
-/// Tries of an enqueue batch or a completion that deadlocked with another.
-const INSERT_ATTEMPTS: u32 = 5;
+/// Tries of a statement or transaction chosen as a deadlock victim.
+const DEADLOCK_ATTEMPTS: u32 = 5;
+
+/// Runs `op` again while the database picks it as a deadlock victim: a victim's transaction was
+/// rolled back whole and changed nothing, so it can simply go again.
+async fn retry_deadlocks<T, F, Fut>(mut op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut attempt = 1;
+    loop {
+        match op().await {
+            Err(e) if is_deadlock(&e) && attempt < DEADLOCK_ATTEMPTS => attempt += 1,
+            res => return res,
+        }
+    }
+}
 
 fn is_deadlock(e: &backlog_core::Error) -> bool {
     matches!(
@@ -600,25 +616,18 @@ impl Backend for PgBackend {
             self.woke(&dedup.rows);
             return Ok(dedup.outcomes(&per_row));
         }
-        let mut attempt = 1;
-        loop {
+        // Rows go in input order, so producers whose batches share unique keys in different
+        // orders can deadlock; the batch rolled back whole and is retried.
+        let per_row = retry_deadlocks(|| async {
             let mut tx = self.pool.begin().await.db()?;
-            let res = batch::insert_all(&mut Inserter { conn: &mut tx, now }, &dedup.rows).await;
-            let res = match res {
-                Ok(per_row) => tx.commit().await.db().map(|()| per_row),
-                Err(e) => Err(e),
-            };
-            match res {
-                Ok(per_row) => {
-                    self.woke(&dedup.rows);
-                    return Ok(dedup.outcomes(&per_row));
-                }
-                // Rows go in input order, so producers whose batches share unique keys in
-                // different orders can deadlock; the batch rolled back whole and is retried.
-                Err(e) if is_deadlock(&e) && attempt < INSERT_ATTEMPTS => attempt += 1,
-                Err(e) => return Err(e),
-            }
-        }
+            let per_row =
+                batch::insert_all(&mut Inserter { conn: &mut tx, now }, &dedup.rows).await?;
+            tx.commit().await.db()?;
+            Ok(per_row)
+        })
+        .await?;
+        self.woke(&dedup.rows);
+        Ok(dedup.outcomes(&per_row))
     }
 
     async fn job_claim(&self, p: &JobClaimParams) -> Result<Vec<ClaimedJob>> {
@@ -640,16 +649,9 @@ impl Backend for PgBackend {
                 // recheck failed stays locked to the end of the claim; rows are taken in id
                 // order, but a completion whose plan visits rows in another order can still
                 // close a cycle. The deadlock victim's transaction changed nothing: it goes again.
-                let mut attempt = 1;
-                let rows = loop {
-                    match self
-                        .claim_token_once(p, token, expires, kinds.clone())
-                        .await
-                    {
-                        Err(e) if is_deadlock(&e) && attempt < INSERT_ATTEMPTS => attempt += 1,
-                        res => break res?,
-                    }
-                };
+                let rows =
+                    retry_deadlocks(|| self.claim_token_once(p, token, expires, kinds.clone()))
+                        .await?;
                 rows.iter()
                     .map(|r| Ok(claimed_from_row!(r)))
                     .collect::<Result<Vec<_>>>()?
@@ -683,16 +685,11 @@ impl Backend for PgBackend {
     }
 
     async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {
-        let mut conn = self.pool.acquire().await.db()?;
-        let mut attempt = 1;
-        loop {
-            // Each statement is atomic on its own: one chosen as a deadlock victim changed
-            // nothing, and goes again.
-            match complete_on(&mut conn, &p).await {
-                Err(e) if is_deadlock(&e) && attempt < INSERT_ATTEMPTS => attempt += 1,
-                res => return res,
-            }
-        }
+        retry_deadlocks(|| async {
+            let mut conn = self.pool.acquire().await.db()?;
+            complete_on(&mut conn, &p).await
+        })
+        .await
     }
 
     async fn job_fail(&self, p: JobFailParams) -> Result<()> {
