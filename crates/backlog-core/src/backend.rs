@@ -113,6 +113,26 @@ pub struct JobCompleteParams {
     pub retention: Retention,
 }
 
+/// Input of [`Backend::job_complete_claim`]: a worker's finished jobs and its next claim, of one
+/// queue.
+#[derive(Debug, Clone)]
+pub struct JobCompleteClaimParams {
+    /// The finished jobs to complete first.
+    pub complete: JobCompleteParams,
+    /// The claim that follows.
+    pub claim: JobClaimParams,
+}
+
+/// What [`Backend::job_complete_claim`] did.
+#[derive(Debug)]
+pub struct CompleteClaimed {
+    /// The jobs completed (the others had lost their lease).
+    pub completed: Vec<JobRef>,
+    /// The jobs claimed, or why the claim failed after the completion was committed (only where
+    /// the two are separate commits; a backend that does both in one commit fails as a whole).
+    pub claimed: Result<Vec<ClaimedJob>>,
+}
+
 /// Input of [`Backend::job_fail`].
 #[derive(Debug, Clone)]
 pub struct JobFailParams {
@@ -316,6 +336,20 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     async fn job_claim_tx(&self, params: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>>;
     /// Completes jobs whose token is current; returns the ones completed.
     async fn job_complete(&self, params: JobCompleteParams) -> Result<Vec<JobRef>>;
+    /// Completes a worker's finished jobs and claims its next ones, in as few round trips and
+    /// commits as the database allows (PostgreSQL: one statement; SQLite: one transaction, one
+    /// fsync). The default runs [`Backend::job_complete`] and then [`Backend::job_claim`].
+    async fn job_complete_claim(&self, params: JobCompleteClaimParams) -> Result<CompleteClaimed> {
+        let completed = if params.complete.jobs.is_empty() {
+            vec![]
+        } else {
+            self.job_complete(params.complete).await?
+        };
+        Ok(CompleteClaimed {
+            completed,
+            claimed: self.job_claim(&params.claim).await,
+        })
+    }
     /// Fails a job (retry or dead); `LeaseLost` if the token is stale.
     async fn job_fail(&self, params: JobFailParams) -> Result<()>;
     /// Puts a running job back to available without consuming an attempt.

@@ -84,6 +84,16 @@ pub enum Error {
         /// The accepted values.
         expected: &'static str,
     },
+    /// A job was handed to an operation on another queue.
+    #[error("job {job_id} belongs to queue {queue:?}, not {expected:?}")]
+    JobQueueMismatch {
+        /// The job.
+        job_id: i64,
+        /// Its queue.
+        queue: String,
+        /// The queue the operation was for.
+        expected: String,
+    },
     /// A database URL could not be used.
     #[error("invalid database URL {url:?}: {reason}")]
     DatabaseUrlInvalid {

@@ -22,10 +22,11 @@ mod state;
 mod validate;
 
 pub use backend::{
-    AdminAction, Backend, Capabilities, ClaimStrategy, CronFireParams, JobClaimParams,
-    JobCompleteParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
-    JobProgressParams, JobPruneParams, JobReleaseParams, JobRescueParams, JobVacuumParams,
-    LeaderParams, MigrateReport, QueueRedriveParams, TxClaim, WakeFn,
+    AdminAction, Backend, Capabilities, ClaimStrategy, CompleteClaimed, CronFireParams,
+    JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobFailParams, JobHeartbeatParams,
+    JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobReleaseParams,
+    JobRescueParams, JobVacuumParams, LeaderParams, MigrateReport, QueueRedriveParams, TxClaim,
+    WakeFn,
 };
 pub use backoff::backoff_delay;
 pub use clock::{Clock, ManualClock, SystemClock, now_micros};

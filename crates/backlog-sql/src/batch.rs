@@ -18,6 +18,22 @@ pub(crate) fn one_statement(rows: &[NewJob]) -> bool {
     rows.len() <= INSERT_CHUNK && rows.iter().all(|j| j.unique_key.is_none())
 }
 
+/// Whether the rows differ in their payload alone (one queue, kind, priority, due time and
+/// attempt limit; no unique key): they can go in with those values bound once.
+pub(crate) fn uniform(rows: &[NewJob]) -> bool {
+    let Some(first) = rows.first() else {
+        return false;
+    };
+    rows.iter().all(|j| {
+        j.unique_key.is_none()
+            && j.queue == first.queue
+            && j.kind == first.kind
+            && j.priority == first.priority
+            && j.run_at == first.run_at
+            && j.max_attempts == first.max_attempts
+    })
+}
+
 /// Rows of a batch with duplicate unique keys folded into their first occurrence.
 pub(crate) struct Deduped {
     /// The rows to insert.

@@ -7,11 +7,12 @@ use std::str::FromStr;
 
 use async_trait::async_trait;
 use backlog_core::{
-    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CronFireParams, DbErrorKind,
-    EnqueueOutcome, Error, Job, JobClaimParams, JobCompleteParams, JobFailParams,
-    JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
-    JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName,
-    QueueRedriveParams, QueueSettings, QueueStats, Result, Retention, TxClaim,
+    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
+    DbErrorKind, EnqueueOutcome, Error, Job, JobClaimParams, JobCompleteClaimParams,
+    JobCompleteParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
+    JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, LeaderParams,
+    MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats,
+    Result, Retention, TxClaim,
 };
 use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlPoolOptions};
 use sqlx::query::Query;
@@ -477,7 +478,25 @@ impl batch::InsertOps for Inserter<'_> {
                 .id_step
                 .or((chunk.len() == 1).then_some(1))
                 .filter(|_| chunk.iter().all(|j| j.unique_key.is_none()));
-            let marker = step.is_none().then(shared::new_token);
+            if let Some(step) = step {
+                let sql =
+                    q!("job_insert_plain").replace("/*ROWS*/", &question_rows(chunk.len(), 7));
+                let mut query = sqlx::query(AssertSqlSafe(sql));
+                for j in chunk {
+                    query = query
+                        .bind(j.queue.as_str().to_owned())
+                        .bind(j.kind.as_ref().map(|k| k.as_str().to_owned()))
+                        .bind(j.payload.as_str().to_owned())
+                        .bind(j.priority)
+                        .bind(j.run_at.unwrap_or(self.now))
+                        .bind(j.max_attempts)
+                        .bind(self.now);
+                }
+                let first = query.execute(&mut *conn).await.db()?.last_insert_id() as i64;
+                out.extend((0..chunk.len() as i64).map(|i| Some(first + i * step)));
+                continue;
+            }
+            let marker = shared::new_token();
             let sql = q!("job_insert").replace("/*ROWS*/", &question_rows(chunk.len(), 9));
             let mut query = sqlx::query(AssertSqlSafe(sql));
             for j in chunk {
@@ -494,11 +513,6 @@ impl batch::InsertOps for Inserter<'_> {
             }
             let res = query.execute(&mut *conn).await.db()?;
             let first = res.last_insert_id() as i64;
-            let (Some(marker), None) = (marker, step) else {
-                let step = step.expect("no marker means consecutive ids");
-                out.extend((0..chunk.len() as i64).map(|i| Some(first + i * step)));
-                continue;
-            };
             let mut created = vec![];
             if res.rows_affected() > 0 {
                 let found = sqlx::query(q!("job_insert_created"))
@@ -677,6 +691,37 @@ impl Backend for MySqlBackend {
                 Ok(None)
             }
         }
+    }
+
+    async fn job_complete_claim(&self, p: JobCompleteClaimParams) -> Result<CompleteClaimed> {
+        if p.complete.jobs.is_empty() || p.claim.strategy == ClaimStrategy::ClaimToken {
+            let completed = if p.complete.jobs.is_empty() {
+                vec![]
+            } else {
+                self.job_complete(p.complete).await?
+            };
+            let claimed = self.job_claim(&p.claim).await;
+            return Ok(CompleteClaimed { completed, claimed });
+        }
+        // The completion statements join the claim's transaction: one commit (one log flush)
+        // records both. They touch running rows, the claim available ones.
+        retry_deadlock(|| async {
+            let mut tx = self.pool.begin().await.db()?;
+            let completed = complete_on(&mut tx, &p.complete).await?;
+            let claimed = claim_on(
+                &mut tx,
+                self.claim.get(p.claim.order),
+                &p.claim,
+                p.claim.limit,
+            )
+            .await?;
+            tx.commit().await.db()?;
+            Ok(CompleteClaimed {
+                completed,
+                claimed: Ok(claimed),
+            })
+        })
+        .await
     }
 
     async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {

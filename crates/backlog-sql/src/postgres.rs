@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use backlog_core::{
-    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CronFireParams, EnqueueOutcome,
-    Job, JobClaimParams, JobCompleteParams, JobFailParams, JobHeartbeatParams, JobInsertParams,
-    JobListParams, JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams,
-    JobVacuumParams, LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams,
-    QueueSettings, QueueStats, Result, Retention, TxClaim, WakeFn,
+    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
+    EnqueueOutcome, Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobFailParams,
+    JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
+    JobReleaseParams, JobRescueParams, JobVacuumParams, LeaderParams, MigrateReport, NewJob,
+    QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Result, Retention,
+    TxClaim, WakeFn,
 };
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool, Postgres, Row, Transaction};
@@ -19,7 +20,7 @@ use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool, Postgres, Row, Trans
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::dberror::{DbResultExt, connect_error};
 use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, unique_slot};
-use crate::sqltext::{Migration, Ordered};
+use crate::sqltext::{self, Migration, Ordered};
 use crate::{BackendConfig, shared};
 
 const MIGRATIONS: &[Migration] = &[
@@ -55,6 +56,9 @@ pub struct PgBackend {
     pool: PgPool,
     claim: Ordered,
     claim_token: Ordered,
+    /// Completion (retention delete, keep) and claim as one statement.
+    complete_claim_delete: Ordered,
+    complete_claim_keep: Ordered,
     /// Shared by clones: one LISTEN connection per backend, however often `listen` is called.
     notifier: Arc<Notifier>,
     /// Sends the wake-ups of what this backend enqueued, where its connections keep the trigger
@@ -91,6 +95,8 @@ impl PgBackend {
             pool,
             claim: Ordered::new(q!("job_claim")),
             claim_token: Ordered::new(q!("job_claim_token")),
+            complete_claim_delete: complete_claim(q!("job_complete_delete")),
+            complete_claim_keep: complete_claim(q!("job_complete_keep")),
             notifier: Arc::default(),
             waker: None,
             vacuum_unsupported: Arc::default(),
@@ -341,6 +347,27 @@ impl batch::InsertOps for Inserter<'_> {
                 out.push(Some(id));
                 continue;
             }
+            if let [first, ..] = chunk
+                && chunk.len() > 1
+                && batch::uniform(chunk)
+            {
+                let payloads: Vec<&str> = chunk.iter().map(|j| j.payload.as_str()).collect();
+                let mut ids: Vec<i64> = sqlx::query_scalar(q!("job_insert_uniform"))
+                    .bind(first.queue.as_str())
+                    .bind(first.kind.as_ref().map(|k| k.as_str()))
+                    .bind(first.priority)
+                    .bind(first.run_at.unwrap_or(now))
+                    .bind(first.max_attempts)
+                    .bind(now)
+                    .bind(payloads)
+                    .fetch_all(&mut *conn)
+                    .await
+                    .db()?;
+                // Ids come from one sequence in insertion (input) order.
+                ids.sort_unstable();
+                out.extend(ids.into_iter().map(Some));
+                continue;
+            }
             let plain = chunk.iter().all(|j| j.unique_key.is_none());
             let query = sqlx::query(if plain {
                 q!("job_insert_plain")
@@ -445,6 +472,13 @@ fn claim_query<'q>(
         .bind(p.queue.as_str())
         .bind(kinds)
         .bind(p.limit as i64)
+}
+
+/// A completion statement ($1 ids, $2 tokens, $3 now) and the claim as one statement, the
+/// completion's parameters following the claim's seven: $8, $9, $10.
+fn complete_claim(complete: &str) -> Ordered {
+    let done = sqltext::renumber(complete, &[(1, 8), (2, 9), (3, 10)]);
+    Ordered::new(&sqltext::complete_then_claim(&done, q!("job_claim")))
 }
 
 /// The operations transaction claim mode shares with the pool path, on one connection.
@@ -690,6 +724,82 @@ impl Backend for PgBackend {
             complete_on(&mut conn, &p).await
         })
         .await
+    }
+
+    async fn job_complete_claim(&self, p: JobCompleteClaimParams) -> Result<CompleteClaimed> {
+        let sql = match (p.claim.strategy, p.complete.retention) {
+            (ClaimStrategy::SkipLocked | ClaimStrategy::SingleWriter, Retention::Delete) => {
+                &self.complete_claim_delete
+            }
+            (ClaimStrategy::SkipLocked | ClaimStrategy::SingleWriter, Retention::Keep) => {
+                &self.complete_claim_keep
+            }
+            // Archiving is a data-modifying WITH of its own, which cannot nest in another; the
+            // claim-token strategy takes two statements.
+            _ => {
+                let completed = if p.complete.jobs.is_empty() {
+                    vec![]
+                } else {
+                    self.job_complete(p.complete).await?
+                };
+                let claimed = self.job_claim(&p.claim).await;
+                return Ok(CompleteClaimed { completed, claimed });
+            }
+        };
+        // One statement per set of distinct ids, as in `complete_on`: a job twice in one call
+        // (an expired lease beside its new one) is completed by the plain statement.
+        let distinct = p.complete.jobs.len()
+            == p.complete
+                .jobs
+                .iter()
+                .map(|j| j.id)
+                .collect::<std::collections::HashSet<_>>()
+                .len();
+        if !distinct {
+            let completed = self.job_complete(p.complete).await?;
+            let claimed = self.job_claim(&p.claim).await;
+            return Ok(CompleteClaimed { completed, claimed });
+        }
+        let c = &p.claim;
+        let token = shared::new_token();
+        let expires = c.now + c.lease.as_micros() as i64;
+        let ids: Vec<i64> = p.complete.jobs.iter().map(|j| j.id).collect();
+        let tokens: Vec<i64> = p.complete.jobs.iter().map(|j| j.token).collect();
+        let rows = retry_deadlocks(|| async {
+            let query = claim_query(
+                sql.get(c.order),
+                c,
+                token,
+                expires,
+                shared::kinds_vec(&c.kinds),
+            )
+            .bind(&ids)
+            .bind(&tokens);
+            let query = match p.complete.retention {
+                Retention::Keep => query.bind(p.complete.now),
+                _ => query,
+            };
+            query.fetch_all(&self.pool).await.db()
+        })
+        .await?;
+        let mut done: Vec<i64> = vec![];
+        let mut claimed = Vec::with_capacity(rows.len());
+        for r in &rows {
+            if done.is_empty() {
+                done = r
+                    .try_get::<Option<Vec<i64>>, _>("done_ids")
+                    .db()?
+                    .unwrap_or_default();
+            }
+            if r.try_get::<Option<i64>, _>("id").db()?.is_some() {
+                claimed.push(claimed_from_row!(r));
+            }
+        }
+        crate::rows::sort_claimed(&mut claimed, c.order);
+        Ok(CompleteClaimed {
+            completed: shared::refs_with_ids(&p.complete.jobs, &done),
+            claimed: Ok(claimed),
+        })
     }
 
     async fn job_fail(&self, p: JobFailParams) -> Result<()> {

@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use backlog_core::{
-    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CronFireParams, EnqueueOutcome,
-    Error, Job, JobClaimParams, JobCompleteParams, JobFailParams, JobHeartbeatParams,
-    JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef, JobReleaseParams,
-    JobRescueParams, LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams,
-    QueueSettings, QueueStats, Result, Retention, TxClaim,
+    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
+    EnqueueOutcome, Error, Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
+    JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams,
+    JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob,
+    QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Result, Retention,
+    TxClaim,
 };
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{AssertSqlSafe, Connection, Row, SqliteConnection, SqlitePool};
@@ -19,7 +20,7 @@ use sqlx::{AssertSqlSafe, Connection, Row, SqliteConnection, SqlitePool};
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::dberror::{DbResultExt, connect_error};
 use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, unique_slot};
-use crate::sqltext::{Migration, Ordered, question_rows};
+use crate::sqltext::{Migration, Ordered, question_rows, uniform_rows};
 use crate::{BackendConfig, shared};
 
 const MIGRATIONS: &[Migration] = &[
@@ -131,6 +132,26 @@ impl batch::InsertOps for Inserter<'_> {
         let (conn, now) = (&mut *self.conn, self.now);
         let mut out = Vec::with_capacity(rows.len());
         for chunk in rows.chunks(INSERT_CHUNK) {
+            if let [first, ..] = chunk
+                && chunk.len() > 1
+                && batch::uniform(chunk)
+            {
+                let sql = q!("job_insert_uniform").replace("/*ROWS*/", &uniform_rows(chunk.len()));
+                let mut query = sqlx::query(AssertSqlSafe(sql))
+                    .bind(first.queue.as_str().to_owned())
+                    .bind(first.kind.as_ref().map(|k| k.as_str().to_owned()))
+                    .bind(first.priority)
+                    .bind(first.run_at.unwrap_or(now))
+                    .bind(first.max_attempts)
+                    .bind(now);
+                for j in chunk {
+                    query = query.bind(j.payload.as_str().to_owned());
+                }
+                let last = query.execute(&mut *conn).await.db()?.last_insert_rowid();
+                let first = last - chunk.len() as i64 + 1;
+                out.extend((first..=last).map(Some));
+                continue;
+            }
             if chunk.iter().all(|j| j.unique_key.is_none()) {
                 let sql =
                     q!("job_insert_plain").replace("/*ROWS*/", &question_rows(chunk.len(), 7));
@@ -182,6 +203,46 @@ impl batch::InsertOps for Inserter<'_> {
 }
 
 impl SqliteBackend {
+    /// A claim on `conn` (the claim-token strategy's two statements want a transaction around
+    /// them, which the caller opens).
+    async fn claim_on(
+        &self,
+        conn: &mut SqliteConnection,
+        p: &JobClaimParams,
+    ) -> Result<Vec<ClaimedJob>> {
+        let token = shared::new_token();
+        let expires = p.now + p.lease.as_micros() as i64;
+        let sql = match p.strategy {
+            ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => self.claim.get(p.order),
+            ClaimStrategy::ClaimToken => self.claim_token.get(p.order),
+        };
+        let query = sqlx::query(AssertSqlSafe(sql.to_owned()))
+            .bind(token)
+            .bind(&p.owner)
+            .bind(expires)
+            .bind(p.now)
+            .bind(p.queue.as_str())
+            .bind(shared::kinds_json(&p.kinds))
+            .bind(p.limit as i64);
+        let rows = if p.strategy == ClaimStrategy::ClaimToken {
+            query.execute(&mut *conn).await.db()?;
+            sqlx::query(q!("job_select_token"))
+                .bind(expires)
+                .bind(token)
+                .fetch_all(&mut *conn)
+                .await
+                .db()?
+        } else {
+            query.fetch_all(&mut *conn).await.db()?
+        };
+        let mut jobs = rows
+            .iter()
+            .map(|r| Ok(claimed_from_row!(r)))
+            .collect::<Result<Vec<_>>>()?;
+        crate::rows::sort_claimed(&mut jobs, p.order);
+        Ok(jobs)
+    }
+
     async fn complete_on(
         conn: &mut SqliteConnection,
         p: &JobCompleteParams,
@@ -291,54 +352,34 @@ impl Backend for SqliteBackend {
     }
 
     async fn job_claim(&self, p: &JobClaimParams) -> Result<Vec<ClaimedJob>> {
-        let token = shared::new_token();
-        let expires = p.now + p.lease.as_micros() as i64;
-        let kinds = shared::kinds_json(&p.kinds);
         let mut conn = self.pool.acquire().await.db()?;
-        let mut jobs = match p.strategy {
-            ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => {
-                let rows = sqlx::query(AssertSqlSafe(self.claim.get(p.order).to_owned()))
-                    .bind(token)
-                    .bind(&p.owner)
-                    .bind(expires)
-                    .bind(p.now)
-                    .bind(p.queue.as_str())
-                    .bind(kinds)
-                    .bind(p.limit as i64)
-                    .fetch_all(&mut *conn)
-                    .await
-                    .db()?;
-                rows.iter()
-                    .map(|r| Ok(claimed_from_row!(r)))
-                    .collect::<Result<Vec<_>>>()?
-            }
-            ClaimStrategy::ClaimToken => {
-                let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
-                sqlx::query(AssertSqlSafe(self.claim_token.get(p.order).to_owned()))
-                    .bind(token)
-                    .bind(&p.owner)
-                    .bind(expires)
-                    .bind(p.now)
-                    .bind(p.queue.as_str())
-                    .bind(kinds)
-                    .bind(p.limit as i64)
-                    .execute(&mut *tx)
-                    .await
-                    .db()?;
-                let rows = sqlx::query(q!("job_select_token"))
-                    .bind(expires)
-                    .bind(token)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .db()?;
-                tx.commit().await.db()?;
-                rows.iter()
-                    .map(|r| Ok(claimed_from_row!(r)))
-                    .collect::<Result<Vec<_>>>()?
-            }
-        };
-        crate::rows::sort_claimed(&mut jobs, p.order);
-        Ok(jobs)
+        if p.strategy == ClaimStrategy::ClaimToken {
+            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+            let jobs = self.claim_on(&mut tx, p).await?;
+            tx.commit().await.db()?;
+            return Ok(jobs);
+        }
+        self.claim_on(&mut conn, p).await
+    }
+
+    async fn job_complete_claim(&self, p: JobCompleteClaimParams) -> Result<CompleteClaimed> {
+        let mut conn = self.pool.acquire().await.db()?;
+        if p.complete.jobs.is_empty() && p.claim.strategy != ClaimStrategy::ClaimToken {
+            let claimed = self.claim_on(&mut conn, &p.claim).await?;
+            return Ok(CompleteClaimed {
+                completed: vec![],
+                claimed: Ok(claimed),
+            });
+        }
+        // One transaction: its commit, one fsync, records the completions and the claim.
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+        let completed = Self::complete_on(&mut tx, &p.complete).await?;
+        let claimed = self.claim_on(&mut tx, &p.claim).await?;
+        tx.commit().await.db()?;
+        Ok(CompleteClaimed {
+            completed,
+            claimed: Ok(claimed),
+        })
     }
 
     async fn job_claim_tx(&self, _p: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>> {

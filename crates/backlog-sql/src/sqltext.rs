@@ -51,6 +51,15 @@ pub(crate) fn question_rows(rows: usize, width: usize) -> String {
     vec![one; rows].join(", ")
 }
 
+/// The rows of SQLite's `job_insert_uniform`: `(?1, ?2, ?7, ?3, ?4, ?5, ?6)` and so on, the
+/// payload's number counting up from 7.
+pub(crate) fn uniform_rows(rows: usize) -> String {
+    (0..rows)
+        .map(|i| format!("(?1, ?2, ?{}, ?3, ?4, ?5, ?6)", 7 + i))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `n` `?` placeholders: `?, ?, ?`.
 pub(crate) fn question_list(n: usize) -> String {
     vec!["?"; n].join(", ")
@@ -78,6 +87,57 @@ pub(crate) fn split_statements(sql: &str) -> Vec<String> {
     out
 }
 
+/// `sql` with its numbered placeholders renamed: `$from` becomes `$to` for each pair, whole
+/// numbers only (`$1` never matches the start of `$10`). For embedding one statement in another
+/// whose parameters it must not collide with.
+pub(crate) fn renumber(sql: &str, map: &[(u32, u32)]) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            continue;
+        }
+        let n: u32 = rest[..digits].parse().expect("digits");
+        match map.iter().find(|(from, _)| *from == n) {
+            Some((_, to)) => out.push_str(&to.to_string()),
+            None => out.push_str(&rest[..digits]),
+        }
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// PostgreSQL: a completion statement and a claim statement as one (see
+/// [`Backend::job_complete_claim`](backlog_core::Backend::job_complete_claim)). `claim` is
+/// `WITH picked AS (…) UPDATE … RETURNING …`; `done` a completion statement whose parameters
+/// already follow the claim's. The result has one row at least: `done_ids`, the ids the
+/// completion returned, beside the claimed row's columns (all NULL when nothing was claimed).
+/// Both parts see one snapshot and touch disjoint rows (running with the caller's tokens;
+/// available), and the statement commits once.
+pub(crate) fn complete_then_claim(done: &str, claim: &str) -> String {
+    let body: String = claim
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (picked, update) = body
+        .split_once("\nUPDATE ")
+        .expect("a claim is WITH picked AS (…) UPDATE …");
+    let picked = picked
+        .strip_prefix("WITH ")
+        .expect("a claim starts with WITH");
+    format!(
+        "WITH done AS (\n{done}\n), {picked},\nclaimed AS (\nUPDATE {update}\n)\n\
+         SELECT d.done_ids, c.*\n\
+         FROM (SELECT array_agg(id) AS done_ids FROM done) AS d\n\
+         LEFT JOIN claimed AS c ON true"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,5 +149,37 @@ mod tests {
         let s = split_statements("-- c\nCREATE TABLE a (x INT);\n\nCREATE TABLE b (\n y INT\n);\n");
         assert_eq!(s.len(), 2);
         assert!(s[1].contains("y INT"));
+    }
+
+    #[test]
+    fn uniform_rows_number_the_payloads() {
+        assert_eq!(
+            uniform_rows(2),
+            "(?1, ?2, ?7, ?3, ?4, ?5, ?6), (?1, ?2, ?8, ?3, ?4, ?5, ?6)"
+        );
+    }
+
+    #[test]
+    fn renumber_renames_whole_placeholders_only() {
+        assert_eq!(
+            renumber(
+                "a = $1 AND b = $10 AND c = $2::int[] AND d = '$'",
+                &[(1, 8), (2, 9)]
+            ),
+            "a = $8 AND b = $10 AND c = $9::int[] AND d = '$'"
+        );
+    }
+
+    #[test]
+    fn complete_then_claim_wraps_the_claim() {
+        let sql = complete_then_claim(
+            "DELETE FROM t WHERE id = ANY($8) RETURNING id",
+            "-- why\nWITH picked AS (\n    SELECT id FROM t LIMIT $7\n)\nUPDATE t SET x = 1 \
+             FROM picked\nRETURNING t.id",
+        );
+        assert!(sql.starts_with("WITH done AS (\nDELETE FROM t"), "{sql}");
+        assert!(sql.contains("), picked AS (\n    SELECT id FROM t LIMIT $7\n),\nclaimed AS (\nUPDATE t SET x = 1"), "{sql}");
+        assert!(sql.ends_with("LEFT JOIN claimed AS c ON true"), "{sql}");
+        assert!(!sql.contains("-- why"));
     }
 }

@@ -416,6 +416,99 @@ async fn completion_retention(db: Db) {
     );
 }
 
+async fn complete_claim_completes_then_claims(db: Db) {
+    let now = db.now;
+    for strategy in db.strategies() {
+        for retention in [Retention::Delete, Retention::Keep, Retention::Archive] {
+            let qn = format!("cc-{}-{retention:?}", harness::strategy_name(strategy));
+            let id = ids(&db, (0..7).map(|i| job(&qn, &i.to_string())).collect(), now).await;
+            let first = db.b.job_claim(&claim(&qn, 3, now, strategy)).await.unwrap();
+            assert_eq!(first.iter().map(|c| c.id).collect::<Vec<_>>(), id[..3]);
+            // The three finished jobs, and a stale lease of the first one, which must not count.
+            let mut refs: Vec<JobRef> = first.iter().map(|c| c.job_ref()).collect();
+            let stale = JobRef {
+                id: id[3],
+                token: 12345,
+            };
+            refs.push(stale);
+            let r =
+                db.b.job_complete_claim(JobCompleteClaimParams {
+                    complete: JobCompleteParams {
+                        jobs: refs,
+                        now: now + 1,
+                        retention,
+                    },
+                    claim: claim(&qn, 3, now + 1, strategy),
+                })
+                .await
+                .unwrap();
+            let mut done: Vec<i64> = r.completed.iter().map(|j| j.id).collect();
+            done.sort_unstable();
+            assert_eq!(done, id[..3], "{strategy:?} {retention:?}");
+            let next = r.claimed.unwrap();
+            assert_eq!(
+                next.iter().map(|c| c.id).collect::<Vec<_>>(),
+                id[3..6],
+                "{strategy:?} {retention:?}: the next jobs in order"
+            );
+            assert!(next.iter().all(|c| c.attempt == 1 && c.lease_token != 0));
+            for &i in &id[..3] {
+                match retention {
+                    Retention::Delete => assert!(db.b.job_get(i).await.unwrap().is_none()),
+                    Retention::Keep => {
+                        let j = db.b.job_get(i).await.unwrap().unwrap();
+                        assert_eq!(
+                            (j.state, j.finished_at),
+                            (JobState::Completed, Some(now + 1))
+                        );
+                    }
+                    Retention::Archive => {
+                        assert_eq!(db.archived(i).await, Some("completed".to_string()))
+                    }
+                }
+            }
+            // The stale token changed nothing: the job is running under its new lease.
+            assert_eq!(state_of(&db, id[3]).await, JobState::Running);
+            // Nothing to complete: a plain claim. A paused queue: completions, but no claim.
+            let r =
+                db.b.job_complete_claim(JobCompleteClaimParams {
+                    complete: JobCompleteParams {
+                        jobs: vec![],
+                        now: now + 2,
+                        retention,
+                    },
+                    claim: claim(&qn, 5, now + 2, strategy),
+                })
+                .await
+                .unwrap();
+            assert!(r.completed.is_empty());
+            let last = r.claimed.unwrap();
+            assert_eq!(last.iter().map(|c| c.id).collect::<Vec<_>>(), id[6..]);
+            db.b.queue_set_paused(&q(&qn), true, now).await.unwrap();
+            let mut refs: Vec<JobRef> = next.iter().map(|c| c.job_ref()).collect();
+            refs.extend(last.iter().map(|c| c.job_ref()));
+            enqueue(&db, vec![job(&qn, "8")], now).await;
+            let r =
+                db.b.job_complete_claim(JobCompleteClaimParams {
+                    complete: JobCompleteParams {
+                        jobs: refs,
+                        now: now + 3,
+                        retention,
+                    },
+                    claim: claim(&qn, 5, now + 3, strategy),
+                })
+                .await
+                .unwrap();
+            assert_eq!(r.completed.len(), 4, "{strategy:?} {retention:?}");
+            assert!(
+                r.claimed.unwrap().is_empty(),
+                "a paused queue hands out nothing"
+            );
+            assert_eq!(db.b.job_count_pending(&[q(&qn)]).await.unwrap(), 1);
+        }
+    }
+}
+
 async fn fencing_after_lease_takeover(db: Db) {
     let now = db.now;
     let id = ids(&db, vec![job("f", "{}")], now).await[0];
@@ -973,6 +1066,70 @@ async fn concurrent_claimers_never_share_a_job(db: Db) {
     }
 }
 
+/// Workers that complete each batch with their next claim (as the runtime does): no job reaches
+/// two of them, none is lost, and every completion counts.
+async fn concurrent_complete_claim_loops(db: Db) {
+    for strategy in db.strategies() {
+        let qn = format!("loop-{}", harness::strategy_name(strategy));
+        let n = 5_000usize;
+        enqueue(&db, (0..n).map(|_| job(&qn, "{}")).collect(), db.now).await;
+        let mut handles = vec![];
+        for w in 0..8 {
+            let (b, qn, now) = (db.b.clone(), qn.clone(), db.now);
+            handles.push(tokio::spawn(async move {
+                let (mut mine, mut completed) = (vec![], 0usize);
+                let mut held: Vec<JobRef> = vec![];
+                let mut empty = 0;
+                while empty < 3 {
+                    let mut p = claim(&qn, 25, now, strategy);
+                    p.owner = format!("w{w}");
+                    let r = b
+                        .job_complete_claim(JobCompleteClaimParams {
+                            complete: JobCompleteParams {
+                                jobs: std::mem::take(&mut held),
+                                now,
+                                retention: Retention::Delete,
+                            },
+                            claim: p,
+                        })
+                        .await
+                        .unwrap();
+                    completed += r.completed.len();
+                    let got = r.claimed.unwrap();
+                    if got.is_empty() {
+                        empty += 1;
+                        tokio::task::yield_now().await;
+                    } else {
+                        empty = 0;
+                    }
+                    mine.extend(got.iter().map(|c| c.id));
+                    held = got.iter().map(|c| c.job_ref()).collect();
+                }
+                assert!(held.is_empty());
+                (mine, completed)
+            }));
+        }
+        let (mut all, mut completed) = (vec![], 0);
+        for h in handles {
+            let (mine, c) = h.await.unwrap();
+            all.extend(mine);
+            completed += c;
+        }
+        let distinct: HashSet<i64> = all.iter().copied().collect();
+        assert_eq!(
+            distinct.len(),
+            all.len(),
+            "a job was handed to two workers ({strategy:?})"
+        );
+        assert_eq!(all.len(), n, "jobs were lost ({strategy:?})");
+        assert_eq!(
+            completed, n,
+            "a claimed job could not be completed ({strategy:?})"
+        );
+        assert_eq!(db.b.job_count_pending(&[q(&qn)]).await.unwrap(), 0);
+    }
+}
+
 async fn transaction_claim_mode(db: Db) {
     let now = db.now;
     if !db.b.capabilities().row_locks {
@@ -1337,6 +1494,7 @@ harness::conformance!(
     paused_queues_hand_out_nothing,
     kinds_filter_claims,
     completion_retention,
+    complete_claim_completes_then_claims,
     fencing_after_lease_takeover,
     fail_retries_then_dies,
     release_and_heartbeat,
@@ -1346,6 +1504,7 @@ harness::conformance!(
     stats_and_lists,
     queue_settings_round_trip,
     concurrent_claimers_never_share_a_job,
+    concurrent_complete_claim_loops,
     transaction_claim_mode,
     heartbeat_reports_cancel_requests,
     progress_and_result,

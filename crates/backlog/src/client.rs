@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 use backlog_sql::{JobConnection, JobTx, SqlBackend};
 
 use backlog_core::{
-    AdminAction, Backend, ClaimStrategy, ClaimedJob, Clock, EnqueueOutcome, Error, Job,
-    JobClaimParams, JobCompleteParams, JobFailParams, JobHeartbeatParams, JobInsertParams,
-    JobListParams, JobProgressParams, JobRef, JobReleaseParams, JobRescueParams, JobState, Kind,
-    MigrateReport, NewJob, Payload, QueueInfo, QueueName, QueueRedriveParams, QueueSettings,
-    QueueStats, Result, StateFilter, SystemClock, TxClaim, backoff_delay,
+    AdminAction, Backend, ClaimStrategy, ClaimedJob, Clock, CompleteClaimed, EnqueueOutcome, Error,
+    Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobFailParams,
+    JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobRef,
+    JobReleaseParams, JobRescueParams, JobState, Kind, MigrateReport, NewJob, Payload, QueueInfo,
+    QueueName, QueueRedriveParams, QueueSettings, QueueStats, Result, StateFilter, SystemClock,
+    TxClaim, backoff_delay,
 };
 
 /// How long queue settings are cached in a process.
@@ -404,6 +405,37 @@ impl Client {
         let settings = self.queue_settings(&opts.queue).await?;
         self.backend
             .job_claim(&self.claim_params(opts, &settings))
+            .await
+    }
+
+    /// Completes a worker's finished jobs of `opts.queue` and claims the next ones, in one
+    /// statement or transaction where the backend can (see [`Backend::job_complete_claim`]):
+    /// a worker that drains a queue pays one round trip and one commit per batch, not two.
+    /// Every job in `finished` must belong to `opts.queue`.
+    pub async fn complete_claim(
+        &self,
+        finished: &[ClaimedJob],
+        opts: &ClaimOpts,
+    ) -> Result<CompleteClaimed> {
+        if let Some(j) = finished.iter().find(|j| j.queue != opts.queue.as_str()) {
+            return Err(Error::JobQueueMismatch {
+                job_id: j.id,
+                queue: j.queue.clone(),
+                expected: opts.queue.as_str().to_owned(),
+            });
+        }
+        self.rescue_if_due().await?;
+        let settings = self.queue_settings(&opts.queue).await?;
+        let claim = self.claim_params(opts, &settings);
+        self.backend
+            .job_complete_claim(JobCompleteClaimParams {
+                complete: JobCompleteParams {
+                    jobs: finished.iter().map(ClaimedJob::job_ref).collect(),
+                    now: claim.now,
+                    retention: settings.retention,
+                },
+                claim,
+            })
             .await
     }
 

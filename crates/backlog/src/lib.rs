@@ -80,10 +80,10 @@ mod typed;
 mod worker;
 
 pub use backlog_core::{
-    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, Clock, DEFAULT_PAYLOAD_LIMIT,
-    EnqueueOutcome, Error, ErrorRecord, Job, JobRef, JobState, Kind, ManualClock, NewJob, Ordering,
-    Payload, QueueInfo, QueueName, QueueSettings, QueueStats, Result, Retention, StateFilter,
-    SystemClock, UniqueKey, format_duration, parse_duration,
+    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, Clock, CompleteClaimed,
+    DEFAULT_PAYLOAD_LIMIT, EnqueueOutcome, Error, ErrorRecord, Job, JobRef, JobState, Kind,
+    ManualClock, NewJob, Ordering, Payload, QueueInfo, QueueName, QueueSettings, QueueStats,
+    Result, Retention, StateFilter, SystemClock, UniqueKey, format_duration, parse_duration,
 };
 pub use backlog_sql::{BackendConfig, SCHEMA_VERSION, redact_url};
 pub use backlog_sql::{JobConnection, JobTx, MySqlBackend, PgBackend, SqlBackend, SqliteBackend};

@@ -149,3 +149,38 @@ async fn bad_input_changes_nothing() {
     ));
     assert!(ClaimOpts::new("").is_err());
 }
+
+#[tokio::test]
+async fn complete_claim_refuses_jobs_of_another_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_700_000_000 * SEC);
+    let c = client(&dir, &clock).await;
+    for q in ["cc-a", "cc-b"] {
+        c.enqueue_many(vec![c.new_job(q, &1).unwrap(), c.new_job(q, &2).unwrap()])
+            .await
+            .unwrap();
+    }
+    let a = c
+        .claim(&ClaimOpts::new("cc-a").unwrap().limit(1))
+        .await
+        .unwrap();
+    let b_opts = ClaimOpts::new("cc-b").unwrap().limit(2);
+    let err = c.complete_claim(&a, &b_opts).await.unwrap_err();
+    assert!(matches!(err, Error::JobQueueMismatch { job_id, .. } if job_id == a[0].id));
+    assert!(
+        err.to_string().contains("belongs to queue \"cc-a\""),
+        "{err}"
+    );
+    // Nothing changed: a's job still runs, b's jobs are still waiting.
+    assert_eq!(c.job(a[0].id).await.unwrap().state, JobState::Running);
+    let b = c.claim(&b_opts).await.unwrap();
+    assert_eq!(b.len(), 2);
+    // The right queue: a's job completes and the next one is claimed, in one call.
+    let r = c
+        .complete_claim(&a, &ClaimOpts::new("cc-a").unwrap().limit(5))
+        .await
+        .unwrap();
+    assert_eq!(r.completed, vec![a[0].job_ref()]);
+    assert_eq!(r.claimed.unwrap().len(), 1);
+    assert_eq!(c.job(a[0].id).await.unwrap().state, JobState::Completed);
+}

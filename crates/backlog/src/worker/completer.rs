@@ -1,112 +1,143 @@
-//! Batched completion: one statement for many finished jobs.
+//! Completions, batched and carried by the next claim.
 //!
-//! An executor keeps its concurrency slot until its job's completion is committed, so a process
-//! that dies leaves at most `concurrency` jobs per queue to run again: the ones running and the
-//! ones finished but not yet recorded, together.
+//! An executor whose job finished hands the job, together with its concurrency slot, to the
+//! [`Finished`] list of the fetcher that claimed it. That fetcher completes the list in the same statement or
+//! transaction as its next claim ([`Client::complete_claim`]), and the slots pass to the jobs it
+//! claims: a worker that drains a queue pays one round trip and one commit per batch, where a
+//! claim and a separate completion would pay two. A slot is held until its job's completion
+//! commits, so a process that dies leaves at most `concurrency` jobs per queue to run again: the
+//! ones running and the ones finished but not yet recorded, together. Once fetching has stopped
+//! (shutdown), [`Finished::flush_until`] completes what is left on its own.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, OwnedSemaphorePermit};
+use tokio_util::sync::CancellationToken;
 
 use super::run::Counters;
-use crate::{ClaimedJob, Client};
+use crate::{ClaimedJob, Client, JobRef};
 
-/// Times the completer yields to let more finished jobs arrive before it writes.
-const COALESCE_YIELDS: usize = 4;
+/// Tries of a completion that failed for a transient reason (connection lost, deadlock).
+const COMPLETE_ATTEMPTS: u64 = 20;
 
-/// Queues finished jobs and completes them in batches.
-#[derive(Clone)]
-pub(crate) struct Completer {
-    tx: mpsc::UnboundedSender<(ClaimedJob, oneshot::Sender<bool>)>,
-    done: Arc<tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
+/// One fetcher's finished jobs waiting for their completion, each with its slot, and how many
+/// of the jobs it claimed are still running.
+#[derive(Default)]
+pub(crate) struct Finished {
+    jobs: Mutex<Vec<(ClaimedJob, OwnedSemaphorePermit)>>,
+    running: AtomicUsize,
+    notify: Notify,
 }
 
-impl Completer {
-    pub fn start(client: Arc<Client>, batch: usize, counters: Arc<Counters>) -> Self {
-        let (tx, mut rx) = mpsc::unbounded_channel::<(ClaimedJob, oneshot::Sender<bool>)>();
-        let batch = batch.max(1);
-        let handle = tokio::spawn(async move {
-            let mut buf = Vec::with_capacity(batch);
-            while rx.recv_many(&mut buf, batch).await > 0 {
-                // The jobs of one claimed batch finish together: let the rest of them land, so
-                // that one statement completes them all instead of one for the first and another
-                // for the others.
-                for _ in 0..COALESCE_YIELDS {
-                    if buf.len() >= batch {
-                        break;
+impl Finished {
+    /// Counts `n` claimed jobs as running.
+    pub fn started(&self, n: usize) {
+        self.running.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// A running job ended: with `Some(job)` it waits here, with its slot, to be completed;
+    /// with `None` its outcome is recorded already and the slot is given back.
+    pub fn ended(&self, job: Option<ClaimedJob>, slot: OwnedSemaphorePermit) {
+        match job {
+            Some(job) => self.jobs.lock().expect("lock").push((job, slot)),
+            None => drop(slot),
+        }
+        self.running.fetch_sub(1, Ordering::Relaxed);
+        self.notify.notify_waiters();
+    }
+
+    /// Jobs claimed by this fetcher that are still running.
+    pub fn running(&self) -> usize {
+        self.running.load(Ordering::Relaxed)
+    }
+
+    /// Moves up to `max` waiting jobs into `jobs` and their slots into `slots`; returns how many.
+    pub fn take_into(
+        &self,
+        max: usize,
+        jobs: &mut Vec<ClaimedJob>,
+        slots: &mut Vec<OwnedSemaphorePermit>,
+    ) -> usize {
+        let mut list = self.jobs.lock().expect("lock");
+        let n = list.len().min(max.saturating_sub(jobs.len()));
+        for (job, slot) in list.drain(..n) {
+            jobs.push(job);
+            slots.push(slot);
+        }
+        n
+    }
+
+    /// Resolves at the next [`Finished::ended`]; `enable` it before looking at the list, so that
+    /// a push in between is not missed.
+    pub fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.notify.notified()
+    }
+
+    /// Completes finished jobs on their own, as they arrive, until `stop`; then once more.
+    pub async fn flush_until(
+        self: Arc<Self>,
+        client: Arc<Client>,
+        batch: usize,
+        counters: Arc<Counters>,
+        stop: CancellationToken,
+    ) {
+        loop {
+            let woke = self.notified();
+            tokio::pin!(woke);
+            woke.as_mut().enable();
+            let (mut jobs, mut slots) = (vec![], vec![]);
+            if self.take_into(batch, &mut jobs, &mut slots) > 0 {
+                complete_alone(&client, &jobs, &counters).await;
+                continue;
+            }
+            tokio::select! {
+                _ = &mut woke => {}
+                _ = stop.cancelled() => {
+                    while self.take_into(batch, &mut jobs, &mut slots) > 0 {
+                        complete_alone(&client, &jobs, &counters).await;
+                        jobs.clear();
+                        slots.clear();
                     }
-                    tokio::task::yield_now().await;
-                    while buf.len() < batch
-                        && let Ok(j) = rx.try_recv()
-                    {
-                        buf.push(j);
-                    }
-                }
-                let (jobs, acks): (Vec<ClaimedJob>, Vec<oneshot::Sender<bool>>) =
-                    buf.drain(..).unzip();
-                let mut attempt = 0;
-                let mut completed = vec![];
-                loop {
-                    match client.complete_many(&jobs).await {
-                        Ok(done) => {
-                            completed = done.iter().map(|r| r.id).collect();
-                            counters
-                                .completed
-                                .fetch_add(done.len() as u64, Ordering::Relaxed);
-                            let lost = jobs.len() - done.len();
-                            if lost > 0 {
-                                counters.lost.fetch_add(lost as u64, Ordering::Relaxed);
-                                tracing::warn!(
-                                    "{lost} finished job(s) had lost their lease; not completed"
-                                );
-                            }
-                            break;
-                        }
-                        Err(e) if e.is_transient() && attempt < 20 => {
-                            attempt += 1;
-                            tracing::warn!(
-                                "completing {} job(s) failed, retrying: {e}",
-                                jobs.len()
-                            );
-                            tokio::time::sleep(std::time::Duration::from_millis(50 * attempt))
-                                .await;
-                        }
-                        Err(e) => {
-                            tracing::error!("completing {} job(s) failed: {e}", jobs.len());
-                            break;
-                        }
-                    }
-                }
-                for (job, ack) in jobs.iter().zip(acks) {
-                    let _ = ack.send(completed.contains(&job.id));
+                    return;
                 }
             }
-        });
-        Completer {
-            tx,
-            done: Arc::new(tokio::sync::Mutex::new(Some(handle))),
         }
     }
+}
 
-    /// Completes a finished job in the next batch; true once it is committed, false when its
-    /// lease was lost or the completion failed.
-    pub async fn complete(&self, job: ClaimedJob) -> bool {
-        let (ack, done) = oneshot::channel();
-        if self.tx.send((job, ack)).is_err() {
-            tracing::error!("completer stopped; a finished job was not completed");
-            return false;
-        }
-        done.await.unwrap_or(false)
+/// Counts what a completion of `jobs` did, of which `completed` were recorded (the others had
+/// lost their lease: nothing was changed for them).
+pub(crate) fn record(counters: &Counters, jobs: &[ClaimedJob], completed: &[JobRef]) {
+    counters
+        .completed
+        .fetch_add(completed.len() as u64, Ordering::Relaxed);
+    let lost = jobs.len().saturating_sub(completed.len());
+    if lost > 0 {
+        counters.lost.fetch_add(lost as u64, Ordering::Relaxed);
+        tracing::warn!("{lost} finished job(s) had lost their lease; not completed");
     }
+}
 
-    /// Flushes what is queued and stops (call once every pusher is done).
-    pub async fn close(self) {
-        let Completer { tx, done } = self;
-        drop(tx);
-        let handle = done.lock().await.take();
-        if let Some(h) = handle {
-            let _ = h.await;
+/// Completes `jobs` without a claim, retrying transient failures.
+pub(crate) async fn complete_alone(client: &Client, jobs: &[ClaimedJob], counters: &Counters) {
+    if jobs.is_empty() {
+        return;
+    }
+    let mut attempt = 0;
+    loop {
+        match client.complete_many(jobs).await {
+            Ok(done) => return record(counters, jobs, &done),
+            Err(e) if e.is_transient() && attempt < COMPLETE_ATTEMPTS => {
+                attempt += 1;
+                tracing::warn!("completing {} job(s) failed, retrying: {e}", jobs.len());
+                tokio::time::sleep(Duration::from_millis(50 * attempt)).await;
+            }
+            Err(e) => {
+                return tracing::error!("completing {} job(s) failed: {e}", jobs.len());
+            }
         }
     }
 }

@@ -7,7 +7,6 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
-use super::completer::Completer;
 use super::run::{Counters, InFlight, InFlightMap, Inner};
 use super::{JobContext, Outcome};
 use crate::{ClaimedJob, Error, FailOutcome, Retention};
@@ -31,15 +30,16 @@ enum Ended {
     Stopped(StopReason),
 }
 
+/// Runs the job and records its outcome; returns the job when it is to be completed in the
+/// queue's next batch (its slot then stays taken until that completion commits).
 pub(crate) async fn run(
     inner: &Inner,
     job: ClaimedJob,
     lease: Duration,
     retention: Retention,
     inflight: &InFlightMap,
-    completer: &Completer,
     counters: &Counters,
-) {
+) -> Option<ClaimedJob> {
     let client = &inner.client;
     let stop = CancellationToken::new();
     let reason = Arc::new(Mutex::new(None));
@@ -96,7 +96,7 @@ pub(crate) async fn run(
         other => other,
     };
     stop.cancel();
-    report(inner, &job, ended, retention, completer, counters).await;
+    report(inner, &job, ended, retention, counters).await
 }
 
 async fn sleep_for(d: Duration) {
@@ -119,22 +119,15 @@ async fn report(
     job: &ClaimedJob,
     ended: Ended,
     retention: Retention,
-    completer: &Completer,
     counters: &Counters,
-) {
+) -> Option<ClaimedJob> {
     let client = &inner.client;
     let failed = |n: &Counters| n.failed.fetch_add(1, Ordering::Relaxed);
     let result = match ended {
-        Ended::Handler(Ok(Outcome::Complete)) => {
-            completer.complete(job.clone()).await;
-            return;
-        }
+        Ended::Handler(Ok(Outcome::Complete)) => return Some(job.clone()),
         Ended::Handler(Ok(Outcome::CompleteWith(value))) => {
             match client.set_result(job.job_ref(), &value).await {
-                Ok(()) => {
-                    completer.complete(job.clone()).await;
-                    return;
-                }
+                Ok(()) => return Some(job.clone()),
                 Err(e) => Err(e),
             }
         }
@@ -218,4 +211,5 @@ async fn report(
         }
         Err(e) => tracing::error!("job {}: recording its outcome failed: {e}", job.id),
     }
+    None
 }

@@ -1,6 +1,7 @@
 //! The worker runtime: fetchers claim jobs sized to free slots, executors run handlers with
-//! timeouts, one heartbeater keeps leases alive and sees cancel requests, one completer batches
-//! completions, and the elected leader runs maintenance. Shutdown is graceful.
+//! timeouts, one heartbeater keeps leases alive and sees cancel requests, each fetcher completes
+//! the jobs it claimed in one batch with its next claim (see `completer`), and the elected leader
+//! runs maintenance. Shutdown is graceful.
 
 mod completer;
 mod context;

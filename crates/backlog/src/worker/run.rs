@@ -5,14 +5,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::completer::Completer;
+use super::completer::{self, Finished};
 use super::execute::{self, StopReason};
 use super::{DrainMode, ErasedHandler, PeriodicJob, WorkerConfig};
-use crate::{ClaimOpts, Client, Error, JobRef, Kind, QueueName, QueueSettings, Result};
+use crate::{ClaimOpts, ClaimedJob, Client, Error, JobRef, Kind, QueueName, QueueSettings, Result};
 
 /// Longest wait for more free slots before a claim, while jobs are still in flight.
 const GATHER: Duration = Duration::from_millis(2);
@@ -75,11 +75,6 @@ pub(crate) async fn run(
     let stop_fetching = shutdown.child_token();
     let inflight: InFlightMap = Arc::default();
     let counters = Arc::new(Counters::default());
-    let completer = Completer::start(
-        client.clone(),
-        inner.config.complete_batch,
-        counters.clone(),
-    );
     let executors = TaskTracker::new();
     let background = CancellationToken::new();
 
@@ -99,17 +94,24 @@ pub(crate) async fn run(
     });
 
     let mut fetchers = tokio::task::JoinSet::new();
+    let mut finished_lists = vec![];
     for (queue, concurrency) in &inner.queues {
         let slots = Arc::new(Semaphore::new(*concurrency));
         for _ in 0..inner.config.fetchers.clamp(1, (*concurrency).max(1)) {
+            // Each fetcher completes the jobs it claimed, so a batch that finishes together goes
+            // back whole with the next claim, as in a hand-written claim-and-complete loop.
+            let finished = Arc::new(Finished::default());
+            finished_lists.push(finished.clone());
             fetchers.spawn(fetch_loop(
                 inner.clone(),
                 queue.clone(),
-                slots.clone(),
-                *concurrency,
+                Queue {
+                    slots: slots.clone(),
+                    concurrency: *concurrency,
+                    finished: finished.clone(),
+                },
                 executors.clone(),
                 inflight.clone(),
-                completer.clone(),
                 counters.clone(),
                 stop_fetching.clone(),
             ));
@@ -134,6 +136,19 @@ pub(crate) async fn run(
     }
 
     // Stopping: let running jobs finish within the grace period, then stop and release them.
+    // Fetchers no longer carry completions: jobs that finish meanwhile are completed on their own.
+    let stop_flushing = CancellationToken::new();
+    let flushers: Vec<_> = finished_lists
+        .into_iter()
+        .map(|f| {
+            tokio::spawn(f.flush_until(
+                client.clone(),
+                inner.config.complete_batch.max(1),
+                counters.clone(),
+                stop_flushing.clone(),
+            ))
+        })
+        .collect();
     executors.close();
     if !executors.is_empty() {
         tokio::select! {
@@ -152,7 +167,10 @@ pub(crate) async fn run(
             }
         }
     }
-    completer.close().await;
+    stop_flushing.cancel();
+    for f in flushers {
+        let _ = f.await;
+    }
     background.cancel();
     let _ = hb.await;
     if let Some(m) = maint {
@@ -167,15 +185,44 @@ pub(crate) async fn run(
     })
 }
 
+/// A queue as its fetchers share it.
+struct Queue {
+    /// Its concurrency slots: a job holds one from its claim until its outcome is recorded.
+    slots: Arc<Semaphore>,
+    concurrency: usize,
+    /// This fetcher's finished jobs, whose completion goes with its next claim.
+    finished: Arc<Finished>,
+}
+
+/// A claim about to be made: the slots it fills, and the finished jobs it completes first (whose
+/// slots are among `slots`).
+#[derive(Default)]
+struct Batch {
+    slots: Vec<OwnedSemaphorePermit>,
+    done: Vec<ClaimedJob>,
+}
+
+impl Batch {
+    /// Takes the fetcher's finished jobs and as many free slots as are there, up to `max` slots
+    /// (finished jobs are all taken, up to `complete_max`).
+    fn fill(&mut self, q: &Queue, max: usize, complete_max: usize) {
+        q.finished
+            .take_into(complete_max, &mut self.done, &mut self.slots);
+        while self.slots.len() < max
+            && let Ok(p) = q.slots.clone().try_acquire_owned()
+        {
+            self.slots.push(p);
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn fetch_loop(
     inner: Arc<Inner>,
     queue: QueueName,
-    slots: Arc<Semaphore>,
-    concurrency: usize,
+    q: Queue,
     executors: TaskTracker,
     inflight: InFlightMap,
-    completer: Completer,
     counters: Arc<Counters>,
     stop: CancellationToken,
 ) -> Result<()> {
@@ -187,69 +234,106 @@ async fn fetch_loop(
     if let Some(l) = inner.config.lease {
         opts = opts.lease(l);
     }
+    let concurrency = q.concurrency;
     let fetchers = inner.config.fetchers.clamp(1, concurrency.max(1));
     let max_claim = inner
         .config
         .claim_batch
         .unwrap_or(concurrency.div_ceil(fetchers))
         .clamp(1, concurrency.max(1));
+    let complete_max = inner.config.complete_batch.max(1);
     let mut idle = MIN_IDLE;
     loop {
-        let first = tokio::select! {
-            p = slots.clone().acquire_owned() => p.expect("semaphore open"),
-            _ = stop.cancelled() => return Ok(()),
-        };
-        let mut permits = vec![first];
-        while permits.len() < max_claim
-            && let Ok(p) = slots.clone().try_acquire_owned()
-        {
-            permits.push(p);
+        // Wait for a free slot or a finished job (whose slot comes with it).
+        let mut batch = Batch::default();
+        let finished = q.finished.notified();
+        tokio::pin!(finished);
+        finished.as_mut().enable();
+        batch.fill(&q, max_claim, complete_max);
+        if batch.slots.is_empty() {
+            tokio::select! {
+                p = q.slots.clone().acquire_owned() => batch.slots.push(p.expect("semaphore open")),
+                _ = &mut finished => {}
+                _ = stop.cancelled() => return Ok(()),
+            }
+            batch.fill(&q, max_claim, complete_max);
+            if batch.slots.is_empty() {
+                continue; // the other fetcher took them
+            }
         }
-        // Slots come free in bursts (a batch completes together). When jobs are still in
-        // flight, wait a moment for the rest of the burst rather than claim a handful now.
-        if permits.len() < max_claim / 2 && slots.available_permits() + permits.len() < concurrency
-        {
+        // Jobs end in bursts (a batch claimed together finishes together). While this fetcher's
+        // jobs are still running, wait a moment for the rest of the burst, so that one statement
+        // completes them all and claims as many, rather than a handful now.
+        if batch.slots.len() < max_claim && q.finished.running() > 0 {
             let gather = tokio::time::sleep(GATHER);
             tokio::pin!(gather);
-            while permits.len() < max_claim {
+            loop {
+                let finished = q.finished.notified();
+                tokio::pin!(finished);
+                finished.as_mut().enable();
+                batch.fill(&q, max_claim, complete_max);
+                if batch.slots.len() >= max_claim || q.finished.running() == 0 {
+                    break;
+                }
                 tokio::select! {
-                    p = slots.clone().acquire_owned() => permits.push(p.expect("semaphore open")),
+                    _ = &mut finished => {}
                     _ = &mut gather => break,
                 }
             }
         }
-        // Register for wake-ups before looking, so none is missed in between.
+        // Register for wake-ups (new jobs, and jobs finishing while this claim runs) before
+        // looking, so none is missed in between.
         let notified = notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
+        let finished = q.finished.notified();
+        tokio::pin!(finished);
+        finished.as_mut().enable();
+        let limit = batch.slots.len().min(max_claim) as u32;
         let claimed = match client
-            .claim(&opts.clone().limit(permits.len() as u32))
+            .complete_claim(&batch.done, &opts.clone().limit(limit))
             .await
         {
-            Ok(c) => c,
-            Err(e) if e.is_transient() => {
+            Ok(r) => {
+                completer::record(&counters, &batch.done, &r.completed);
+                match r.claimed {
+                    Ok(c) => c,
+                    Err(e) if e.is_transient() => {
+                        tracing::warn!("claim from {queue} failed, retrying: {e}");
+                        vec![]
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => {
+                // Nothing was committed: the finished jobs are completed on their own.
+                completer::complete_alone(client, &batch.done, &counters).await;
+                if !e.is_transient() {
+                    return Err(e);
+                }
                 tracing::warn!("claim from {queue} failed, retrying: {e}");
                 vec![]
             }
-            Err(e) => return Err(e),
         };
+        let mut slots = batch.slots;
         if claimed.is_empty() {
-            drop(permits);
+            drop(slots);
             if let Some(mode) = inner.config.drain
-                && drained(client, &queue, mode, &slots, &inner).await?
+                && drained(client, &queue, mode, &q.slots, &inner).await?
             {
                 return Ok(());
             }
             let jitter = Duration::from_micros(rand::random_range(0..=idle.as_micros() as u64 / 4));
             tokio::select! {
                 _ = &mut notified => idle = MIN_IDLE,
+                _ = &mut finished => {}
                 _ = tokio::time::sleep(idle + jitter) => idle = (idle * 2).min(inner.config.poll_max.max(MIN_IDLE)),
                 _ = stop.cancelled() => return Ok(()),
             }
             continue;
         }
         idle = MIN_IDLE;
-        permits.truncate(claimed.len());
+        slots.truncate(claimed.len());
         // Read here, never while a handler holds a job transaction: on SQLite that transaction
         // holds the write lock, and a settings read queued behind a blocked writer would wait on it.
         let settings = client
@@ -258,17 +342,15 @@ async fn fetch_loop(
             .unwrap_or_else(|_| QueueSettings::defaults(queue.clone()));
         let lease = inner.config.lease.unwrap_or(settings.lease);
         let retention = settings.retention;
-        for (job, permit) in claimed.into_iter().zip(permits) {
+        q.finished.started(claimed.len());
+        for (job, slot) in claimed.into_iter().zip(slots) {
             let inner = inner.clone();
             let inflight = inflight.clone();
-            let completer = completer.clone();
             let counters = counters.clone();
+            let finished = q.finished.clone();
             executors.spawn(async move {
-                execute::run(
-                    &inner, job, lease, retention, &inflight, &completer, &counters,
-                )
-                .await;
-                drop(permit);
+                let job = execute::run(&inner, job, lease, retention, &inflight, &counters).await;
+                finished.ended(job, slot);
             });
         }
     }

@@ -1,0 +1,9 @@
+-- Rows that differ only in their payload (the usual batch: one queue, kind, priority and time),
+-- without unique keys: the shared values go once and only the payloads as an array, so neither
+-- side encodes or decodes five arrays of one repeated value. Ids follow input order as in
+-- job_insert_plain.
+INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, created_at)
+SELECT $1, $2, p::jsonb, $3, $4, $5, $6
+FROM UNNEST($7::text[]) WITH ORDINALITY AS t(p, ord)
+ORDER BY ord
+RETURNING id
