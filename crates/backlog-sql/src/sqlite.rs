@@ -20,7 +20,7 @@ use sqlx::{AssertSqlSafe, Connection, Row, SqliteConnection, SqlitePool};
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::dberror::{DbResultExt, connect_error};
 use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, unique_slot};
-use crate::sqltext::{Migration, Ordered, question_rows, uniform_rows};
+use crate::sqltext::{Migration, Ordered, question_rows};
 use crate::{BackendConfig, shared};
 
 const MIGRATIONS: &[Migration] = &[
@@ -136,18 +136,20 @@ impl batch::InsertOps for Inserter<'_> {
                 && chunk.len() > 1
                 && batch::uniform(chunk)
             {
-                let sql = q!("job_insert_uniform").replace("/*ROWS*/", &uniform_rows(chunk.len()));
-                let mut query = sqlx::query(AssertSqlSafe(sql))
+                let payloads: Vec<&str> = chunk.iter().map(|j| j.payload.as_str()).collect();
+                let payloads = serde_json::to_string(&payloads).expect("strings serialize");
+                let last = sqlx::query(q!("job_insert_uniform"))
                     .bind(first.queue.as_str().to_owned())
                     .bind(first.kind.as_ref().map(|k| k.as_str().to_owned()))
                     .bind(first.priority)
                     .bind(first.run_at.unwrap_or(now))
                     .bind(first.max_attempts)
-                    .bind(now);
-                for j in chunk {
-                    query = query.bind(j.payload.as_str().to_owned());
-                }
-                let last = query.execute(&mut *conn).await.db()?.last_insert_rowid();
+                    .bind(now)
+                    .bind(payloads)
+                    .execute(&mut *conn)
+                    .await
+                    .db()?
+                    .last_insert_rowid();
                 let first = last - chunk.len() as i64 + 1;
                 out.extend((first..=last).map(Some));
                 continue;

@@ -51,15 +51,6 @@ pub(crate) fn question_rows(rows: usize, width: usize) -> String {
     vec![one; rows].join(", ")
 }
 
-/// The rows of SQLite's `job_insert_uniform`: `(?1, ?2, ?7, ?3, ?4, ?5, ?6)` and so on, the
-/// payload's number counting up from 7.
-pub(crate) fn uniform_rows(rows: usize) -> String {
-    (0..rows)
-        .map(|i| format!("(?1, ?2, ?{}, ?3, ?4, ?5, ?6)", 7 + i))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// `n` `?` placeholders: `?, ?, ?`.
 pub(crate) fn question_list(n: usize) -> String {
     vec!["?"; n].join(", ")
@@ -149,14 +140,6 @@ mod tests {
         let s = split_statements("-- c\nCREATE TABLE a (x INT);\n\nCREATE TABLE b (\n y INT\n);\n");
         assert_eq!(s.len(), 2);
         assert!(s[1].contains("y INT"));
-    }
-
-    #[test]
-    fn uniform_rows_number_the_payloads() {
-        assert_eq!(
-            uniform_rows(2),
-            "(?1, ?2, ?7, ?3, ?4, ?5, ?6), (?1, ?2, ?8, ?3, ?4, ?5, ?6)"
-        );
     }
 
     #[test]

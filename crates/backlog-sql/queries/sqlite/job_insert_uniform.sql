@@ -1,6 +1,10 @@
 -- Rows that differ only in their payload (the usual batch: one queue, kind, priority and time),
--- without unique keys: ?1 to ?6 (queue, kind, priority, run_at, max_attempts, created_at) are
--- bound once, and /*ROWS*/ becomes (?1, ?2, ?7, ?3, ?4, ?5, ?6), (?1, ?2, ?8, …), one payload
--- each: a seventh of the values to bind. Ids as in job_insert_plain.
+-- without unique keys: the shared values are bound once, and the payloads travel as one JSON
+-- array of strings (?7), unpacked in order by json_each: seven values to bind for any number of
+-- rows. (Numbered placeholders reused per row would be fewer still in the text, but the driver
+-- asks SQLite for each placeholder's name, a linear search per placeholder.) Ids as in
+-- job_insert_plain: one statement, consecutive.
 INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, created_at)
-VALUES /*ROWS*/
+SELECT ?1, ?2, p.value, ?3, ?4, ?5, ?6
+FROM json_each(?7) AS p
+ORDER BY p.key
