@@ -83,7 +83,13 @@ impl PgBackend {
         let pool = PgPoolOptions::new()
             .max_connections(config.max_connections.max(1))
             .acquire_timeout(config.acquire_timeout)
-            .connect_lazy_with(opts.options([(QUIET_SETTING, "off")]));
+            // Generic plans: every statement here is a short parameterized look-up whose plan does
+            // not depend on the values, and a custom plan per execution re-planned the claim each
+            // time (0.2-0.4 ms of planning beside about 1 ms of execution).
+            .connect_lazy_with(opts.options([
+                (QUIET_SETTING, "off"),
+                ("plan_cache_mode", "force_generic_plan"),
+            ]));
         let mut backend = Self::from_pool(pool);
         backend.waker = Some(Arc::new(Waker::default()));
         Ok(backend)
