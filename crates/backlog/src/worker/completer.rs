@@ -9,9 +9,10 @@
 //! ones running and the ones finished but not yet recorded, together. Once fetching has stopped
 //! (shutdown), [`Finished::flush_until`] completes what is left on its own.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::{Notify, OwnedSemaphorePermit};
@@ -24,34 +25,46 @@ use crate::{ClaimedJob, Client, JobRef};
 const COMPLETE_ATTEMPTS: u64 = 20;
 
 /// One fetcher's finished jobs waiting for their completion, each with its slot, and how many
-/// of the jobs it claimed are still running.
+/// jobs of each of its claims (by the claim's lease token, which all its jobs share) still run.
 #[derive(Default)]
 pub(crate) struct Finished {
     jobs: Mutex<Vec<(ClaimedJob, OwnedSemaphorePermit)>>,
-    running: AtomicUsize,
+    running: Mutex<HashMap<i64, usize>>,
     notify: Notify,
 }
 
 impl Finished {
-    /// Counts `n` claimed jobs as running.
-    pub fn started(&self, n: usize) {
-        self.running.fetch_add(n, Ordering::Relaxed);
+    /// Counts `n` jobs of the claim with lease token `token` as running.
+    pub fn started(&self, token: i64, n: usize) {
+        *self.running.lock().expect("lock").entry(token).or_default() += n;
     }
 
-    /// A running job ended: with `Some(job)` it waits here, with its slot, to be completed;
-    /// with `None` its outcome is recorded already and the slot is given back.
-    pub fn ended(&self, job: Option<ClaimedJob>, slot: OwnedSemaphorePermit) {
+    /// A running job of the claim `token` ended: with `Some(job)` it waits here, with its slot,
+    /// to be completed; with `None` its outcome is recorded already and the slot is given back.
+    pub fn ended(&self, token: i64, job: Option<ClaimedJob>, slot: OwnedSemaphorePermit) {
         match job {
             Some(job) => self.jobs.lock().expect("lock").push((job, slot)),
             None => drop(slot),
         }
-        self.running.fetch_sub(1, Ordering::Relaxed);
+        {
+            let mut running = self.running.lock().expect("lock");
+            if let Some(n) = running.get_mut(&token) {
+                *n -= 1;
+                if *n == 0 {
+                    running.remove(&token);
+                }
+            }
+        }
         self.notify.notify_waiters();
     }
 
-    /// Jobs claimed by this fetcher that are still running.
-    pub fn running(&self) -> usize {
-        self.running.load(Ordering::Relaxed)
+    /// Whether jobs of the claims these finished jobs came from are still running: jobs claimed
+    /// together tend to end together (a burst), and a claim waits a moment for the rest.
+    pub fn burst_running(&self, finished: &[ClaimedJob]) -> bool {
+        let running = self.running.lock().expect("lock");
+        finished
+            .iter()
+            .any(|j| running.contains_key(&j.lease_token))
     }
 
     /// Moves up to `max` waiting jobs into `jobs` and their slots into `slots`; returns how many.

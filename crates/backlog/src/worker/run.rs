@@ -261,10 +261,11 @@ async fn fetch_loop(
                 continue; // the other fetcher took them
             }
         }
-        // Jobs end in bursts (a batch claimed together finishes together). While this fetcher's
-        // jobs are still running, wait a moment for the rest of the burst, so that one statement
-        // completes them all and claims as many, rather than a handful now.
-        if batch.slots.len() < max_claim && q.finished.running() > 0 {
+        // Jobs end in bursts (a batch claimed together finishes together). While jobs of the
+        // claims these finished jobs came from still run, wait a moment for the rest of the
+        // burst, so that one statement completes them all and claims as many, rather than a
+        // handful now; jobs of other claims, ending later, are not waited for.
+        if batch.slots.len() < max_claim && q.finished.burst_running(&batch.done) {
             let gather = tokio::time::sleep(GATHER);
             tokio::pin!(gather);
             loop {
@@ -272,7 +273,7 @@ async fn fetch_loop(
                 tokio::pin!(finished);
                 finished.as_mut().enable();
                 batch.fill(&q, max_claim, complete_max);
-                if batch.slots.len() >= max_claim || q.finished.running() == 0 {
+                if batch.slots.len() >= max_claim || !q.finished.burst_running(&batch.done) {
                     break;
                 }
                 tokio::select! {
@@ -342,15 +343,18 @@ async fn fetch_loop(
             .unwrap_or_else(|_| QueueSettings::defaults(queue.clone()));
         let lease = inner.config.lease.unwrap_or(settings.lease);
         let retention = settings.retention;
-        q.finished.started(claimed.len());
+        for job in &claimed {
+            q.finished.started(job.lease_token, 1);
+        }
         for (job, slot) in claimed.into_iter().zip(slots) {
             let inner = inner.clone();
             let inflight = inflight.clone();
             let counters = counters.clone();
             let finished = q.finished.clone();
+            let token = job.lease_token;
             executors.spawn(async move {
                 let job = execute::run(&inner, job, lease, retention, &inflight, &counters).await;
-                finished.ended(job, slot);
+                finished.ended(token, job, slot);
             });
         }
     }
