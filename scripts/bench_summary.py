@@ -14,6 +14,7 @@ ROWS = [
     ("enqueue, single (16 producers)", "enqueue_single_per_s", "enqueue_single_baseline_per_s", "/s"),
     ("enqueue, batched (1000 per call)", "enqueue_batch_per_s", "enqueue_batch_baseline_per_s", "/s"),
     ("drain of 100k no-op jobs", "e2e_jobs_per_s", "baseline_jobs_per_s", "/s"),
+    ("drain, against bare SQL folded", "e2e_jobs_per_s", "baseline_folded_jobs_per_s", "/s"),
 ]
 SOLO = [
     ("steady producer, end to end", "e2e_steady_jobs_per_s", "/s"),

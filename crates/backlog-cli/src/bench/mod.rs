@@ -52,6 +52,10 @@ pub struct Report {
     pub e2e_jobs_per_s: f64,
     pub baseline_jobs_per_s: f64,
     pub e2e_ratio: f64,
+    /// Bare SQL that, like the runtime, deletes each batch in the statement (or transaction) that
+    /// claims the next.
+    pub baseline_folded_jobs_per_s: f64,
+    pub e2e_folded_ratio: f64,
     pub e2e_steady_jobs_per_s: f64,
     pub latency_p50_ms: f64,
     pub latency_p99_ms: f64,
@@ -190,6 +194,7 @@ async fn measure(
         "single_base",
         "drain",
         "drain_base",
+        "drain_fold",
         "steady",
         "latency",
     ] {
@@ -218,12 +223,16 @@ async fn measure(
             .push(batch_backlog(client, &q("drain"), p, bar, &tag).await?);
         r.drain_base
             .push(drain_bare(client, base, &q("drain_base"), p, bar, &tag).await?);
+        fill_bare(base, &q("drain_fold"), p).await?;
+        r.drain_fold
+            .push(drain_folded(client, base, &q("drain_fold"), p, bar, &tag).await?);
         r.drain
             .push(drain_backlog(client, &q("drain"), p, bar, &tag).await?);
     }
     let (single, single_base) = (median(&r.single), median(&r.single_base));
     let (batch, batch_base) = (median(&r.batch), median(&r.batch_base));
     let (drain, drain_base) = (median(&r.drain), median(&r.drain_base));
+    let drain_fold = median(&r.drain_fold);
 
     // (b) a steady producer while the runtime works.
     let steady = steady(client, &q("steady"), p, bar).await?;
@@ -255,6 +264,8 @@ async fn measure(
         e2e_jobs_per_s: drain,
         baseline_jobs_per_s: drain_base,
         e2e_ratio: drain / drain_base,
+        baseline_folded_jobs_per_s: drain_fold,
+        e2e_folded_ratio: drain / drain_fold,
         e2e_steady_jobs_per_s: steady,
         latency_p50_ms: p50,
         latency_p99_ms: p99,
@@ -273,6 +284,7 @@ struct Rounds {
     batch_base: Vec<f64>,
     drain: Vec<f64>,
     drain_base: Vec<f64>,
+    drain_fold: Vec<f64>,
 }
 
 pub(crate) fn median(v: &[f64]) -> f64 {
@@ -432,6 +444,60 @@ async fn drain_bare(
                     return Ok::<_, backlog::sqlx::Error>(());
                 }
                 bar.inc(n as u64);
+            }
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
+    Ok(p.batch_jobs as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Queues `batch_jobs` jobs by bare multi-row INSERTs, untimed.
+async fn fill_bare(base: &Baseline, queue: &str, p: &Params) -> anyhow::Result<()> {
+    let mut i = 0;
+    while i < p.batch_jobs {
+        let k = p.batch_size.min(p.batch_jobs - i);
+        base.insert_many(queue, &(i..i + k).map(payload).collect::<Vec<_>>())
+            .await?;
+        i += k;
+    }
+    Ok(())
+}
+
+/// (b) bare loops that delete each batch in the statement (or transaction) that claims the
+/// next, as the runtime does: the fold's own ceiling.
+async fn drain_folded(
+    client: &Arc<Client>,
+    base: &Baseline,
+    queue: &str,
+    p: &Params,
+    bar: &ProgressBar,
+    tag: &str,
+) -> anyhow::Result<f64> {
+    phase(
+        bar,
+        &format!("{tag}: drain (bare SQL, folded)"),
+        p.batch_jobs,
+    );
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    let limit = (p.concurrency / p.baseline_loops).max(1) as i64;
+    for _ in 0..p.baseline_loops {
+        let (base, client, queue, bar) =
+            (base.clone(), client.clone(), queue.to_owned(), bar.clone());
+        tasks.spawn(async move {
+            let (mut prev, mut prev_token) = (vec![], 0);
+            loop {
+                let token = rand::random::<i64>();
+                let ids = base
+                    .complete_claim_folded(&queue, limit, client.now(), token, &prev, prev_token)
+                    .await?;
+                if ids.is_empty() {
+                    return Ok::<_, backlog::sqlx::Error>(());
+                }
+                bar.inc(ids.len() as u64);
+                (prev, prev_token) = (ids, token);
             }
         });
     }
@@ -610,6 +676,11 @@ fn human(r: &Report) -> String {
         "drain (claim + complete)",
         r.e2e_jobs_per_s,
         r.baseline_jobs_per_s,
+    );
+    row(
+        "drain, against bare SQL folded",
+        r.e2e_jobs_per_s,
+        r.baseline_folded_jobs_per_s,
     );
     s.push_str(&format!(
         "{:<34} {:>10.0}/s\n",
