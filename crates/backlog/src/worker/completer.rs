@@ -41,21 +41,39 @@ impl Finished {
 
     /// A running job of the claim `token` ended: with `Some(job)` it waits here, with its slot,
     /// to be completed; with `None` its outcome is recorded already and the slot is given back.
+    ///
+    /// Whoever waits is woken by the first job to wait here and by the last job of a claim to
+    /// end, not by every job: a burst of fifty no-op jobs wakes its claim loop twice, not fifty
+    /// times (each wake-up is a task switch, often to another thread, on a machine the database
+    /// shares).
     pub fn ended(&self, token: i64, job: Option<ClaimedJob>, slot: OwnedSemaphorePermit) {
-        match job {
-            Some(job) => self.jobs.lock().expect("lock").push((job, slot)),
-            None => drop(slot),
-        }
-        {
+        let first = match job {
+            Some(job) => {
+                let mut jobs = self.jobs.lock().expect("lock");
+                jobs.push((job, slot));
+                jobs.len() == 1
+            }
+            None => {
+                drop(slot);
+                true // a free slot: the claim loop may be waiting for one
+            }
+        };
+        let last = {
             let mut running = self.running.lock().expect("lock");
-            if let Some(n) = running.get_mut(&token) {
-                *n -= 1;
-                if *n == 0 {
+            match running.get_mut(&token) {
+                Some(n) if *n > 1 => {
+                    *n -= 1;
+                    false
+                }
+                _ => {
                     running.remove(&token);
+                    true
                 }
             }
+        };
+        if first || last {
+            self.notify.notify_waiters();
         }
-        self.notify.notify_waiters();
     }
 
     /// Whether jobs of the claims these finished jobs came from are still running: jobs claimed
@@ -65,6 +83,11 @@ impl Finished {
         finished
             .iter()
             .any(|j| running.contains_key(&j.lease_token))
+    }
+
+    /// How many finished jobs wait here.
+    pub fn waiting(&self) -> usize {
+        self.jobs.lock().expect("lock").len()
     }
 
     /// Moves up to `max` waiting jobs into `jobs` and their slots into `slots`; returns how many.

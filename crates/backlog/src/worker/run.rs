@@ -272,8 +272,9 @@ async fn fetch_loop(
                 let finished = q.finished.notified();
                 tokio::pin!(finished);
                 finished.as_mut().enable();
-                batch.fill(&q, max_claim, complete_max);
-                if batch.slots.len() >= max_claim || !q.finished.burst_running(&batch.done) {
+                if !q.finished.burst_running(&batch.done)
+                    || batch.slots.len() + q.finished.waiting() >= max_claim
+                {
                     break;
                 }
                 tokio::select! {
@@ -281,6 +282,7 @@ async fn fetch_loop(
                     _ = &mut gather => break,
                 }
             }
+            batch.fill(&q, max_claim, complete_max);
         }
         // Register for wake-ups (new jobs, and jobs finishing while this claim runs) before
         // looking, so none is missed in between.
@@ -343,8 +345,16 @@ async fn fetch_loop(
             .unwrap_or_else(|_| QueueSettings::defaults(queue.clone()));
         let lease = inner.config.lease.unwrap_or(settings.lease);
         let retention = settings.retention;
+        // All jobs of one claim share its lease token.
+        let mut by_token: Vec<(i64, usize)> = vec![];
         for job in &claimed {
-            q.finished.started(job.lease_token, 1);
+            match by_token.iter_mut().find(|(t, _)| *t == job.lease_token) {
+                Some((_, n)) => *n += 1,
+                None => by_token.push((job.lease_token, 1)),
+            }
+        }
+        for (token, n) in by_token {
+            q.finished.started(token, n);
         }
         for (job, slot) in claimed.into_iter().zip(slots) {
             let inner = inner.clone();
