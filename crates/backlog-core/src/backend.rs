@@ -133,6 +133,24 @@ pub struct CompleteClaimed {
     pub claimed: Result<Vec<ClaimedJob>>,
 }
 
+/// [`Backend::job_complete_claim`] as two operations, [`Backend::job_complete`] and then
+/// [`Backend::job_claim`]: the default, and what a backend falls back to where it cannot fold the
+/// two into one statement or transaction.
+pub async fn complete_then_claim<B: Backend + ?Sized>(
+    backend: &B,
+    params: JobCompleteClaimParams,
+) -> Result<CompleteClaimed> {
+    let completed = if params.complete.jobs.is_empty() {
+        vec![]
+    } else {
+        backend.job_complete(params.complete).await?
+    };
+    Ok(CompleteClaimed {
+        completed,
+        claimed: backend.job_claim(&params.claim).await,
+    })
+}
+
 /// Input of [`Backend::job_fail`].
 #[derive(Debug, Clone)]
 pub struct JobFailParams {
@@ -340,15 +358,7 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     /// commits as the database allows (PostgreSQL: one statement; SQLite: one transaction, one
     /// fsync). The default runs [`Backend::job_complete`] and then [`Backend::job_claim`].
     async fn job_complete_claim(&self, params: JobCompleteClaimParams) -> Result<CompleteClaimed> {
-        let completed = if params.complete.jobs.is_empty() {
-            vec![]
-        } else {
-            self.job_complete(params.complete).await?
-        };
-        Ok(CompleteClaimed {
-            completed,
-            claimed: self.job_claim(&params.claim).await,
-        })
+        complete_then_claim(self, params).await
     }
     /// Fails a job (retry or dead); `LeaseLost` if the token is stale.
     async fn job_fail(&self, params: JobFailParams) -> Result<()>;

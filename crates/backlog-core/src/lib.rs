@@ -26,7 +26,7 @@ pub use backend::{
     JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobFailParams, JobHeartbeatParams,
     JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobReleaseParams,
     JobRescueParams, JobVacuumParams, LeaderParams, MigrateReport, QueueRedriveParams, TxClaim,
-    WakeFn,
+    WakeFn, complete_then_claim,
 };
 pub use backoff::backoff_delay;
 pub use clock::{Clock, ManualClock, SystemClock, now_micros};

@@ -467,6 +467,16 @@ struct Inserter<'c> {
     id_step: Option<i64>,
 }
 
+/// Binds a job's queue, kind, payload, priority, run_at and max_attempts, in that order.
+fn bind_job(q: MyQuery, j: &NewJob, now: i64) -> MyQuery {
+    q.bind(j.queue.as_str().to_owned())
+        .bind(j.kind.as_ref().map(|k| k.as_str().to_owned()))
+        .bind(j.payload.as_str().to_owned())
+        .bind(j.priority)
+        .bind(j.run_at.unwrap_or(now))
+        .bind(j.max_attempts)
+}
+
 impl batch::InsertOps for Inserter<'_> {
     async fn insert(&mut self, rows: &[NewJob]) -> Result<Vec<Option<i64>>> {
         let conn = &mut *self.conn;
@@ -483,14 +493,7 @@ impl batch::InsertOps for Inserter<'_> {
                     q!("job_insert_plain").replace("/*ROWS*/", &question_rows(chunk.len(), 7));
                 let mut query = sqlx::query(AssertSqlSafe(sql));
                 for j in chunk {
-                    query = query
-                        .bind(j.queue.as_str().to_owned())
-                        .bind(j.kind.as_ref().map(|k| k.as_str().to_owned()))
-                        .bind(j.payload.as_str().to_owned())
-                        .bind(j.priority)
-                        .bind(j.run_at.unwrap_or(self.now))
-                        .bind(j.max_attempts)
-                        .bind(self.now);
+                    query = bind_job(query, j, self.now).bind(self.now);
                 }
                 let first = query.execute(&mut *conn).await.db()?.last_insert_id() as i64;
                 out.extend((0..chunk.len() as i64).map(|i| Some(first + i * step)));
@@ -500,13 +503,7 @@ impl batch::InsertOps for Inserter<'_> {
             let sql = q!("job_insert").replace("/*ROWS*/", &question_rows(chunk.len(), 9));
             let mut query = sqlx::query(AssertSqlSafe(sql));
             for j in chunk {
-                query = query
-                    .bind(j.queue.as_str().to_owned())
-                    .bind(j.kind.as_ref().map(|k| k.as_str().to_owned()))
-                    .bind(j.payload.as_str().to_owned())
-                    .bind(j.priority)
-                    .bind(j.run_at.unwrap_or(self.now))
-                    .bind(j.max_attempts)
+                query = bind_job(query, j, self.now)
                     .bind(j.unique_key.as_ref().map(|k| k.as_str().to_owned()))
                     .bind(self.now)
                     .bind(marker);
@@ -695,13 +692,7 @@ impl Backend for MySqlBackend {
 
     async fn job_complete_claim(&self, p: JobCompleteClaimParams) -> Result<CompleteClaimed> {
         if p.complete.jobs.is_empty() || p.claim.strategy == ClaimStrategy::ClaimToken {
-            let completed = if p.complete.jobs.is_empty() {
-                vec![]
-            } else {
-                self.job_complete(p.complete).await?
-            };
-            let claimed = self.job_claim(&p.claim).await;
-            return Ok(CompleteClaimed { completed, claimed });
+            return backlog_core::complete_then_claim(self, p).await;
         }
         // The completion statements join the claim's transaction: one commit (one log flush)
         // records both. They touch running rows, the claim available ones.

@@ -742,15 +742,7 @@ impl Backend for PgBackend {
             }
             // Archiving is a data-modifying WITH of its own, which cannot nest in another; the
             // claim-token strategy takes two statements.
-            _ => {
-                let completed = if p.complete.jobs.is_empty() {
-                    vec![]
-                } else {
-                    self.job_complete(p.complete).await?
-                };
-                let claimed = self.job_claim(&p.claim).await;
-                return Ok(CompleteClaimed { completed, claimed });
-            }
+            _ => return backlog_core::complete_then_claim(self, p).await,
         };
         // One statement per set of distinct ids, as in `complete_on`: a job twice in one call
         // (an expired lease beside its new one) is completed by the plain statement.
@@ -762,9 +754,7 @@ impl Backend for PgBackend {
                 .collect::<std::collections::HashSet<_>>()
                 .len();
         if !distinct {
-            let completed = self.job_complete(p.complete).await?;
-            let claimed = self.job_claim(&p.claim).await;
-            return Ok(CompleteClaimed { completed, claimed });
+            return backlog_core::complete_then_claim(self, p).await;
         }
         let c = &p.claim;
         let token = shared::new_token();

@@ -427,30 +427,25 @@ async fn drain_bare(
     bar: &ProgressBar,
     tag: &str,
 ) -> anyhow::Result<f64> {
-    phase(bar, &format!("{tag}: drain (bare SQL)"), p.batch_jobs);
-    let started = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
     let limit = (p.concurrency / p.baseline_loops).max(1) as i64;
-    for _ in 0..p.baseline_loops {
+    let label = format!("{tag}: drain (bare SQL)");
+    bare_loops(p, bar, &label, || {
         let (base, client, queue, bar) =
             (base.clone(), client.clone(), queue.to_owned(), bar.clone());
-        tasks.spawn(async move {
+        async move {
             loop {
                 let token = rand::random::<i64>();
                 let n = base
                     .claim_complete(&queue, limit, client.now(), token)
                     .await?;
                 if n == 0 {
-                    return Ok::<_, backlog::sqlx::Error>(());
+                    return Ok(());
                 }
                 bar.inc(n as u64);
             }
-        });
-    }
-    while let Some(r) = tasks.join_next().await {
-        r??;
-    }
-    Ok(p.batch_jobs as f64 / started.elapsed().as_secs_f64())
+        }
+    })
+    .await
 }
 
 /// Queues `batch_jobs` jobs by bare multi-row INSERTs, untimed.
@@ -475,18 +470,12 @@ async fn drain_folded(
     bar: &ProgressBar,
     tag: &str,
 ) -> anyhow::Result<f64> {
-    phase(
-        bar,
-        &format!("{tag}: drain (bare SQL, folded)"),
-        p.batch_jobs,
-    );
-    let started = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
     let limit = (p.concurrency / p.baseline_loops).max(1) as i64;
-    for _ in 0..p.baseline_loops {
+    let label = format!("{tag}: drain (bare SQL, folded)");
+    bare_loops(p, bar, &label, || {
         let (base, client, queue, bar) =
             (base.clone(), client.clone(), queue.to_owned(), bar.clone());
-        tasks.spawn(async move {
+        async move {
             let (mut prev, mut prev_token) = (vec![], 0);
             loop {
                 let token = rand::random::<i64>();
@@ -494,12 +483,33 @@ async fn drain_folded(
                     .complete_claim_folded(&queue, limit, client.now(), token, &prev, prev_token)
                     .await?;
                 if ids.is_empty() {
-                    return Ok::<_, backlog::sqlx::Error>(());
+                    return Ok(());
                 }
                 bar.inc(ids.len() as u64);
                 (prev, prev_token) = (ids, token);
             }
-        });
+        }
+    })
+    .await
+}
+
+/// Runs `baseline_loops` copies of a bare drain loop at once (each from `one_loop()`) until all
+/// of them find nothing left; returns the drain rate.
+async fn bare_loops<F, Fut>(
+    p: &Params,
+    bar: &ProgressBar,
+    label: &str,
+    one_loop: F,
+) -> anyhow::Result<f64>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<(), backlog::sqlx::Error>> + Send + 'static,
+{
+    phase(bar, label, p.batch_jobs);
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..p.baseline_loops {
+        tasks.spawn(one_loop());
     }
     while let Some(r) = tasks.join_next().await {
         r??;
