@@ -1,4 +1,5 @@
-//! The run loop: one fetcher per queue, the heartbeater, the completer, maintenance, shutdown.
+//! The run loop: claim loops (fetchers) per queue that complete what they claimed with their next
+//! claim, the heartbeater, maintenance, shutdown.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
