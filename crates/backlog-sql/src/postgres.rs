@@ -778,15 +778,16 @@ impl Backend for PgBackend {
             query.fetch_all(&self.pool).await.db()
         })
         .await?;
-        let mut done: Vec<i64> = vec![];
+        // Every row carries the same done_ids; the claimed columns are NULL when none was claimed.
+        let done: Vec<i64> = match rows.first() {
+            Some(r) => r
+                .try_get::<Option<Vec<i64>>, _>("done_ids")
+                .db()?
+                .unwrap_or_default(),
+            None => vec![],
+        };
         let mut claimed = Vec::with_capacity(rows.len());
         for r in &rows {
-            if done.is_empty() {
-                done = r
-                    .try_get::<Option<Vec<i64>>, _>("done_ids")
-                    .db()?
-                    .unwrap_or_default();
-            }
             if r.try_get::<Option<i64>, _>("id").db()?.is_some() {
                 claimed.push(claimed_from_row!(r));
             }

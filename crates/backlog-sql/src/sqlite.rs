@@ -365,14 +365,10 @@ impl Backend for SqliteBackend {
     }
 
     async fn job_complete_claim(&self, p: JobCompleteClaimParams) -> Result<CompleteClaimed> {
-        let mut conn = self.pool.acquire().await.db()?;
-        if p.complete.jobs.is_empty() && p.claim.strategy != ClaimStrategy::ClaimToken {
-            let claimed = self.claim_on(&mut conn, &p.claim).await?;
-            return Ok(CompleteClaimed {
-                completed: vec![],
-                claimed: Ok(claimed),
-            });
+        if p.complete.jobs.is_empty() {
+            return backlog_core::complete_then_claim(self, p).await;
         }
+        let mut conn = self.pool.acquire().await.db()?;
         // One transaction: its commit, one fsync, records the completions and the claim.
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
         let completed = Self::complete_on(&mut tx, &p.complete).await?;

@@ -34,9 +34,12 @@ pub(crate) struct Finished {
 }
 
 impl Finished {
-    /// Counts `n` jobs of the claim with lease token `token` as running.
-    pub fn started(&self, token: i64, n: usize) {
-        *self.running.lock().expect("lock").entry(token).or_default() += n;
+    /// Counts claimed jobs as running, by their claim's lease token.
+    pub fn started(&self, claimed: &[ClaimedJob]) {
+        let mut running = self.running.lock().expect("lock");
+        for job in claimed {
+            *running.entry(job.lease_token).or_default() += 1;
+        }
     }
 
     /// A running job of the claim `token` ended: with `Some(job)` it waits here, with its slot,

@@ -15,7 +15,7 @@ use super::execute::{self, StopReason};
 use super::{DrainMode, ErasedHandler, PeriodicJob, WorkerConfig};
 use crate::{ClaimOpts, ClaimedJob, Client, Error, JobRef, Kind, QueueName, QueueSettings, Result};
 
-/// Longest wait for more free slots before a claim, while jobs are still in flight.
+/// Longest wait for the rest of a burst (the jobs of the same claims) before the next claim.
 const GATHER: Duration = Duration::from_millis(2);
 
 /// Shortest wait between polls of an empty queue; doubles up to `poll_max`.
@@ -346,17 +346,7 @@ async fn fetch_loop(
             .unwrap_or_else(|_| QueueSettings::defaults(queue.clone()));
         let lease = inner.config.lease.unwrap_or(settings.lease);
         let retention = settings.retention;
-        // All jobs of one claim share its lease token.
-        let mut by_token: Vec<(i64, usize)> = vec![];
-        for job in &claimed {
-            match by_token.iter_mut().find(|(t, _)| *t == job.lease_token) {
-                Some((_, n)) => *n += 1,
-                None => by_token.push((job.lease_token, 1)),
-            }
-        }
-        for (token, n) in by_token {
-            q.finished.started(token, n);
-        }
+        q.finished.started(&claimed);
         for (job, slot) in claimed.into_iter().zip(slots) {
             let inner = inner.clone();
             let inflight = inflight.clone();
