@@ -123,6 +123,10 @@ pub struct BenchArgs {
     /// Jobs per second of the steady run of --grow (below what the worker can do).
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub grow_rate: u64,
+    /// Only these phases, comma-separated (default all); the figures of the others are null in
+    /// --json. The drain phase queues its jobs untimed when enqueue is left out.
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub only: Option<Vec<bench::Phase>>,
     /// A few-second run (for CI: it keeps the benchmark working, not a measurement).
     #[arg(long)]
     pub quick: bool,

@@ -778,14 +778,15 @@ impl Backend for PgBackend {
             query.fetch_all(&self.pool).await.db()
         })
         .await?;
-        // Every row carries the same done_ids; the claimed columns are NULL when none was claimed.
-        let done: Vec<i64> = match rows.first() {
-            Some(r) => r
-                .try_get::<Option<Vec<i64>>, _>("done_ids")
-                .db()?
-                .unwrap_or_default(),
-            None => vec![],
-        };
+        // One row carries done_ids (sent once, not with each claimed job); the claimed columns
+        // are NULL when none was claimed.
+        let mut done: Vec<i64> = vec![];
+        for r in &rows {
+            if let Some(ids) = r.try_get::<Option<Vec<i64>>, _>("done_ids").db()? {
+                done = ids;
+                break;
+            }
+        }
         let mut claimed = Vec::with_capacity(rows.len());
         for r in &rows {
             if r.try_get::<Option<i64>, _>("id").db()?.is_some() {

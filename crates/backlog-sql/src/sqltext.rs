@@ -123,7 +123,7 @@ pub(crate) fn complete_then_claim(done: &str, claim: &str) -> String {
         .expect("a claim starts with WITH");
     format!(
         "WITH done AS (\n{done}\n), {picked},\nclaimed AS (\nUPDATE {update}\n)\n\
-         SELECT d.done_ids, c.*\n\
+         SELECT CASE WHEN row_number() OVER () = 1 THEN d.done_ids END AS done_ids, c.*\n\
          FROM (SELECT array_agg(id) AS done_ids FROM done) AS d\n\
          LEFT JOIN claimed AS c ON true"
     )

@@ -21,6 +21,22 @@ use serde::Serialize;
 use crate::cli::BenchArgs;
 use baseline::Baseline;
 
+/// A part of the benchmark, for `--only`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Single and batched enqueue, each beside its bare INSERTs.
+    Enqueue,
+    /// The drain of pre-queued jobs, beside the bare claim-and-complete loops.
+    Drain,
+    /// A steady producer while the runtime works.
+    Steady,
+    /// Enqueue-to-start latency.
+    Latency,
+    /// The seed S2 replay.
+    S2,
+}
+
 /// What one run measures, and with what.
 #[derive(Debug, Clone, Serialize)]
 pub struct Params {
@@ -35,6 +51,8 @@ pub struct Params {
     pub latency_jobs: u64,
     pub latency_rate_per_s: u64,
     pub rounds: u64,
+    /// The phases run.
+    pub phases: Vec<Phase>,
     pub s2_jobs: u64,
     pub s2_concurrency: u64,
     pub s2_sleep_ms: u64,
@@ -133,6 +151,15 @@ fn params(url: &str, a: &BenchArgs) -> Params {
         latency_jobs: a.latency_jobs.unwrap_or(if q { 100 } else { 2_000 }),
         latency_rate_per_s: a.latency_rate,
         rounds: a.rounds.unwrap_or(if q { 1 } else { 3 }),
+        phases: a.only.clone().unwrap_or_else(|| {
+            vec![
+                Phase::Enqueue,
+                Phase::Drain,
+                Phase::Steady,
+                Phase::Latency,
+                Phase::S2,
+            ]
+        }),
         s2_jobs: a.s2_jobs.unwrap_or(if q { 200 } else { 5_000 }),
         s2_concurrency: a.s2_concurrency.unwrap_or(if q { 100 } else { 500 }),
         s2_sleep_ms: a
@@ -208,26 +235,39 @@ async fn measure(
     client.queue_configure(&s).await?;
     // Rounds alternate the bare-SQL side and backlog's, so drift on a shared machine (autovacuum,
     // other processes) hits both alike; each figure is the median over the rounds.
+    let on = |phase: Phase| p.phases.contains(&phase);
     let mut r = Rounds::default();
     for round in 1..=p.rounds {
         let tag = format!("round {round}/{}", p.rounds);
         base.vacuum().await?;
-        r.single_base
-            .push(single_bare(base, &q("single_base"), p, bar, &tag).await?);
-        r.single
-            .push(single_backlog(client, &q("single"), p, bar, &tag).await?);
-        base.clean(&q("single")).await?;
-        r.batch_base
-            .push(batch_bare(base, &q("drain_base"), p, bar, &tag).await?);
-        r.batch
-            .push(batch_backlog(client, &q("drain"), p, bar, &tag).await?);
-        r.drain_base
-            .push(drain_bare(client, base, &q("drain_base"), p, bar, &tag).await?);
-        fill_bare(base, &q("drain_fold"), p).await?;
-        r.drain_fold
-            .push(drain_folded(client, base, &q("drain_fold"), p, bar, &tag).await?);
-        r.drain
-            .push(drain_backlog(client, &q("drain"), p, bar, &tag).await?);
+        if on(Phase::Enqueue) {
+            r.single_base
+                .push(single_bare(base, &q("single_base"), p, bar, &tag).await?);
+            r.single
+                .push(single_backlog(client, &q("single"), p, bar, &tag).await?);
+            base.clean(&q("single")).await?;
+        }
+        if on(Phase::Enqueue) || on(Phase::Drain) {
+            r.batch_base
+                .push(batch_bare(base, &q("drain_base"), p, bar, &tag).await?);
+            r.batch
+                .push(batch_backlog(client, &q("drain"), p, bar, &tag).await?);
+        }
+        if on(Phase::Drain) {
+            r.drain_base
+                .push(drain_bare(client, base, &q("drain_base"), p, bar, &tag).await?);
+            fill_bare(base, &q("drain_fold"), p).await?;
+            r.drain_fold
+                .push(drain_folded(client, base, &q("drain_fold"), p, bar, &tag).await?);
+            r.drain
+                .push(drain_backlog(client, &q("drain"), p, bar, &tag).await?);
+        } else {
+            base.clean(&q("drain_base")).await?;
+            base.clean(&q("drain")).await?;
+        }
+    }
+    if !on(Phase::Enqueue) {
+        (r.single, r.single_base, r.batch, r.batch_base) = Default::default();
     }
     let (single, single_base) = (median(&r.single), median(&r.single_base));
     let (batch, batch_base) = (median(&r.batch), median(&r.batch_base));
@@ -235,24 +275,39 @@ async fn measure(
     let drain_fold = median(&r.drain_fold);
 
     // (b) a steady producer while the runtime works.
-    let steady = steady(client, &q("steady"), p, bar).await?;
+    let steady = match on(Phase::Steady) {
+        true => steady(client, &q("steady"), p, bar).await?,
+        false => f64::NAN,
+    };
 
     // (c) enqueue-to-start latency at a modest rate, from a producer with its own connections
     // (as another process would be): wake-ups come through the database.
-    let (p50, p99) = latency(url, client, &q("latency"), p, bar).await?;
+    let (p50, p99) = match on(Phase::Latency) {
+        true => latency(url, client, &q("latency"), p, bar).await?,
+        false => (f64::NAN, f64::NAN),
+    };
 
-    let s2 = s2::replay(
-        client,
-        base,
-        &q("s2"),
-        (
-            p.s2_jobs,
-            p.s2_concurrency,
-            Duration::from_millis(p.s2_sleep_ms),
-        ),
-        bar,
-    )
-    .await?;
+    let s2 = match on(Phase::S2) {
+        true => {
+            s2::replay(
+                client,
+                base,
+                &q("s2"),
+                (
+                    p.s2_jobs,
+                    p.s2_concurrency,
+                    Duration::from_millis(p.s2_sleep_ms),
+                ),
+                bar,
+            )
+            .await?
+        }
+        false => s2::S2 {
+            mean_ms: f64::NAN,
+            p99_ms: f64::NAN,
+            wall_s: f64::NAN,
+        },
+    };
 
     Ok(Report {
         enqueue_single_per_s: single,
@@ -291,7 +346,7 @@ pub(crate) fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     match v.len() {
-        0 => 0.0,
+        0 => f64::NAN, // not measured: null in --json
         n if n % 2 == 1 => v[n / 2],
         n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
@@ -667,6 +722,9 @@ fn human(r: &Report) -> String {
         "", "backlog", "bare SQL", "ratio"
     ));
     let mut row = |name: &str, ours: f64, base: f64| {
+        if ours.is_nan() {
+            return; // a phase left out by --only
+        }
         s.push_str(&format!(
             "{name:<34} {ours:>10.0}/s {base:>10.0}/s {:>6.0}%\n",
             100.0 * ours / base
@@ -692,28 +750,34 @@ fn human(r: &Report) -> String {
         r.e2e_jobs_per_s,
         r.baseline_folded_jobs_per_s,
     );
-    s.push_str(&format!(
-        "{:<34} {:>10.0}/s\n",
-        "steady producer, end to end", r.e2e_steady_jobs_per_s
-    ));
-    s.push_str(&format!(
-        "{:<34} p50 {:.2} ms, p99 {:.2} ms ({} jobs at {}/s)\n",
-        "enqueue to handler start",
-        r.latency_p50_ms,
-        r.latency_p99_ms,
-        p.latency_jobs,
-        p.latency_rate_per_s
-    ));
-    s.push_str(&format!(
-        "{:<34} claim to completion mean {:.1} ms, p99 {:.1} ms \
+    if !r.e2e_steady_jobs_per_s.is_nan() {
+        s.push_str(&format!(
+            "{:<34} {:>10.0}/s\n",
+            "steady producer, end to end", r.e2e_steady_jobs_per_s
+        ));
+    }
+    if !r.latency_p50_ms.is_nan() {
+        s.push_str(&format!(
+            "{:<34} p50 {:.2} ms, p99 {:.2} ms ({} jobs at {}/s)\n",
+            "enqueue to handler start",
+            r.latency_p50_ms,
+            r.latency_p99_ms,
+            p.latency_jobs,
+            p.latency_rate_per_s
+        ));
+    }
+    if !r.s2_mean_ms.is_nan() {
+        s.push_str(&format!(
+            "{:<34} claim to completion mean {:.1} ms, p99 {:.1} ms \
          ({} jobs of {} ms, {} at once; {:.1} s in all)\n",
-        "S2 replay",
-        r.s2_mean_ms,
-        r.s2_p99_ms,
-        p.s2_jobs,
-        p.s2_sleep_ms,
-        p.s2_concurrency,
-        r.s2_wall_s
-    ));
+            "S2 replay",
+            r.s2_mean_ms,
+            r.s2_p99_ms,
+            p.s2_jobs,
+            p.s2_sleep_ms,
+            p.s2_concurrency,
+            r.s2_wall_s
+        ));
+    }
     s
 }
