@@ -96,7 +96,9 @@ pub(crate) async fn run(
         other => other,
     };
     stop.cancel();
-    report(inner, &job, ended, retention, counters).await
+    let complete = report(inner, &job, ended, retention, counters).await;
+    // The handler's context is gone with its future: the job is unwrapped, not copied.
+    complete.then(|| Arc::try_unwrap(job).unwrap_or_else(|shared| (*shared).clone()))
 }
 
 async fn sleep_for(d: Duration) {
@@ -114,20 +116,21 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
+/// Records the outcome; true when the job is to be completed with its fetcher's next claim.
 async fn report(
     inner: &Inner,
     job: &ClaimedJob,
     ended: Ended,
     retention: Retention,
     counters: &Counters,
-) -> Option<ClaimedJob> {
+) -> bool {
     let client = &inner.client;
     let failed = |n: &Counters| n.failed.fetch_add(1, Ordering::Relaxed);
     let result = match ended {
-        Ended::Handler(Ok(Outcome::Complete)) => return Some(job.clone()),
+        Ended::Handler(Ok(Outcome::Complete)) => return true,
         Ended::Handler(Ok(Outcome::CompleteWith(value))) => {
             match client.set_result(job.job_ref(), &value).await {
-                Ok(()) => return Some(job.clone()),
+                Ok(()) => return true,
                 Err(e) => Err(e),
             }
         }
@@ -211,5 +214,5 @@ async fn report(
         }
         Err(e) => tracing::error!("job {}: recording its outcome failed: {e}", job.id),
     }
-    None
+    false
 }
