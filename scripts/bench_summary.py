@@ -36,12 +36,16 @@ def main(paths):
     print("| figure | backlog (median) | bare SQL (median) | ratio (median of runs) | ratio per run |")
     print("|---|---:|---:|---:|---|")
     for name, ours, base, unit in ROWS:
+        if any(r[ours] is None or r[base] is None for r in runs):
+            continue  # a phase left out by --only
         o = statistics.median(r[ours] for r in runs)
         b = statistics.median(r[base] for r in runs)
         ratios = [r[ours] / r[base] for r in runs]
         per = ", ".join(f"{x:.0%}" for x in ratios)
         print(f"| {name} | {fmt(o, unit)} | {fmt(b, unit)} | {statistics.median(ratios):.0%} | {per} |")
     for name, key, unit in SOLO:
+        if any(r[key] is None for r in runs):
+            continue
         v = statistics.median(r[key] for r in runs)
         per = ", ".join(fmt(r[key], unit) for r in runs)
         print(f"| {name} | {fmt(v, unit)} | | | {per} |")

@@ -410,6 +410,32 @@ fn bench_quick(engine: Engine) {
     assert!(r["s2_mean_ms"].as_f64().unwrap() >= 100.0, "{r}");
     assert!(r["s2_p99_ms"].as_f64().unwrap() >= r["s2_mean_ms"].as_f64().unwrap() * 0.9);
 
+    // One phase alone: its figures, and null for the phases left out.
+    let out = db.ok(&[
+        "bench", "--quick", "--json", "--only", "drain", "--jobs", "1000",
+    ]);
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for key in [
+        "e2e_jobs_per_s",
+        "baseline_jobs_per_s",
+        "baseline_folded_jobs_per_s",
+    ] {
+        assert!(r[key].as_f64().unwrap() > 0.0, "{key} in {r}");
+    }
+    for key in [
+        "enqueue_single_per_s",
+        "enqueue_batch_per_s",
+        "latency_p50_ms",
+        "s2_mean_ms",
+    ] {
+        assert!(r[key].is_null(), "{key} in {r}");
+    }
+    assert_eq!(r["params"]["phases"], serde_json::json!(["drain"]));
+    db.fails(
+        &["bench", "--quick", "--only", "drain,warp"],
+        "invalid value 'warp'",
+    );
+
     // Cost as work grows, in miniature: every depth drained, the table measured.
     let out = db.ok(&[
         "bench",
