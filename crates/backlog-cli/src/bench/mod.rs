@@ -248,10 +248,13 @@ async fn measure(
             base.clean(&q("single")).await?;
         }
         if on(Phase::Enqueue) || on(Phase::Drain) {
-            r.batch_base
-                .push(batch_bare(base, &q("drain_base"), p, bar, &tag).await?);
-            r.batch
-                .push(batch_backlog(client, &q("drain"), p, bar, &tag).await?);
+            // The batched enqueue queues the drain's jobs; its rates count only with enqueue.
+            let batch_base = batch_bare(base, &q("drain_base"), p, bar, &tag).await?;
+            let batch = batch_backlog(client, &q("drain"), p, bar, &tag).await?;
+            if on(Phase::Enqueue) {
+                r.batch_base.push(batch_base);
+                r.batch.push(batch);
+            }
         }
         if on(Phase::Drain) {
             r.drain_base
@@ -262,12 +265,8 @@ async fn measure(
             r.drain
                 .push(drain_backlog(client, &q("drain"), p, bar, &tag).await?);
         } else {
-            base.clean(&q("drain_base")).await?;
-            base.clean(&q("drain")).await?;
+            base.clean(&q("drain")).await?; // drain, drain_base and drain_fold: a prefix
         }
-    }
-    if !on(Phase::Enqueue) {
-        (r.single, r.single_base, r.batch, r.batch_base) = Default::default();
     }
     let (single, single_base) = (median(&r.single), median(&r.single_base));
     let (batch, batch_base) = (median(&r.batch), median(&r.batch_base));
