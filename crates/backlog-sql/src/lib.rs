@@ -27,8 +27,9 @@ pub use postgres::PgBackend;
 pub use sqlite::SqliteBackend;
 pub use tx::{JobConnection, JobTx, SqlBackend};
 
-/// The schema version this build creates and expects.
-pub const SCHEMA_VERSION: i64 = 2;
+/// The schema version this build creates and expects: the number of its last migration, the same
+/// in every dialect.
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Connection pool settings.
 #[derive(Debug, Clone)]
@@ -124,5 +125,18 @@ mod tests {
         assert_eq!(redact_url("sqlite://backlog.db"), "sqlite://backlog.db");
         assert!(url_scheme("oracle://x").is_err());
         assert_eq!(url_scheme("postgresql://x").unwrap(), UrlScheme::Postgres);
+    }
+
+    #[test]
+    fn schema_version_is_the_last_migration_of_every_dialect() {
+        for migrations in [
+            sqlite::MIGRATIONS,
+            postgres::MIGRATIONS,
+            mysql::MIGRATIONS,
+        ] {
+            let versions: Vec<i64> = migrations.iter().map(|m| m.version).collect();
+            let expected: Vec<i64> = (1..=SCHEMA_VERSION).collect();
+            assert_eq!(versions, expected);
+        }
     }
 }

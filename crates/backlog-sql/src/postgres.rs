@@ -23,7 +23,7 @@ use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, un
 use crate::sqltext::{self, Migration, Ordered};
 use crate::{BackendConfig, shared};
 
-const MIGRATIONS: &[Migration] = &[
+pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
         name: "init",
@@ -38,6 +38,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 3,
         name: "quiet_notify",
         sql: include_str!("../migrations/postgres/0003_quiet_notify.sql"),
+    },
+    Migration {
+        version: 4,
+        name: "lease_index",
+        sql: include_str!("../migrations/postgres/0004_lease_index.sql"),
     },
 ];
 
