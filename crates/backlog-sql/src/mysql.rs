@@ -159,7 +159,7 @@ impl MySqlBackend {
                 let expires = p.now + p.lease.as_micros() as i64;
                 let kinds = shared::kinds_json(&p.kinds);
                 let mut tx = self.pool.begin().await.db()?;
-                let q = sqlx::query(AssertSqlSafe(self.claim_token.get(p.order).to_owned()))
+                let q = sqlx::query(self.claim_token.get(p.order))
                     .bind(token)
                     .bind(p.owner.clone())
                     .bind(expires)
@@ -269,16 +269,14 @@ fn bind_claim_filter(
 /// inside a transaction.
 async fn claim_on(
     conn: &mut MySqlConnection,
-    sql: &str,
+    sql: sqlx::SqlStr,
     p: &JobClaimParams,
     limit: u32,
 ) -> Result<Vec<ClaimedJob>> {
     let token = shared::new_token();
     let expires = p.now + p.lease.as_micros() as i64;
     let kinds = shared::kinds_json(&p.kinds);
-    let q = sqlx::query(AssertSqlSafe(sql.to_owned()))
-        .bind(token)
-        .bind(expires);
+    let q = sqlx::query(sql).bind(token).bind(expires);
     let rows = bind_claim_filter(q, p, &kinds, limit)
         .fetch_all(&mut *conn)
         .await

@@ -15,7 +15,7 @@ use backlog_core::{
     TxClaim, WakeFn,
 };
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
-use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool, Postgres, Row, Transaction};
+use sqlx::{Connection, PgConnection, PgPool, Postgres, Row, Transaction};
 
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::dberror::{DbResultExt, connect_error};
@@ -469,13 +469,13 @@ fn is_deadlock(e: &backlog_core::Error) -> bool {
 /// A claim statement (either strategy) with its parameters: $1 token, $2 owner, $3 lease expiry,
 /// $4 now, $5 queue, $6 kinds, $7 limit.
 fn claim_query<'q>(
-    sql: &str,
+    sql: sqlx::SqlStr,
     p: &'q JobClaimParams,
     token: i64,
     expires: i64,
     kinds: Option<Vec<String>>,
 ) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
-    sqlx::query(AssertSqlSafe(sql.to_owned()))
+    sqlx::query(sql)
         .bind(token)
         .bind(&p.owner)
         .bind(expires)
@@ -710,7 +710,7 @@ impl Backend for PgBackend {
         let mut tx = self.pool.begin().await.db()?;
         // The claim statement with LIMIT 1: it locks the row (FOR UPDATE SKIP LOCKED) and marks
         // it running; the lock lasts until this transaction ends, and dies with the connection.
-        let row = sqlx::query(AssertSqlSafe(self.claim.get(p.order).to_owned()))
+        let row = sqlx::query(self.claim.get(p.order))
             .bind(shared::new_token())
             .bind(&p.owner)
             .bind(p.now + p.lease.as_micros() as i64)
@@ -783,19 +783,16 @@ impl Backend for PgBackend {
             query.fetch_all(&self.pool).await.db()
         })
         .await?;
-        // One row carries done_ids (sent once, not with each claimed job); the claimed columns
-        // are NULL when none was claimed.
+        // One row carries done_ids (column 0, sent once, not with each claimed job); the claimed
+        // columns follow it, NULL when none was claimed.
         let mut done: Vec<i64> = vec![];
-        for r in &rows {
-            if let Some(ids) = r.try_get::<Option<Vec<i64>>, _>("done_ids").db()? {
-                done = ids;
-                break;
-            }
-        }
         let mut claimed = Vec::with_capacity(rows.len());
         for r in &rows {
-            if r.try_get::<Option<i64>, _>("id").db()?.is_some() {
-                claimed.push(claimed_from_row!(r));
+            if let Some(ids) = r.try_get::<Option<Vec<i64>>, _>(0).db()? {
+                done = ids;
+            }
+            if r.try_get::<Option<i64>, _>(1).db()?.is_some() {
+                claimed.push(claimed_from_row!(r, 1));
             }
         }
         crate::rows::sort_claimed(&mut claimed, c.order);

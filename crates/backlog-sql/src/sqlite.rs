@@ -223,7 +223,7 @@ impl SqliteBackend {
             ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => self.claim.get(p.order),
             ClaimStrategy::ClaimToken => self.claim_token.get(p.order),
         };
-        let query = sqlx::query(AssertSqlSafe(sql.to_owned()))
+        let query = sqlx::query(sql)
             .bind(token)
             .bind(&p.owner)
             .bind(expires)

@@ -21,26 +21,33 @@ pub(crate) fn order_clause(order: Ordering) -> &'static str {
     }
 }
 
-/// `sql` with `/*ORDER*/` replaced for each ordering, rendered once at start-up.
+/// `sql` with `/*ORDER*/` replaced for each ordering, rendered once at start-up. Each text is
+/// shared (`SqlStr` over an `Arc`): a statement sent thousands of times a second is not copied
+/// for each.
 #[derive(Debug, Clone)]
 pub(crate) struct Ordered {
-    fifo: String,
-    lifo: String,
+    fifo: sqlx::SqlStr,
+    lifo: sqlx::SqlStr,
 }
 
 impl Ordered {
     pub fn new(sql: &str) -> Self {
         debug_assert!(sql.contains("/*ORDER*/"));
+        let render = |o| {
+            let text: std::sync::Arc<str> = sql.replace("/*ORDER*/", order_clause(o)).into();
+            sqlx::SqlSafeStr::into_sql_str(sqlx::AssertSqlSafe(text))
+        };
         Ordered {
-            fifo: sql.replace("/*ORDER*/", order_clause(Ordering::Fifo)),
-            lifo: sql.replace("/*ORDER*/", order_clause(Ordering::Lifo)),
+            fifo: render(Ordering::Fifo),
+            lifo: render(Ordering::Lifo),
         }
     }
 
-    pub fn get(&self, order: Ordering) -> &str {
+    /// The statement for `order`, ready to pass to `sqlx::query`.
+    pub fn get(&self, order: Ordering) -> sqlx::SqlStr {
         match order {
-            Ordering::Fifo => &self.fifo,
-            Ordering::Lifo => &self.lifo,
+            Ordering::Fifo => self.fifo.clone(),
+            Ordering::Lifo => self.lifo.clone(),
         }
     }
 }
