@@ -73,7 +73,10 @@ pub(crate) async fn run(
                 inline: false,
             };
             let fut = std::panic::AssertUnwindSafe(handler(ctx)).catch_unwind();
-            let timeout = inner.config.job_timeout.unwrap_or(Duration::MAX);
+            // The timer is boxed, and made only when there is a timeout: the executor's future
+            // is moved into its task at each spawn, and stays small.
+            let timeout = inner.config.job_timeout;
+            let timer = timeout.map(|d| Box::pin(tokio::time::sleep(d)));
             tokio::select! {
                 r = fut => match r {
                     Ok(r) => Ended::Handler(r),
@@ -82,7 +85,7 @@ pub(crate) async fn run(
                 _ = stop.cancelled() => {
                     Ended::Stopped(reason.lock().expect("lock").unwrap_or(StopReason::Shutdown))
                 }
-                _ = sleep_for(timeout) => Ended::TimedOut(timeout),
+                _ = expiry(timer) => Ended::TimedOut(timeout.unwrap_or_default()),
             }
         }
     };
@@ -96,16 +99,21 @@ pub(crate) async fn run(
         other => other,
     };
     stop.cancel();
-    let complete = report(inner, &job, ended, retention, counters).await;
+    // A completion needs no statement here (it goes with the next claim); every other outcome
+    // does, and its future is boxed so that the executor's own stays small.
+    let complete = match ended {
+        Ended::Handler(Ok(Outcome::Complete)) => true,
+        ended => Box::pin(report(inner, &job, ended, retention, counters)).await,
+    };
     // The handler's context is gone with its future: the job is unwrapped, not copied.
     complete.then(|| Arc::try_unwrap(job).unwrap_or_else(|shared| (*shared).clone()))
 }
 
-async fn sleep_for(d: Duration) {
-    if d == Duration::MAX {
-        std::future::pending::<()>().await
-    } else {
-        tokio::time::sleep(d).await
+/// Ends when the timer does; never without one.
+async fn expiry(timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>) {
+    match timer {
+        Some(t) => t.await,
+        None => std::future::pending().await,
     }
 }
 
@@ -127,7 +135,7 @@ async fn report(
     let client = &inner.client;
     let failed = |n: &Counters| n.failed.fetch_add(1, Ordering::Relaxed);
     let result = match ended {
-        Ended::Handler(Ok(Outcome::Complete)) => return true,
+        Ended::Handler(Ok(Outcome::Complete)) => return true, // (run takes it before)
         Ended::Handler(Ok(Outcome::CompleteWith(value))) => {
             match client.set_result(job.job_ref(), &value).await {
                 Ok(()) => return true,
