@@ -93,8 +93,9 @@ pub struct BenchArgs {
     /// Jobs per second of the latency phase.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub latency_rate: u64,
-    /// Rounds of the enqueue and drain phases, alternating bare SQL and backlog; figures are
-    /// medians (default 3; 1 with --quick).
+    /// Rounds of the enqueue and drain phases, each running bare SQL and backlog (the drains in
+    /// turn first); rates are medians over the rounds, ratios the median of each round's ratio
+    /// (default 5; 1 with --quick; 3 with --grow).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100))]
     pub rounds: Option<u64>,
     /// Jobs of the S2 replay (default 5000; 200 with --quick).

@@ -129,11 +129,7 @@ mod tests {
 
     #[test]
     fn schema_version_is_the_last_migration_of_every_dialect() {
-        for migrations in [
-            sqlite::MIGRATIONS,
-            postgres::MIGRATIONS,
-            mysql::MIGRATIONS,
-        ] {
+        for migrations in [sqlite::MIGRATIONS, postgres::MIGRATIONS, mysql::MIGRATIONS] {
             let versions: Vec<i64> = migrations.iter().map(|m| m.version).collect();
             let expected: Vec<i64> = (1..=SCHEMA_VERSION).collect();
             assert_eq!(versions, expected);

@@ -449,6 +449,25 @@ impl Baseline {
         Ok(())
     }
 
+    /// Writes out dirty pages now (PostgreSQL `CHECKPOINT`, SQLite a WAL checkpoint), so that
+    /// the phase after it does not run into one set off by the phase before. Needs superuser or
+    /// the `pg_checkpoint` role on PostgreSQL; without them this says so once and goes on.
+    pub async fn checkpoint(&self) -> Res<()> {
+        let r = match &self.pool {
+            Pool::Postgres(p) => sqlx::raw_sql("CHECKPOINT").execute(p).await.map(|_| ()),
+            Pool::Sqlite(p) => sqlx::raw_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(p)
+                .await
+                .map(|_| ()),
+            Pool::MySql(_) => Ok(()),
+        };
+        if let Err(e) = r {
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| tracing::warn!("bench: no checkpoint between phases: {e}"));
+        }
+        Ok(())
+    }
+
     /// Drops the scratch table (SQLite has none).
     pub async fn drop_table(&self) -> Res<()> {
         let sql = sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS {}", self.table));

@@ -150,7 +150,7 @@ fn params(url: &str, a: &BenchArgs) -> Params {
             .as_secs_f64(),
         latency_jobs: a.latency_jobs.unwrap_or(if q { 100 } else { 2_000 }),
         latency_rate_per_s: a.latency_rate,
-        rounds: a.rounds.unwrap_or(if q { 1 } else { 3 }),
+        rounds: a.rounds.unwrap_or(if q { 1 } else { 5 }),
         phases: a.only.clone().unwrap_or_else(|| {
             vec![
                 Phase::Enqueue,
@@ -179,7 +179,7 @@ fn grow_params(p: &Params, a: &BenchArgs) -> grow::GrowParams {
             vec![10_000, 1_000_000]
         }),
         drain_jobs: a.grow_drain.unwrap_or(if q { 1_000 } else { 10_000 }),
-        rounds: p.rounds,
+        rounds: a.rounds.unwrap_or(if q { 1 } else { 3 }),
         concurrency: p.concurrency,
         run_secs: a
             .grow_run
@@ -233,37 +233,68 @@ async fn measure(
     let mut s = QueueSettings::defaults(QueueName::new(q("s2"))?);
     s.retention = Retention::Keep;
     client.queue_configure(&s).await?;
-    // Rounds alternate the bare-SQL side and backlog's, so drift on a shared machine (autovacuum,
-    // other processes) hits both alike; each figure is the median over the rounds.
+    // Each round runs both sides, so drift on a shared machine (autovacuum, other processes) hits
+    // both alike; a rate is the median over the rounds, a ratio the median of the rounds' ratios.
     let on = |phase: Phase| p.phases.contains(&phase);
     let mut r = Rounds::default();
     for round in 1..=p.rounds {
         let tag = format!("round {round}/{}", p.rounds);
         base.vacuum().await?;
+        // Odd rounds run the bare SQL first, even rounds backlog: a fixed order would give one
+        // side the same spot every time (after the other's WAL, dead rows, checkpoint).
+        let backlog_first = round % 2 == 0;
         if on(Phase::Enqueue) {
+            if backlog_first {
+                r.single
+                    .push(single_backlog(client, &q("single"), p, bar, &tag).await?);
+            }
             r.single_base
                 .push(single_bare(base, &q("single_base"), p, bar, &tag).await?);
-            r.single
-                .push(single_backlog(client, &q("single"), p, bar, &tag).await?);
+            if !backlog_first {
+                r.single
+                    .push(single_backlog(client, &q("single"), p, bar, &tag).await?);
+            }
             base.clean(&q("single")).await?;
         }
         if on(Phase::Enqueue) || on(Phase::Drain) {
             // The batched enqueue queues the drain's jobs; its rates count only with enqueue.
-            let batch_base = batch_bare(base, &q("drain_base"), p, bar, &tag).await?;
-            let batch = batch_backlog(client, &q("drain"), p, bar, &tag).await?;
+            let (batch_base, batch) = if backlog_first {
+                let batch = batch_backlog(client, &q("drain"), p, bar, &tag).await?;
+                (
+                    batch_bare(base, &q("drain_base"), p, bar, &tag).await?,
+                    batch,
+                )
+            } else {
+                let batch_base = batch_bare(base, &q("drain_base"), p, bar, &tag).await?;
+                (
+                    batch_base,
+                    batch_backlog(client, &q("drain"), p, bar, &tag).await?,
+                )
+            };
             if on(Phase::Enqueue) {
                 r.batch_base.push(batch_base);
                 r.batch.push(batch);
             }
         }
         if on(Phase::Drain) {
+            fill_bare(base, &q("drain_fold"), p).await?;
+            // Each drain starts from a checkpoint, so none pays for one the phase before set off.
+            if backlog_first {
+                base.checkpoint().await?;
+                r.drain
+                    .push(drain_backlog(client, &q("drain"), p, bar, &tag).await?);
+            }
+            base.checkpoint().await?;
             r.drain_base
                 .push(drain_bare(client, base, &q("drain_base"), p, bar, &tag).await?);
-            fill_bare(base, &q("drain_fold"), p).await?;
+            base.checkpoint().await?;
             r.drain_fold
                 .push(drain_folded(client, base, &q("drain_fold"), p, bar, &tag).await?);
-            r.drain
-                .push(drain_backlog(client, &q("drain"), p, bar, &tag).await?);
+            if !backlog_first {
+                base.checkpoint().await?;
+                r.drain
+                    .push(drain_backlog(client, &q("drain"), p, bar, &tag).await?);
+            }
         } else {
             base.clean(&q("drain")).await?; // drain, drain_base and drain_fold: a prefix
         }
@@ -311,15 +342,15 @@ async fn measure(
     Ok(Report {
         enqueue_single_per_s: single,
         enqueue_single_baseline_per_s: single_base,
-        enqueue_single_ratio: single / single_base,
+        enqueue_single_ratio: paired(&r.single, &r.single_base),
         enqueue_batch_per_s: batch,
         enqueue_batch_baseline_per_s: batch_base,
-        enqueue_batch_ratio: batch / batch_base,
+        enqueue_batch_ratio: paired(&r.batch, &r.batch_base),
         e2e_jobs_per_s: drain,
         baseline_jobs_per_s: drain_base,
-        e2e_ratio: drain / drain_base,
+        e2e_ratio: paired(&r.drain, &r.drain_base),
         baseline_folded_jobs_per_s: drain_fold,
-        e2e_folded_ratio: drain / drain_fold,
+        e2e_folded_ratio: paired(&r.drain, &r.drain_fold),
         e2e_steady_jobs_per_s: steady,
         latency_p50_ms: p50,
         latency_p99_ms: p99,
@@ -339,6 +370,13 @@ struct Rounds {
     drain: Vec<f64>,
     drain_base: Vec<f64>,
     drain_fold: Vec<f64>,
+}
+
+/// The median over rounds of each round's ratio `a[i] / b[i]`: the two sides of a round ran
+/// minutes apart at most, so their ratio holds when the machine's speed drifts between rounds.
+fn paired(a: &[f64], b: &[f64]) -> f64 {
+    let ratios: Vec<f64> = a.iter().zip(b).map(|(a, b)| a / b).collect();
+    median(&ratios)
 }
 
 pub(crate) fn median(v: &[f64]) -> f64 {
@@ -713,41 +751,46 @@ fn human(r: &Report) -> String {
     let p = &r.params;
     let mut s = format!(
         "backlog bench on {}: {} single enqueues by {} producers, {} jobs in batches of {}, \
-         concurrency {}; medians of {} rounds\n\n",
+         concurrency {}; medians of {} rounds (a ratio: the median of each round's own)\n\n",
         p.backend, p.single_jobs, p.producers, p.batch_jobs, p.batch_size, p.concurrency, p.rounds
     );
     s.push_str(&format!(
         "{:<34} {:>12} {:>12} {:>7}\n",
         "", "backlog", "bare SQL", "ratio"
     ));
-    let mut row = |name: &str, ours: f64, base: f64| {
+    // The ratio is the median of each round's own ratio, not the ratio of the two medians.
+    let mut row = |name: &str, ours: f64, base: f64, ratio: f64| {
         if ours.is_nan() {
             return; // a phase left out by --only
         }
         s.push_str(&format!(
             "{name:<34} {ours:>10.0}/s {base:>10.0}/s {:>6.0}%\n",
-            100.0 * ours / base
+            100.0 * ratio
         ))
     };
     row(
         "enqueue, single",
         r.enqueue_single_per_s,
         r.enqueue_single_baseline_per_s,
+        r.enqueue_single_ratio,
     );
     row(
         "enqueue, batched",
         r.enqueue_batch_per_s,
         r.enqueue_batch_baseline_per_s,
+        r.enqueue_batch_ratio,
     );
     row(
         "drain (claim + complete)",
         r.e2e_jobs_per_s,
         r.baseline_jobs_per_s,
+        r.e2e_ratio,
     );
     row(
         "drain, against bare SQL folded",
         r.e2e_jobs_per_s,
         r.baseline_folded_jobs_per_s,
+        r.e2e_folded_ratio,
     );
     if !r.e2e_steady_jobs_per_s.is_nan() {
         s.push_str(&format!(
@@ -779,4 +822,21 @@ fn human(r: &Report) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_pair_each_round() {
+        // A machine that halves its speed between rounds: the rounds' own ratios hold.
+        let ours = [90.0, 45.0, 44.0];
+        let base = [100.0, 50.0, 40.0];
+        assert!((paired(&ours, &base) - 0.9).abs() < 1e-9);
+        assert!((median(&[3.0, 1.0, 2.0]) - 2.0).abs() < 1e-9);
+        assert!((median(&[4.0, 1.0]) - 2.5).abs() < 1e-9);
+        assert!(median(&[]).is_nan());
+        assert!(paired(&[], &[]).is_nan());
+    }
 }
