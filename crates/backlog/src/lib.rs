@@ -93,6 +93,6 @@ pub use sqlx;
 pub use tokio_util::sync::CancellationToken;
 pub use typed::JobArgs;
 pub use worker::{
-    DrainMode, HandlerError, HandlerResult, JobContext, MaintenanceConfig, Outcome, PeriodicJob,
-    RunReport, Schedule, Worker, WorkerBuilder, WorkerConfig,
+    DEFAULT_CLAIM_MAX, DrainMode, HandlerError, HandlerResult, JobContext, MaintenanceConfig,
+    Outcome, PeriodicJob, RunReport, Schedule, Worker, WorkerBuilder, WorkerConfig,
 };

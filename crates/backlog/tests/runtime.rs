@@ -696,6 +696,43 @@ async fn leader_prunes_per_retention(engine: Engine) {
     db.drop_db().await;
 }
 
+/// A claim takes at most `DEFAULT_CLAIM_MAX` jobs unless `claim_batch` says otherwise, however
+/// many slots are free (jobs of one claim share its lease token).
+async fn claims_are_capped(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    for (claim_batch, expected) in [(None, backlog::DEFAULT_CLAIM_MAX), (Some(150), 150)] {
+        c.enqueue_many((0..400).map(|n| task(c, n, "complete")).collect())
+            .await
+            .unwrap();
+        let per_claim = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+        let seen = per_claim.clone();
+        let worker = builder(&db)
+            .queue("work", 400)
+            .handler(move |ctx: JobContext, _t: Task| {
+                *seen
+                    .lock()
+                    .unwrap()
+                    .entry(ctx.job().lease_token)
+                    .or_insert(0usize) += 1;
+                async { Ok(Outcome::Complete) }
+            })
+            .configure(|w| {
+                w.drain = Some(DrainMode::All);
+                w.claim_batch = claim_batch;
+            })
+            .build()
+            .unwrap();
+        let report = worker.run(CancellationToken::new()).await.unwrap();
+        assert_eq!(report.completed, 400);
+        let sizes = per_claim.lock().unwrap();
+        assert_eq!(sizes.values().sum::<usize>(), 400);
+        // The first claims find 400 jobs and 400 free slots: they take the most allowed.
+        assert_eq!(*sizes.values().max().unwrap(), expected, "{sizes:?}");
+    }
+    db.drop_db().await;
+}
+
 macro_rules! on_every_backend {
     ($($name:ident),* $(,)?) => {
         mod sqlite { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::Sqlite).await } )* }
@@ -707,6 +744,7 @@ macro_rules! on_every_backend {
 on_every_backend!(
     every_outcome,
     concurrency_and_unknown_kinds,
+    claims_are_capped,
     heartbeats_timeouts_and_cancel_requests,
     graceful_shutdown_releases_late_jobs,
     transactional_completion,

@@ -24,6 +24,12 @@ use crate::{Client, Error, JobArgs, Kind, QueueName, Result};
 type BoxFuture = Pin<Box<dyn Future<Output = HandlerResult> + Send>>;
 pub(crate) type ErasedHandler = Arc<dyn Fn(JobContext) -> BoxFuture + Send + Sync>;
 
+/// The most jobs one claim takes unless [`WorkerConfig::claim_batch`] says otherwise. Measured
+/// with 500 one-second jobs at once on PostgreSQL (the S2 replay): claims of 250 started their
+/// jobs 10 ms after the claim on average and ran 1,012 ms from claim to completion; claims of 100,
+/// 4 ms and 1,007 ms. A drain of no-op jobs at concurrency 500 ran 9% slower with 100.
+pub const DEFAULT_CLAIM_MAX: usize = 100;
+
 /// Long-lived worker settings.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -40,7 +46,10 @@ pub struct WorkerConfig {
     /// Most completions per statement.
     pub complete_batch: usize,
     /// Most jobs per claim (default: half the queue's concurrency, so that one batch is being
-    /// claimed while another finishes and the database sees two statements in flight).
+    /// claimed while another finishes and the database sees two statements in flight, and at
+    /// most [`DEFAULT_CLAIM_MAX`]). A claimed job starts when its claim's statement returns, and
+    /// a bigger claim takes longer: raise it for throughput of very short jobs at high
+    /// concurrency, lower it for the quickest start.
     pub claim_batch: Option<usize>,
     /// Claim loops per queue, sharing its concurrency: with two, one claim can be in flight while
     /// the other loop's jobs run and complete, as two hand-written loops would.

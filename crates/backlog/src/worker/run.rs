@@ -240,7 +240,7 @@ async fn fetch_loop(
     let max_claim = inner
         .config
         .claim_batch
-        .unwrap_or(concurrency.div_ceil(fetchers))
+        .unwrap_or(concurrency.div_ceil(fetchers).min(super::DEFAULT_CLAIM_MAX))
         .clamp(1, concurrency.max(1));
     let complete_max = inner.config.complete_batch.max(1);
     let mut idle = MIN_IDLE;
