@@ -304,30 +304,21 @@ async fn measure(
     let (drain, drain_base) = (median(&r.drain), median(&r.drain_base));
     let drain_fold = median(&r.drain_fold);
 
-    // (b) a steady producer while the runtime works. This phase and the ones after it start from
-    // a vacuumed table too: the rounds left dead rows in the claim index (the CI server runs
-    // without autovacuum, and the bench's worker runs no maintenance).
+    // (b) a steady producer while the runtime works.
     let steady = match on(Phase::Steady) {
-        true => {
-            base.vacuum().await?;
-            steady(client, &q("steady"), p, bar).await?
-        }
+        true => steady(client, &q("steady"), p, bar).await?,
         false => f64::NAN,
     };
 
     // (c) enqueue-to-start latency at a modest rate, from a producer with its own connections
     // (as another process would be): wake-ups come through the database.
     let (p50, p99) = match on(Phase::Latency) {
-        true => {
-            base.vacuum().await?;
-            latency(url, client, &q("latency"), p, bar).await?
-        }
+        true => latency(url, client, &q("latency"), p, bar).await?,
         false => (f64::NAN, f64::NAN),
     };
 
     let s2 = match on(Phase::S2) {
         true => {
-            base.vacuum().await?;
             s2::replay(
                 client,
                 base,
