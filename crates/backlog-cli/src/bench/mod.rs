@@ -151,15 +151,10 @@ fn params(url: &str, a: &BenchArgs) -> Params {
         latency_jobs: a.latency_jobs.unwrap_or(if q { 100 } else { 2_000 }),
         latency_rate_per_s: a.latency_rate,
         rounds: a.rounds.unwrap_or(if q { 1 } else { 5 }),
-        phases: a.only.clone().unwrap_or_else(|| {
-            vec![
-                Phase::Enqueue,
-                Phase::Drain,
-                Phase::Steady,
-                Phase::Latency,
-                Phase::S2,
-            ]
-        }),
+        phases: a
+            .only
+            .clone()
+            .unwrap_or_else(|| <Phase as clap::ValueEnum>::value_variants().to_vec()),
         s2_jobs: a.s2_jobs.unwrap_or(if q { 200 } else { 5_000 }),
         s2_concurrency: a.s2_concurrency.unwrap_or(if q { 100 } else { 500 }),
         s2_sleep_ms: a
