@@ -4,8 +4,6 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
-
 use crate::{
     ClaimedJob, Client, HandlerResult, JobArgs, JobContext, QueueName, Result, StateFilter, Worker,
 };
@@ -37,7 +35,7 @@ pub async fn run_inline<A: JobArgs>(worker: &Worker, args: &A) -> HandlerResult 
     handler(JobContext {
         job: Arc::new(job),
         client: inner.client.clone(),
-        stop: CancellationToken::new(),
+        stop: Default::default(),
         inline: true,
     })
     .await

@@ -54,7 +54,22 @@ async fn wait_until<F: AsyncFnMut() -> bool>(what: &str, limit: Duration, mut f:
     }
 }
 
+/// Where a handler's outcome comes from: its first poll, made by the claim loop itself; a task
+/// of its own after an `await` that was not ready; or a task from the start (no inline budget).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Path {
+    Inline,
+    AfterAwait,
+    OwnTask,
+}
+
 async fn every_outcome(engine: Engine) {
+    for path in [Path::Inline, Path::AfterAwait, Path::OwnTask] {
+        every_outcome_by(engine, path).await;
+    }
+}
+
+async fn every_outcome_by(engine: Engine, path: Path) {
     let db = TestDb::new(engine).await;
     let c = &db.client;
     let mut s = QueueSettings::defaults(QueueName::new("work").unwrap());
@@ -92,6 +107,9 @@ async fn every_outcome(engine: Engine) {
         .handler(move |ctx: JobContext, t: Task| {
             let snoozed = snoozed.clone();
             async move {
+                if path == Path::AfterAwait {
+                    tokio::task::yield_now().await;
+                }
                 Ok(match t.action.as_str() {
                     "complete" => Outcome::Complete,
                     "result" => Outcome::CompleteWith(serde_json::json!({"n": t.n})),
@@ -110,7 +128,12 @@ async fn every_outcome(engine: Engine) {
                 })
             }
         })
-        .configure(|c| c.drain = Some(DrainMode::All))
+        .configure(|c| {
+            c.drain = Some(DrainMode::All);
+            if path == Path::OwnTask {
+                c.inline_budget = Duration::ZERO;
+            }
+        })
         .build()
         .unwrap();
     let report = worker.run(CancellationToken::new()).await.unwrap();
@@ -158,7 +181,98 @@ async fn every_outcome(engine: Engine) {
         (r.state, r.errors[1].error.as_str()),
         (JobState::Dead, "plain error")
     );
-    assert_eq!(report.completed, 4, "{report:?}");
+    assert_eq!(report.completed, 4, "{path:?}: {report:?}");
+    db.drop_db().await;
+}
+
+/// A handler that panics when called, before it returns its future, fails its job like one that
+/// panics while it runs; the worker goes on.
+async fn handler_panicking_when_called(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    let ids: Vec<i64> = c
+        .enqueue_many(vec![task(c, 0, "complete"), {
+            let mut j = task(c, 1, "complete");
+            j.kind = Some(backlog::Kind::new("boom").unwrap());
+            j.max_attempts = Some(1);
+            j
+        }])
+        .await
+        .unwrap()
+        .iter()
+        .map(|o| o.id)
+        .collect();
+    let worker = builder(&db)
+        .queue("work", 2)
+        .handler(|_ctx: JobContext, _t: Task| async { Ok(Outcome::Complete) })
+        .raw_handler("boom", |_ctx: JobContext| {
+            if _ctx.attempt() > 0 {
+                panic!("no future for you");
+            }
+            async { Ok(Outcome::Complete) }
+        })
+        .configure(|w| w.drain = Some(DrainMode::All))
+        .build()
+        .unwrap();
+    let report = worker.run(CancellationToken::new()).await.unwrap();
+    assert_eq!((report.completed, report.failed), (1, 1), "{report:?}");
+    let r = job_state(c, ids[1]).await;
+    assert!(
+        r.errors[0]
+            .error
+            .contains("handler panicked: no future for you"),
+        "{r:?}"
+    );
+    db.drop_db().await;
+}
+
+/// Handlers that end at once run in their claim loop's task; a handler's first poll that takes
+/// longer than the inline budget sends the rest of its claim to tasks of their own; with no
+/// budget every job has its own task. Told apart by the task id each handler sees.
+async fn handlers_run_inline_within_a_budget(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    // (inline budget, sync work in each handler's first poll, jobs, the most jobs that may
+    // share a task with others)
+    let cases = [
+        (Duration::from_millis(1), Duration::ZERO, 60, 60),
+        (Duration::ZERO, Duration::ZERO, 20, 1),
+        (Duration::from_millis(1), Duration::from_millis(5), 10, 1),
+    ];
+    for (budget, work, jobs, most_shared) in cases {
+        c.enqueue_many((0..jobs).map(|n| task(c, n, "complete")).collect())
+            .await
+            .unwrap();
+        let tasks = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+        let seen = tasks.clone();
+        let worker = builder(&db)
+            // One claim loop claiming every job at once: one claim per case.
+            .queue("work", jobs as usize)
+            .handler(move |_ctx: JobContext, _t: Task| {
+                let seen = seen.clone();
+                async move {
+                    std::thread::sleep(work);
+                    let id = tokio::task::try_id().expect("a task");
+                    *seen.lock().unwrap().entry(id).or_insert(0usize) += 1;
+                    Ok(Outcome::Complete)
+                }
+            })
+            .configure(|w| {
+                w.drain = Some(DrainMode::All);
+                w.fetchers = 1;
+                w.inline_budget = budget;
+            })
+            .build()
+            .unwrap();
+        let report = worker.run(CancellationToken::new()).await.unwrap();
+        assert_eq!(report.completed, jobs as u64);
+        let tasks = tasks.lock().unwrap();
+        let shared = *tasks.values().max().unwrap();
+        assert!(
+            shared <= most_shared && (most_shared == 1 || shared == most_shared),
+            "budget {budget:?}, work {work:?}: jobs per task {tasks:?}"
+        );
+    }
     db.drop_db().await;
 }
 
@@ -743,6 +857,8 @@ macro_rules! on_every_backend {
 
 on_every_backend!(
     every_outcome,
+    handlers_run_inline_within_a_budget,
+    handler_panicking_when_called,
     concurrency_and_unknown_kinds,
     claims_are_capped,
     heartbeats_timeouts_and_cancel_requests,

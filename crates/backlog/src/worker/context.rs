@@ -1,9 +1,10 @@
 //! What a handler gets (a [`JobContext`]) and what it returns (an [`Outcome`]).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
+use tokio::sync::Notify;
 
 use crate::{ClaimedJob, Client, JobTx, Result};
 
@@ -54,7 +55,7 @@ impl Outcome {
 pub struct JobContext {
     pub(crate) job: Arc<ClaimedJob>,
     pub(crate) client: Arc<Client>,
-    pub(crate) stop: CancellationToken,
+    pub(crate) stop: Arc<JobStop>,
     pub(crate) inline: bool,
 }
 
@@ -82,12 +83,12 @@ impl JobContext {
     /// Resolves when the job should stop: cancellation requested, lease lost, timeout or
     /// shutdown. Handlers are also stopped by being dropped; this is for cooperative cleanup.
     pub async fn stopped(&self) {
-        self.stop.cancelled().await
+        self.stop.stopped().await
     }
 
     /// True once the job should stop.
     pub fn is_stopped(&self) -> bool {
-        self.stop.is_cancelled()
+        self.stop.is_stopped()
     }
 
     /// Stores progress (any JSON) on the job, fenced by the lease.
@@ -102,5 +103,83 @@ impl JobContext {
     /// [`Outcome::CompleteInTx`] with it to complete the job in the same commit.
     pub async fn begin(&self) -> Result<JobTx> {
         self.client.begin().await
+    }
+}
+
+/// Why a running job was stopped from outside its handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StopReason {
+    /// Someone asked for the job to be cancelled.
+    CancelRequested,
+    /// The lease was taken over: report nothing.
+    LeaseLost,
+    /// The worker is shutting down and the grace period is over: release the job.
+    Shutdown,
+}
+
+/// A job's stop signal, and why it was given: one allocation per job, shared by its context,
+/// its executor and (while it runs past its first poll) the heartbeater. The first reason given
+/// wins; a job whose handler has ended is stopped too, with no reason, so that anything it left
+/// waiting on [`JobContext::stopped`] resolves.
+#[derive(Debug, Default)]
+pub(crate) struct JobStop {
+    state: AtomicU8,
+    notify: Notify,
+}
+
+const RUNNING: u8 = 0;
+const ENDED: u8 = 4;
+
+impl JobStop {
+    /// Stops the job for `reason`, unless it is stopped already.
+    pub fn stop(&self, reason: StopReason) {
+        let code = match reason {
+            StopReason::CancelRequested => 1,
+            StopReason::LeaseLost => 2,
+            StopReason::Shutdown => 3,
+        };
+        self.set(code);
+    }
+
+    /// Marks the job's handler as ended.
+    pub fn end(&self) {
+        self.set(ENDED);
+    }
+
+    fn set(&self, code: u8) {
+        if self
+            .state
+            .compare_exchange(RUNNING, code, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            self.notify.notify_waiters();
+        }
+    }
+
+    /// Why the job was stopped, if it was, before its handler ended.
+    pub fn reason(&self) -> Option<StopReason> {
+        match self.state.load(Ordering::Acquire) {
+            1 => Some(StopReason::CancelRequested),
+            2 => Some(StopReason::LeaseLost),
+            3 => Some(StopReason::Shutdown),
+            _ => None,
+        }
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.state.load(Ordering::Acquire) != RUNNING
+    }
+
+    /// Resolves once the job is stopped (or has ended).
+    pub async fn stopped(&self) {
+        loop {
+            let woken = self.notify.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if self.is_stopped() {
+                return;
+            }
+            woken.await;
+        }
     }
 }

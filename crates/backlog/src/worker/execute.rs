@@ -1,112 +1,198 @@
-//! Running one job: its handler under a timeout and a stop token, then its outcome reported.
+//! Running one job. Its handler is called, and polled once, by the claim loop that claimed it:
+//! a handler that ends there (most no-op or quick jobs) costs no task, no timer and no heartbeat
+//! registration. One that does not end at once is handed to a task of its own, with its timeout
+//! and stop signal. Then its outcome is settled: a completion waits for the claim loop's next
+//! statement, anything else is recorded on its own.
 
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures::FutureExt;
-use tokio_util::sync::CancellationToken;
+use tokio::time::Instant;
 
-use super::run::{Counters, InFlight, InFlightMap, Inner};
-use super::{JobContext, Outcome};
-use crate::{ClaimedJob, Error, FailOutcome, Retention};
+use super::context::{JobStop, StopReason};
+use super::run::{Counters, Inner};
+use super::{BoxFuture, JobContext, Outcome};
+use crate::{ClaimedJob, Error, FailOutcome, JobRef, Retention};
 use backlog_core::JobCompleteParams;
 
-/// Why a running job was stopped from outside its handler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StopReason {
-    /// Someone asked for the job to be cancelled.
-    CancelRequested,
-    /// The lease was taken over: report nothing.
-    LeaseLost,
-    /// The worker is shutting down and the grace period is over: release the job.
-    Shutdown,
-}
-
-enum Ended {
+pub(crate) enum Ended {
     Handler(super::HandlerResult),
     Panicked(String),
     TimedOut(Duration),
     Stopped(StopReason),
 }
 
-/// Runs the job and records its outcome; returns the job when it is to be completed in the
-/// queue's next batch (its slot then stays taken until that completion commits).
-pub(crate) async fn run(
-    inner: &Inner,
-    job: ClaimedJob,
-    lease: Duration,
-    retention: Retention,
-    inflight: &InFlightMap,
-    counters: &Counters,
-) -> Option<ClaimedJob> {
-    let client = &inner.client;
-    let stop = CancellationToken::new();
-    let reason = Arc::new(Mutex::new(None));
-    inflight.lock().expect("lock").insert(
-        job.id,
-        InFlight {
-            job: job.job_ref(),
-            lease,
-            stop: stop.clone(),
-            reason: reason.clone(),
-        },
-    );
-    let job = Arc::new(job);
-    let handler = job
-        .kind
-        .as_deref()
-        .and_then(|k| inner.handlers.get(k))
-        .or(inner.fallback.as_ref())
-        .cloned();
-    let ended = match handler {
-        None => Ended::Handler(Err(format!(
-            "no handler for kind {:?} in this worker",
-            job.kind.as_deref().unwrap_or("")
-        )
-        .into())),
-        Some(handler) => {
-            let ctx = JobContext {
-                job: job.clone(),
-                client: client.clone(),
-                stop: stop.clone(),
-                inline: false,
-            };
-            let fut = std::panic::AssertUnwindSafe(handler(ctx)).catch_unwind();
-            // The timer is boxed, and made only when there is a timeout: the executor's future
-            // is moved into its task at each spawn, and stays small.
-            let timeout = inner.config.job_timeout;
-            let timer = timeout.map(|d| Box::pin(tokio::time::sleep(d)));
-            tokio::select! {
-                r = fut => match r {
-                    Ok(r) => Ended::Handler(r),
-                    Err(p) => Ended::Panicked(panic_message(&p)),
-                },
-                _ = stop.cancelled() => {
-                    Ended::Stopped(reason.lock().expect("lock").unwrap_or(StopReason::Shutdown))
+/// A claimed job whose handler has been called.
+pub(crate) struct Execution {
+    job: Arc<ClaimedJob>,
+    stop: Arc<JobStop>,
+    /// The handler's future; `None` once it ended, or when there was none to run.
+    fut: Option<BoxFuture>,
+    /// How it ended without a future (no handler for its kind, or a handler that panicked when
+    /// called).
+    early: Option<Ended>,
+    /// When the job's time is up, if the worker has a job timeout.
+    deadline: Option<(Instant, Duration)>,
+}
+
+/// What is left to do for a job whose handler has ended.
+pub(crate) enum Settled {
+    /// It completed: the job goes to its claim loop, for its next statement.
+    Complete(ClaimedJob),
+    /// Its outcome needs a statement of its own.
+    Report(Report),
+}
+
+impl Execution {
+    /// Calls the job's handler (the one for its kind, or the fallback), which starts nothing
+    /// until polled.
+    pub fn new(inner: &Inner, job: ClaimedJob, timeout: Option<Duration>) -> Self {
+        let job = Arc::new(job);
+        let stop = Arc::new(JobStop::default());
+        let deadline = timeout.map(|d| (Instant::now() + d, d));
+        let handler = job
+            .kind
+            .as_deref()
+            .and_then(|k| inner.handlers.get(k))
+            .or(inner.fallback.as_ref());
+        let (fut, early) = match handler {
+            None => {
+                let msg = format!(
+                    "no handler for kind {:?} in this worker",
+                    job.kind.as_deref().unwrap_or("")
+                );
+                (None, Some(Ended::Handler(Err(msg.into()))))
+            }
+            Some(handler) => {
+                let ctx = JobContext {
+                    job: job.clone(),
+                    client: inner.client.clone(),
+                    stop: stop.clone(),
+                    inline: false,
+                };
+                match std::panic::catch_unwind(AssertUnwindSafe(|| handler(ctx))) {
+                    Ok(fut) => (Some(fut), None),
+                    Err(p) => (None, Some(Ended::Panicked(panic_message(&p)))),
                 }
-                _ = expiry(timer) => Ended::TimedOut(timeout.unwrap_or_default()),
+            }
+        };
+        Execution {
+            job,
+            stop,
+            fut,
+            early,
+            deadline,
+        }
+    }
+
+    /// The job's id and lease token.
+    pub fn job_ref(&self) -> JobRef {
+        self.job.job_ref()
+    }
+
+    /// The job's stop signal.
+    pub fn stop(&self) -> &Arc<JobStop> {
+        &self.stop
+    }
+
+    /// Polls the handler once, right here: how it ended, if it did. A handler that is not done
+    /// yet has registered nothing that counts (the waker is a no-op), and is polled again, with
+    /// its task's waker, by [`Execution::run`].
+    pub fn poll_once(&mut self) -> Option<Ended> {
+        if let Some(ended) = self.early.take() {
+            return Some(ended);
+        }
+        let fut = self.fut.as_mut()?;
+        let mut cx = Context::from_waker(Waker::noop());
+        match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx))) {
+            Ok(Poll::Pending) => None,
+            Ok(Poll::Ready(r)) => {
+                self.fut = None;
+                Some(Ended::Handler(r))
+            }
+            Err(p) => {
+                self.fut = None;
+                Some(Ended::Panicked(panic_message(&p)))
             }
         }
-    };
-    inflight.lock().expect("lock").remove(&job.id);
-    // A handler that fails because it was stopped on request is cancelled, not retried.
-    let requested = *reason.lock().expect("lock") == Some(StopReason::CancelRequested);
-    let ended = match ended {
-        Ended::Handler(Err(_) | Ok(Outcome::Retry { .. })) | Ended::TimedOut(_) if requested => {
-            Ended::Stopped(StopReason::CancelRequested)
+    }
+
+    /// Runs the handler to its end, unless its stop signal or its timeout comes first.
+    pub async fn run(&mut self) -> Ended {
+        if let Some(ended) = self.early.take() {
+            return ended;
         }
-        other => other,
-    };
-    stop.cancel();
-    // A completion needs no statement here (it goes with the next claim); every other outcome
-    // does, and its future is boxed so that the executor's own stays small.
-    let complete = match ended {
-        Ended::Handler(Ok(Outcome::Complete)) => true,
-        ended => Box::pin(report(inner, &job, ended, retention, counters)).await,
-    };
-    // The handler's context is gone with its future: the job is unwrapped, not copied.
-    complete.then(|| Arc::try_unwrap(job).unwrap_or_else(|shared| (*shared).clone()))
+        let Some(fut) = self.fut.as_mut() else {
+            return Ended::Handler(Err("the handler was polled after it ended".into()));
+        };
+        // The timer is boxed, and made only when there is a timeout: the executor's future is
+        // moved into its task at each spawn, and stays small.
+        let timer = self
+            .deadline
+            .map(|(at, _)| Box::pin(tokio::time::sleep_until(at)));
+        let ended = tokio::select! {
+            r = AssertUnwindSafe(fut).catch_unwind() => match r {
+                Ok(r) => Ended::Handler(r),
+                Err(p) => Ended::Panicked(panic_message(&p)),
+            },
+            _ = self.stop.stopped() => {
+                Ended::Stopped(self.stop.reason().unwrap_or(StopReason::Shutdown))
+            }
+            _ = expiry(timer) => Ended::TimedOut(self.deadline.map(|(_, d)| d).unwrap_or_default()),
+        };
+        self.fut = None;
+        ended
+    }
+
+    /// Ends the job's stop signal and sorts out what its end needs. A handler that fails
+    /// because it was stopped on request is cancelled, not retried.
+    pub fn settle(self, ended: Ended) -> Settled {
+        let Execution { job, stop, fut, .. } = self;
+        // The handler's context goes with its future: the job is unwrapped below, not copied.
+        drop(fut);
+        let requested = stop.reason() == Some(StopReason::CancelRequested);
+        stop.end();
+        let ended = match ended {
+            Ended::Handler(Err(_) | Ok(Outcome::Retry { .. })) | Ended::TimedOut(_)
+                if requested =>
+            {
+                Ended::Stopped(StopReason::CancelRequested)
+            }
+            other => other,
+        };
+        match ended {
+            Ended::Handler(Ok(Outcome::Complete)) => Settled::Complete(unwrap(job)),
+            ended => Settled::Report(Report { job, ended }),
+        }
+    }
+}
+
+/// A job whose outcome is to be recorded by a statement of its own.
+pub(crate) struct Report {
+    job: Arc<ClaimedJob>,
+    ended: Ended,
+}
+
+impl Report {
+    /// Records the outcome; returns the job when it is still to be completed with its claim
+    /// loop's next statement (a result value was stored first).
+    pub async fn record(
+        self,
+        inner: &Inner,
+        retention: Retention,
+        counters: &Counters,
+    ) -> Option<ClaimedJob> {
+        let complete = report(inner, &self.job, self.ended, retention, counters).await;
+        complete.then(|| unwrap(self.job))
+    }
+}
+
+fn unwrap(job: Arc<ClaimedJob>) -> ClaimedJob {
+    Arc::try_unwrap(job).unwrap_or_else(|shared| (*shared).clone())
 }
 
 /// Ends when the timer does; never without one.
@@ -135,7 +221,7 @@ async fn report(
     let client = &inner.client;
     let failed = |n: &Counters| n.failed.fetch_add(1, Ordering::Relaxed);
     let result = match ended {
-        Ended::Handler(Ok(Outcome::Complete)) => return true, // (run takes it before)
+        Ended::Handler(Ok(Outcome::Complete)) => return true, // (settled before)
         Ended::Handler(Ok(Outcome::CompleteWith(value))) => {
             match client.set_result(job.job_ref(), &value).await {
                 Ok(()) => return true,

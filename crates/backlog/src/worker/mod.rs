@@ -54,6 +54,13 @@ pub struct WorkerConfig {
     /// Claim loops per queue, sharing its concurrency: with two, one claim can be in flight while
     /// the other loop's jobs run and complete, as two hand-written loops would.
     pub fetchers: usize,
+    /// How long a claim loop may spend, per claim, polling its jobs' handlers once itself
+    /// before it hands the rest to tasks of their own (default 1 ms). A handler that ends in its
+    /// first poll (a quick job) then costs no task, no timer and no wake-up of another thread,
+    /// and its completion goes with the loop's next claim; one that awaits anything is handed to
+    /// a task at its first `await`. Set it to zero to give every job a task at once (for
+    /// handlers that do long work without awaiting, which would hold up the next claim).
+    pub inline_budget: Duration,
     /// Stop once the queues are drained (see [`DrainMode`]); `None` runs until shut down.
     pub drain: Option<DrainMode>,
     /// Maintenance (leader election, rescue, pruning, periodic jobs); `None` to run none.
@@ -71,6 +78,7 @@ impl Default for WorkerConfig {
             complete_batch: 500,
             claim_batch: None,
             fetchers: 2,
+            inline_budget: Duration::from_millis(1),
             drain: None,
             maintenance: Some(MaintenanceConfig::default()),
         }

@@ -4,14 +4,15 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::completer::{self, Finished};
-use super::execute::{self, StopReason};
+use super::context::{JobStop, StopReason};
+use super::execute::{Execution, Settled};
 use super::{DrainMode, ErasedHandler, PeriodicJob, WorkerConfig};
 use crate::{ClaimOpts, ClaimedJob, Client, Error, JobRef, Kind, QueueName, QueueSettings, Result};
 
@@ -45,12 +46,11 @@ pub(crate) struct Inner {
     pub config: WorkerConfig,
 }
 
-/// A job in flight: its lease and how to stop it.
+/// A job in flight past its handler's first poll: its lease and how to stop it.
 pub(crate) struct InFlight {
     pub job: JobRef,
     pub lease: Duration,
-    pub stop: CancellationToken,
-    pub reason: Arc<Mutex<Option<StopReason>>>,
+    pub stop: Arc<JobStop>,
 }
 
 /// Counters shared by the executors.
@@ -161,8 +161,7 @@ pub(crate) async fn run(
                 }
             } => {
                 for f in inflight.lock().expect("lock").values() {
-                    f.reason.lock().expect("lock").get_or_insert(StopReason::Shutdown);
-                    f.stop.cancel();
+                    f.stop.stop(StopReason::Shutdown);
                 }
                 executors.wait().await;
             }
@@ -347,14 +346,48 @@ async fn fetch_loop(
         let lease = inner.config.lease.unwrap_or(settings.lease);
         let retention = settings.retention;
         q.finished.started(&claimed);
+        // Each handler is polled once here, while this claim's time for that lasts: a job that
+        // ends at once is done with no task of its own, and goes back with the next claim.
+        let inline_since = Instant::now();
         for (job, slot) in claimed.into_iter().zip(slots) {
-            let inner = inner.clone();
-            let inflight = inflight.clone();
-            let counters = counters.clone();
-            let finished = q.finished.clone();
             let token = job.lease_token;
+            let mut exec = Execution::new(&inner, job, inner.config.job_timeout);
+            if inline_since.elapsed() < inner.config.inline_budget
+                && let Some(ended) = exec.poll_once()
+            {
+                match exec.settle(ended) {
+                    Settled::Complete(job) => q.finished.ended(token, Some(job), slot),
+                    Settled::Report(report) => {
+                        let (inner, counters) = (inner.clone(), counters.clone());
+                        let finished = q.finished.clone();
+                        executors.spawn(async move {
+                            let job = report.record(&inner, retention, &counters).await;
+                            finished.ended(token, job, slot);
+                        });
+                    }
+                }
+                continue;
+            }
+            let job_ref = exec.job_ref();
+            inflight.lock().expect("lock").insert(
+                job_ref.id,
+                InFlight {
+                    job: job_ref,
+                    lease,
+                    stop: exec.stop().clone(),
+                },
+            );
+            let (inner, counters) = (inner.clone(), counters.clone());
+            let (inflight, finished) = (inflight.clone(), q.finished.clone());
             executors.spawn(async move {
-                let job = execute::run(&inner, job, lease, retention, &inflight, &counters).await;
+                let ended = exec.run().await;
+                inflight.lock().expect("lock").remove(&job_ref.id);
+                // Outcomes other than a completion are recorded in a boxed future, so that the
+                // executor's own stays small.
+                let job = match exec.settle(ended) {
+                    Settled::Complete(job) => Some(job),
+                    Settled::Report(r) => Box::pin(r.record(&inner, retention, &counters)).await,
+                };
                 finished.ended(token, job, slot);
             });
         }
@@ -402,7 +435,7 @@ async fn heartbeater(client: Arc<Client>, inflight: InFlightMap, stop: Cancellat
             let map = inflight.lock().expect("lock");
             last.retain(|id, _| map.contains_key(id));
             map.values()
-                .filter(|f| !f.stop.is_cancelled())
+                .filter(|f| !f.stop.is_stopped())
                 .filter(|f| {
                     let at = last
                         .entry(f.job.id)
@@ -426,8 +459,7 @@ async fn heartbeater(client: Arc<Client>, inflight: InFlightMap, stop: Cancellat
             if let Some(reason) = verdict
                 && let Some(f) = inflight.lock().expect("lock").get(&job.id)
             {
-                f.reason.lock().expect("lock").get_or_insert(reason);
-                f.stop.cancel();
+                f.stop.stop(reason);
             }
         }
     }
