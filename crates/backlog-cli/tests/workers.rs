@@ -418,7 +418,9 @@ fn bench_quick(engine: Engine) {
     for key in [
         "e2e_jobs_per_s",
         "baseline_jobs_per_s",
-        "baseline_folded_jobs_per_s",
+        "baseline_two_statements_jobs_per_s",
+        "e2e_ratio",
+        "e2e_two_statements_ratio",
     ] {
         assert!(r[key].as_f64().unwrap() > 0.0, "{key} in {r}");
     }

@@ -24,6 +24,10 @@ enum Pool {
 
 type Res<T> = Result<T, sqlx::Error>;
 
+/// A claimed job as bare SQL reads it: what any worker needs to run it (its id, kind and payload
+/// as text), and no more.
+pub type BareJob = (i64, Option<String>, String);
+
 /// The hot table's size.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct Sizes {
@@ -146,23 +150,24 @@ impl Baseline {
 
     /// Claims up to `limit` due jobs of `queue` and then deletes them (a no-op job completed
     /// with retention `delete`): one claim and one completion statement per batch (MySQL, without
-    /// `UPDATE … RETURNING`, needs a locking read and an update in one transaction). Returns how
-    /// many it took.
+    /// `UPDATE … RETURNING`, needs a locking read and an update in one transaction). Returns the
+    /// jobs it took.
     pub async fn claim_complete(
         &self,
         queue: &str,
         limit: i64,
         now: i64,
         token: i64,
-    ) -> Res<usize> {
+    ) -> Res<Vec<BareJob>> {
         let expires = now + 30_000_000;
         match &self.pool {
             Pool::Sqlite(p) => {
-                let ids: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
                      lease_token = ?1, lease_expires_at = ?2, attempted_at = ?3 \
                      WHERE id IN (SELECT id FROM {t} WHERE queue = ?4 AND state = 'available' \
-                     AND run_at <= ?3 ORDER BY priority, run_at, id LIMIT ?5) RETURNING id",
+                     AND run_at <= ?3 ORDER BY priority, run_at, id LIMIT ?5) \
+                     RETURNING id, kind, payload",
                     t = self.table
                 )))
                 .bind(token)
@@ -172,8 +177,8 @@ impl Baseline {
                 .bind(limit)
                 .fetch_all(p)
                 .await?;
-                if !ids.is_empty() {
-                    let json = serde_json::to_string(&ids).expect("ids");
+                if !jobs.is_empty() {
+                    let json = serde_json::to_string(&ids_of(&jobs)).expect("ids");
                     sqlx::query(sqlx::AssertSqlSafe(format!(
                         "DELETE FROM {t} WHERE id IN (SELECT value FROM json_each(?1)) \
                          AND lease_token = ?2",
@@ -184,14 +189,14 @@ impl Baseline {
                     .execute(p)
                     .await?;
                 }
-                Ok(ids.len())
+                Ok(jobs)
             }
             Pool::Postgres(p) => {
-                let ids: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("UPDATE {t} SET state = 'running', attempt = attempt + 1, \
+                let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!("UPDATE {t} j SET state = 'running', attempt = j.attempt + 1, \
                      lease_token = $1, lease_expires_at = $2, attempted_at = $3 \
-                     WHERE id IN (SELECT id FROM {t} WHERE queue = $4 AND state = 'available' \
-                     AND run_at <= $3 ORDER BY priority, run_at, id LIMIT $5 FOR UPDATE SKIP LOCKED) \
-                     RETURNING id", t = self.table)))
+                     FROM (SELECT id FROM {t} WHERE queue = $4 AND state = 'available' \
+                     AND run_at <= $3 ORDER BY priority, run_at, id LIMIT $5 FOR UPDATE SKIP LOCKED) AS picked \
+                     WHERE j.id = picked.id RETURNING j.id, j.kind, j.payload::text", t = self.table)))
                 .bind(token)
                 .bind(expires)
                 .bind(now)
@@ -199,22 +204,23 @@ impl Baseline {
                 .bind(limit)
                 .fetch_all(p)
                 .await?;
-                if !ids.is_empty() {
+                if !jobs.is_empty() {
                     sqlx::query(sqlx::AssertSqlSafe(format!(
                         "DELETE FROM {t} WHERE id = ANY($1) AND lease_token = $2",
                         t = self.table
                     )))
-                    .bind(&ids)
+                    .bind(ids_of(&jobs))
                     .bind(token)
                     .execute(p)
                     .await?;
                 }
-                Ok(ids.len())
+                Ok(jobs)
             }
             Pool::MySql(p) => {
                 let mut tx = p.begin().await?;
-                let ids: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-                    "SELECT id FROM {t} FORCE INDEX (backlog_job_claim) \
+                let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "SELECT id, kind, CAST(payload AS CHAR) FROM {t} \
+                     FORCE INDEX (backlog_job_claim) \
                      WHERE queue = ? AND state = 'available' AND run_at <= ? \
                      ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
                     t = self.table
@@ -224,11 +230,11 @@ impl Baseline {
                 .bind(limit)
                 .fetch_all(&mut *tx)
                 .await?;
-                if ids.is_empty() {
+                if jobs.is_empty() {
                     tx.commit().await?;
-                    return Ok(0);
+                    return Ok(jobs);
                 }
-                let list = id_list(&ids);
+                let list = id_list(&ids_of(&jobs));
                 // Every value is an integer, written into the text: the statements go over the
                 // text protocol, one round trip each, with no prepared statement to cache.
                 sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
@@ -246,14 +252,14 @@ impl Baseline {
                 )))
                 .execute(p)
                 .await?;
-                Ok(ids.len())
+                Ok(jobs)
             }
         }
     }
 
     /// Deletes `prev` (the jobs of the previous batch, claimed with `prev_token`) and claims up to
     /// `limit` due jobs in one statement (PostgreSQL) or one transaction (SQLite, MySQL): the
-    /// hand-written form of what backlog's runtime does. Returns the ids claimed.
+    /// hand-written form of what backlog's runtime does. Returns the jobs claimed.
     pub async fn complete_claim_folded(
         &self,
         queue: &str,
@@ -262,7 +268,7 @@ impl Baseline {
         token: i64,
         prev: &[i64],
         prev_token: i64,
-    ) -> Res<Vec<i64>> {
+    ) -> Res<Vec<BareJob>> {
         let expires = now + 30_000_000;
         let t = &self.table;
         match &self.pool {
@@ -279,11 +285,12 @@ impl Baseline {
                     .execute(&mut *tx)
                     .await?;
                 }
-                let ids = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                let jobs = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
                      lease_token = ?1, lease_expires_at = ?2, attempted_at = ?3 \
                      WHERE id IN (SELECT id FROM {t} WHERE queue = ?4 AND state = 'available' \
-                     AND run_at <= ?3 ORDER BY priority, run_at, id LIMIT ?5) RETURNING id"
+                     AND run_at <= ?3 ORDER BY priority, run_at, id LIMIT ?5) \
+                     RETURNING id, kind, payload"
                 )))
                 .bind(token)
                 .bind(expires)
@@ -293,17 +300,17 @@ impl Baseline {
                 .fetch_all(&mut *tx)
                 .await?;
                 tx.commit().await?;
-                Ok(ids)
+                Ok(jobs)
             }
             Pool::Postgres(p) => {
-                sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "WITH done AS (DELETE FROM {t} WHERE id = ANY($6) AND lease_token = $7), \
                      picked AS (SELECT id FROM {t} WHERE queue = $4 AND state = 'available' \
                      AND run_at <= $3 ORDER BY priority, run_at, id LIMIT $5 \
                      FOR UPDATE SKIP LOCKED) \
-                     UPDATE {t} SET state = 'running', attempt = attempt + 1, \
+                     UPDATE {t} j SET state = 'running', attempt = j.attempt + 1, \
                      lease_token = $1, lease_expires_at = $2, attempted_at = $3 \
-                     WHERE id IN (SELECT id FROM picked) RETURNING id"
+                     FROM picked WHERE j.id = picked.id RETURNING j.id, j.kind, j.payload::text"
                 )))
                 .bind(token)
                 .bind(expires)
@@ -325,8 +332,9 @@ impl Baseline {
                     .execute(&mut *tx)
                     .await?;
                 }
-                let ids: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-                    "SELECT id FROM {t} FORCE INDEX (backlog_job_claim) \
+                let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "SELECT id, kind, CAST(payload AS CHAR) FROM {t} \
+                     FORCE INDEX (backlog_job_claim) \
                      WHERE queue = ? AND state = 'available' AND run_at <= ? \
                      ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED"
                 )))
@@ -335,8 +343,8 @@ impl Baseline {
                 .bind(limit)
                 .fetch_all(&mut *tx)
                 .await?;
-                if !ids.is_empty() {
-                    let list = id_list(&ids);
+                if !jobs.is_empty() {
+                    let list = id_list(&ids_of(&jobs));
                     sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
                         "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
                          lease_token = {token}, lease_expires_at = {expires}, \
@@ -346,7 +354,7 @@ impl Baseline {
                     .await?;
                 }
                 tx.commit().await?;
-                Ok(ids)
+                Ok(jobs)
             }
         }
     }
@@ -482,6 +490,10 @@ impl Baseline {
 
 /// Integer ids as a comma-separated list, written into MySQL statements that go over the text
 /// protocol (no prepared statement to cache; see `claim_complete`).
+fn ids_of(jobs: &[BareJob]) -> Vec<i64> {
+    jobs.iter().map(|j| j.0).collect()
+}
+
 fn id_list(ids: &[i64]) -> String {
     ids.iter()
         .map(|i| i.to_string())
