@@ -24,6 +24,9 @@ enum Pool {
 
 type Res<T> = Result<T, sqlx::Error>;
 
+/// The lease the bare claims set: 30 s.
+const LEASE_US: i64 = 30_000_000;
+
 /// A claimed job as bare SQL reads it: what any worker needs to run it (its id, kind and payload
 /// as text), and no more.
 pub type BareJob = (i64, Option<String>, String);
@@ -159,35 +162,12 @@ impl Baseline {
         now: i64,
         token: i64,
     ) -> Res<Vec<BareJob>> {
-        let expires = now + 30_000_000;
+        let expires = now + LEASE_US;
         match &self.pool {
             Pool::Sqlite(p) => {
-                let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
-                     lease_token = ?1, lease_expires_at = ?2, attempted_at = ?3 \
-                     WHERE id IN (SELECT id FROM {t} WHERE queue = ?4 AND state = 'available' \
-                     AND run_at <= ?3 ORDER BY priority, run_at, id LIMIT ?5) \
-                     RETURNING id, kind, payload",
-                    t = self.table
-                )))
-                .bind(token)
-                .bind(expires)
-                .bind(now)
-                .bind(queue)
-                .bind(limit)
-                .fetch_all(p)
-                .await?;
+                let jobs = self.sqlite_claim(p, queue, limit, now, token).await?;
                 if !jobs.is_empty() {
-                    let json = serde_json::to_string(&ids_of(&jobs)).expect("ids");
-                    sqlx::query(sqlx::AssertSqlSafe(format!(
-                        "DELETE FROM {t} WHERE id IN (SELECT value FROM json_each(?1)) \
-                         AND lease_token = ?2",
-                        t = self.table
-                    )))
-                    .bind(json)
-                    .bind(token)
-                    .execute(p)
-                    .await?;
+                    self.sqlite_delete(p, &ids_of(&jobs), token).await?;
                 }
                 Ok(jobs)
             }
@@ -218,40 +198,11 @@ impl Baseline {
             }
             Pool::MySql(p) => {
                 let mut tx = p.begin().await?;
-                let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "SELECT id, kind, CAST(payload AS CHAR) FROM {t} \
-                     FORCE INDEX (backlog_job_claim) \
-                     WHERE queue = ? AND state = 'available' AND run_at <= ? \
-                     ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
-                    t = self.table
-                )))
-                .bind(queue)
-                .bind(now)
-                .bind(limit)
-                .fetch_all(&mut *tx)
-                .await?;
-                if jobs.is_empty() {
-                    tx.commit().await?;
-                    return Ok(jobs);
-                }
-                let list = id_list(&ids_of(&jobs));
-                // Every value is an integer, written into the text: the statements go over the
-                // text protocol, one round trip each, with no prepared statement to cache.
-                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-                    "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
-                     lease_token = {token}, lease_expires_at = {expires}, attempted_at = {now} \
-                     WHERE id IN ({list})",
-                    t = self.table
-                )))
-                .execute(&mut *tx)
-                .await?;
+                let jobs = self.mysql_claim(&mut tx, queue, limit, now, token).await?;
                 tx.commit().await?;
-                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-                    "DELETE FROM {t} WHERE id IN ({list}) AND lease_token = {token}",
-                    t = self.table
-                )))
-                .execute(p)
-                .await?;
+                if !jobs.is_empty() {
+                    self.mysql_delete(p, &ids_of(&jobs), token).await?;
+                }
                 Ok(jobs)
             }
         }
@@ -269,36 +220,17 @@ impl Baseline {
         prev: &[i64],
         prev_token: i64,
     ) -> Res<Vec<BareJob>> {
-        let expires = now + 30_000_000;
+        let expires = now + LEASE_US;
         let t = &self.table;
         match &self.pool {
             Pool::Sqlite(p) => {
                 let mut tx = p.begin_with("BEGIN IMMEDIATE").await?;
                 if !prev.is_empty() {
-                    let json = serde_json::to_string(prev).expect("ids");
-                    sqlx::query(sqlx::AssertSqlSafe(format!(
-                        "DELETE FROM {t} WHERE id IN (SELECT value FROM json_each(?1)) \
-                         AND lease_token = ?2"
-                    )))
-                    .bind(json)
-                    .bind(prev_token)
-                    .execute(&mut *tx)
-                    .await?;
+                    self.sqlite_delete(&mut *tx, prev, prev_token).await?;
                 }
-                let jobs = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
-                     lease_token = ?1, lease_expires_at = ?2, attempted_at = ?3 \
-                     WHERE id IN (SELECT id FROM {t} WHERE queue = ?4 AND state = 'available' \
-                     AND run_at <= ?3 ORDER BY priority, run_at, id LIMIT ?5) \
-                     RETURNING id, kind, payload"
-                )))
-                .bind(token)
-                .bind(expires)
-                .bind(now)
-                .bind(queue)
-                .bind(limit)
-                .fetch_all(&mut *tx)
-                .await?;
+                let jobs = self
+                    .sqlite_claim(&mut *tx, queue, limit, now, token)
+                    .await?;
                 tx.commit().await?;
                 Ok(jobs)
             }
@@ -325,38 +257,110 @@ impl Baseline {
             Pool::MySql(p) => {
                 let mut tx = p.begin().await?;
                 if !prev.is_empty() {
-                    let list = id_list(prev);
-                    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-                        "DELETE FROM {t} WHERE id IN ({list}) AND lease_token = {prev_token}"
-                    )))
-                    .execute(&mut *tx)
-                    .await?;
+                    self.mysql_delete(&mut *tx, prev, prev_token).await?;
                 }
-                let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "SELECT id, kind, CAST(payload AS CHAR) FROM {t} \
-                     FORCE INDEX (backlog_job_claim) \
-                     WHERE queue = ? AND state = 'available' AND run_at <= ? \
-                     ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED"
-                )))
-                .bind(queue)
-                .bind(now)
-                .bind(limit)
-                .fetch_all(&mut *tx)
-                .await?;
-                if !jobs.is_empty() {
-                    let list = id_list(&ids_of(&jobs));
-                    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-                        "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
-                         lease_token = {token}, lease_expires_at = {expires}, \
-                         attempted_at = {now} WHERE id IN ({list})"
-                    )))
-                    .execute(&mut *tx)
-                    .await?;
-                }
+                let jobs = self.mysql_claim(&mut tx, queue, limit, now, token).await?;
                 tx.commit().await?;
                 Ok(jobs)
             }
         }
+    }
+
+    /// SQLite: claims up to `limit` due jobs of `queue` in one `UPDATE … RETURNING`.
+    async fn sqlite_claim<'c>(
+        &self,
+        ex: impl sqlx::Executor<'c, Database = sqlx::Sqlite>,
+        queue: &str,
+        limit: i64,
+        now: i64,
+        token: i64,
+    ) -> Res<Vec<BareJob>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
+             lease_token = ?1, lease_expires_at = ?2, attempted_at = ?3 \
+             WHERE id IN (SELECT id FROM {t} WHERE queue = ?4 AND state = 'available' \
+             AND run_at <= ?3 ORDER BY priority, run_at, id LIMIT ?5) \
+             RETURNING id, kind, payload",
+            t = self.table
+        )))
+        .bind(token)
+        .bind(now + LEASE_US)
+        .bind(now)
+        .bind(queue)
+        .bind(limit)
+        .fetch_all(ex)
+        .await
+    }
+
+    /// SQLite: deletes the jobs `ids` claimed with `token`.
+    async fn sqlite_delete<'c>(
+        &self,
+        ex: impl sqlx::Executor<'c, Database = sqlx::Sqlite>,
+        ids: &[i64],
+        token: i64,
+    ) -> Res<()> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DELETE FROM {t} WHERE id IN (SELECT value FROM json_each(?1)) AND lease_token = ?2",
+            t = self.table
+        )))
+        .bind(serde_json::to_string(ids).expect("ids"))
+        .bind(token)
+        .execute(ex)
+        .await?;
+        Ok(())
+    }
+
+    /// MySQL: claims up to `limit` due jobs of `queue` in the transaction `tx`, by a locking read
+    /// (no `UPDATE … RETURNING`) and an update of the rows read.
+    async fn mysql_claim(
+        &self,
+        tx: &mut sqlx::MySqlConnection,
+        queue: &str,
+        limit: i64,
+        now: i64,
+        token: i64,
+    ) -> Res<Vec<BareJob>> {
+        let t = &self.table;
+        let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id, kind, CAST(payload AS CHAR) FROM {t} FORCE INDEX (backlog_job_claim) \
+             WHERE queue = ? AND state = 'available' AND run_at <= ? \
+             ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED"
+        )))
+        .bind(queue)
+        .bind(now)
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await?;
+        if !jobs.is_empty() {
+            // Every value is an integer, written into the text: the statement goes over the
+            // text protocol, one round trip, with no prepared statement to cache.
+            let (list, expires) = (id_list(&ids_of(&jobs)), now + LEASE_US);
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
+                 lease_token = {token}, lease_expires_at = {expires}, attempted_at = {now} \
+                 WHERE id IN ({list})"
+            )))
+            .execute(&mut *tx)
+            .await?;
+        }
+        Ok(jobs)
+    }
+
+    /// MySQL: deletes the jobs `ids` claimed with `token` (integers written into the text).
+    async fn mysql_delete<'c>(
+        &self,
+        ex: impl sqlx::Executor<'c, Database = sqlx::MySql>,
+        ids: &[i64],
+        token: i64,
+    ) -> Res<()> {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "DELETE FROM {t} WHERE id IN ({list}) AND lease_token = {token}",
+            t = self.table,
+            list = id_list(ids)
+        )))
+        .execute(ex)
+        .await?;
+        Ok(())
     }
 
     /// For each completed job of `queue`: microseconds from its claim to its completion, as the
@@ -488,12 +492,13 @@ impl Baseline {
     }
 }
 
-/// Integer ids as a comma-separated list, written into MySQL statements that go over the text
-/// protocol (no prepared statement to cache; see `claim_complete`).
+/// The ids of claimed jobs.
 fn ids_of(jobs: &[BareJob]) -> Vec<i64> {
     jobs.iter().map(|j| j.0).collect()
 }
 
+/// Integer ids as a comma-separated list, written into MySQL statements that go over the text
+/// protocol (no prepared statement to cache; see `mysql_claim`).
 fn id_list(ids: &[i64]) -> String {
     ids.iter()
         .map(|i| i.to_string())
