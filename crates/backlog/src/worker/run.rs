@@ -352,39 +352,46 @@ async fn fetch_loop(
         for (job, slot) in claimed.into_iter().zip(slots) {
             let token = job.lease_token;
             let mut exec = Execution::new(&inner, job, inner.config.job_timeout);
-            if inline_since.elapsed() < inner.config.inline_budget
-                && let Some(ended) = exec.poll_once()
-            {
-                match exec.settle(ended) {
-                    Settled::Complete(job) => q.finished.ended(token, Some(job), slot),
-                    Settled::Report(report) => {
-                        let (inner, counters) = (inner.clone(), counters.clone());
-                        let finished = q.finished.clone();
-                        executors.spawn(async move {
-                            let job = report.record(&inner, retention, &counters).await;
-                            finished.ended(token, job, slot);
-                        });
+            let first = match inline_since.elapsed() < inner.config.inline_budget {
+                true => exec.poll_once(),
+                false => None,
+            };
+            // What the job's task starts from: an outcome to record, or a handler to run on.
+            let start = match first {
+                Some(ended) => match exec.settle(ended) {
+                    Settled::Complete(job) => {
+                        q.finished.ended(token, Some(job), slot);
+                        continue;
                     }
-                }
-                continue;
-            }
-            let job_ref = exec.job_ref();
-            inflight.lock().expect("lock").insert(
-                job_ref.id,
-                InFlight {
-                    job: job_ref,
-                    lease,
-                    stop: exec.stop().clone(),
+                    Settled::Report(report) => Err(report),
                 },
-            );
+                None => {
+                    let job_ref = exec.job_ref();
+                    inflight.lock().expect("lock").insert(
+                        job_ref.id,
+                        InFlight {
+                            job: job_ref,
+                            lease,
+                            stop: exec.stop().clone(),
+                        },
+                    );
+                    Ok(exec)
+                }
+            };
             let (inner, counters) = (inner.clone(), counters.clone());
             let (inflight, finished) = (inflight.clone(), q.finished.clone());
             executors.spawn(async move {
-                let ended = exec.run().await;
-                inflight.lock().expect("lock").remove(&job_ref.id);
+                let settled = match start {
+                    Ok(mut exec) => {
+                        let ended = exec.run().await;
+                        inflight.lock().expect("lock").remove(&exec.job_ref().id);
+                        exec.settle(ended)
+                    }
+                    Err(report) => Settled::Report(report),
+                };
                 // Outcomes other than a completion are recorded in a boxed future, so that the
                 // executor's own stays small.
-                let job = match exec.settle(ended) {
+                let job = match settled {
                     Settled::Complete(job) => Some(job),
                     Settled::Report(r) => Box::pin(r.record(&inner, retention, &counters)).await,
                 };
