@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What each part of the runtime's claim-and-complete statement costs PostgreSQL.
 
-    scripts/pg_claim_costs.py [postgres://postgres@127.0.0.1:5432/test] [--jobs 100000] [--runs 2]
+    scripts/pg_claim_costs.py [postgres://postgres@127.0.0.1:5432/test] [--jobs 100000] [--runs 2] [--only TEXT]
 
 For each part, a procedure drains a scratch copy of `backlog_job` (`claim_cost_lab`, made and
 dropped here; the database must be migrated) in batches of 50, alternating two statements: the bare
@@ -17,17 +17,26 @@ import subprocess
 COLS = ("id, queue, kind, payload::text AS payload, priority, attempt, max_attempts, "
         "lease_token, lease_expires_at, run_at, created_at")
 
-# The parts, each added alone to the bare statement; "runtime" is all of them, as the runtime's
-# statement (queries/postgres, completion with retention delete) has them.
+# The parts, each added alone to the bare statement, then the runtime's statement whole
+# (queries/postgres with retention delete, as sqltext::complete_then_claim builds it): with one
+# token for the batch (one claim's jobs) and with per-job tokens (jobs of several claims), and as
+# it was before the seventh stop (done ids joined onto the claimed rows).
 PARTS = {
     "all columns returned": {"cols"},
     "lease owner written": {"owner"},
     "per-job tokens (array_position) and state check": {"tokens"},
-    "kinds and paused-queue filters": {"filters"},
+    "one token for the batch, and state check": {"tok1"},
+    "kinds and paused-queue filters": {"kinds", "paused"},
+    "paused-queue filter": {"paused"},
     "UPDATE ... FROM picked (join) form": {"join"},
     "claimed rows through a CTE": {"cte"},
-    "done ids returned (window + join)": {"done"},
-    "runtime statement": {"cols", "owner", "tokens", "filters", "join", "done"},
+    "done ids returned (a window over a join)": {"done"},
+    "done ids returned (a row of their own, UNION ALL)": {"union"},
+    "runtime statement, one token": {"cols", "owner", "tok1", "kinds", "paused", "join", "union"},
+    "runtime statement, per-job tokens": {"cols", "owner", "tokens", "kinds", "paused", "join",
+                                          "union"},
+    "runtime statement before (per-job tokens, window)": {"cols", "owner", "tokens", "kinds",
+                                                          "paused", "join", "done"},
 }
 
 
@@ -35,10 +44,16 @@ def statement(f):
     if "tokens" in f:
         done = ("DELETE FROM claim_cost_lab WHERE id = ANY(prev) AND state = 'running' "
                 "AND lease_token = ptoks[array_position(prev, id)] RETURNING id")
+    elif "tok1" in f:
+        done = ("DELETE FROM claim_cost_lab WHERE id = ANY(prev) AND state = 'running' "
+                "AND lease_token = ptok RETURNING id")
     else:
         done = "DELETE FROM claim_cost_lab WHERE id = ANY(prev) AND lease_token = ptok RETURNING id"
-    filters = ("AND (NULL::text[] IS NULL OR kind = ANY(NULL::text[])) AND NOT EXISTS "
-               "(SELECT 1 FROM backlog_queue WHERE name = 'q' AND paused)") if "filters" in f else ""
+    filters = ""
+    if "kinds" in f:
+        filters += "AND (NULL::text[] IS NULL OR kind = ANY(NULL::text[])) "
+    if "paused" in f:
+        filters += "AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = 'q' AND paused)"
     picked = (f"SELECT id FROM claim_cost_lab WHERE queue = 'q' AND state = 'available' "
               f"AND run_at <= now_ {filters} ORDER BY priority, run_at, id LIMIT 50 "
               f"FOR UPDATE SKIP LOCKED")
@@ -57,6 +72,10 @@ def statement(f):
         return (f"{head}, claimed AS ({update}) SELECT CASE WHEN row_number() OVER () = 1 "
                 f"THEN d.done_ids END AS done_ids, c.* FROM (SELECT array_agg(id) AS done_ids "
                 f"FROM done) AS d LEFT JOIN claimed AS c ON true")
+    if "union" in f:
+        return (f"{head}, claimed AS ({update}) SELECT NULL::bigint[] AS done_ids, c.* "
+                f"FROM claimed AS c UNION ALL SELECT d.done_ids, c.* FROM (SELECT array_agg(id) "
+                f"AS done_ids FROM done) AS d LEFT JOIN claimed AS c ON false")
     if "cte" in f:
         return f"{head}, claimed AS ({update}) SELECT * FROM claimed"
     return f"{head} {update}"
@@ -108,6 +127,7 @@ def main():
     ap.add_argument("url", nargs="?", default="postgres://postgres@127.0.0.1:5432/test")
     ap.add_argument("--jobs", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--only", metavar="TEXT", help="only the parts whose name contains TEXT")
     a = ap.parse_args()
     psql(a.url, "DROP TABLE IF EXISTS claim_cost_lab",
          "CREATE TABLE claim_cost_lab (LIKE backlog_job INCLUDING ALL)")
@@ -115,6 +135,8 @@ def main():
         print(f"| part added to the bare statement | time ratio, {a.runs} runs of {a.jobs} jobs |")
         print("|---|---|")
         for name, parts in PARTS.items():
+            if a.only and a.only not in name:
+                continue
             psql(a.url, procedure(parts))
             ratios = []
             for _ in range(a.runs):

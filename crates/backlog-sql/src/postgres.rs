@@ -62,8 +62,8 @@ pub struct PgBackend {
     claim: Ordered,
     claim_token: Ordered,
     /// Completion (retention delete, keep) and claim as one statement.
-    complete_claim_delete: Ordered,
-    complete_claim_keep: Ordered,
+    complete_claim_delete: ByToken<Ordered>,
+    complete_claim_keep: ByToken<Ordered>,
     /// Shared by clones: one LISTEN connection per backend, however often `listen` is called.
     notifier: Arc<Notifier>,
     /// Sends the wake-ups of what this backend enqueued, where its connections keep the trigger
@@ -106,8 +106,8 @@ impl PgBackend {
             pool,
             claim: Ordered::new(q!("job_claim")),
             claim_token: Ordered::new(q!("job_claim_token")),
-            complete_claim_delete: complete_claim(q!("job_complete_delete")),
-            complete_claim_keep: complete_claim(q!("job_complete_keep")),
+            complete_claim_delete: ByToken::new(q!("job_complete_delete"), complete_claim),
+            complete_claim_keep: ByToken::new(q!("job_complete_keep"), complete_claim),
             notifier: Arc::default(),
             waker: None,
             vacuum_unsupported: Arc::default(),
@@ -492,6 +492,83 @@ fn complete_claim(complete: &str) -> Ordered {
     Ordered::new(&sqltext::complete_then_claim(&done, q!("job_claim")))
 }
 
+/// A completion statement in its two forms: `each`, where `$2` holds each job's token beside its
+/// id in `$1`, and `one`, where `$2` is the one token every job holds (see [`Tokens`]).
+#[derive(Debug, Clone)]
+struct ByToken<T> {
+    each: T,
+    one: T,
+}
+
+impl<T> ByToken<T> {
+    /// Both forms of the completion `sql` (written with per-job tokens), each made into a `T`.
+    fn new(sql: &str, make: impl Fn(&str) -> T) -> Self {
+        const EACH: &str = "($2::bigint[])[array_position($1::bigint[], id)]";
+        assert!(
+            sql.contains(EACH),
+            "a completion looks each job's token up in $2"
+        );
+        ByToken {
+            each: make(sql),
+            one: make(&sql.replace(EACH, "$2::bigint")),
+        }
+    }
+
+    fn get(&self, tokens: &Tokens) -> &T {
+        match tokens {
+            Tokens::One(_) => &self.one,
+            Tokens::Each(_) => &self.each,
+        }
+    }
+}
+
+/// The fence of a completion. A batch whose jobs all hold one token (one claim's jobs: how a
+/// worker that keeps up completes them) is compared with that one value, instead of each row's
+/// token being looked up in an array; the look-up cost the database 3-4% of the
+/// claim-and-complete statement (`scripts/pg_claim_costs.py`).
+enum Tokens {
+    One(i64),
+    Each(Vec<i64>),
+}
+
+impl Tokens {
+    fn of(jobs: &[JobRef]) -> Tokens {
+        match jobs.first() {
+            Some(first) if jobs.iter().all(|j| j.token == first.token) => Tokens::One(first.token),
+            _ => Tokens::Each(jobs.iter().map(|j| j.token).collect()),
+        }
+    }
+}
+
+/// Binds a completion's tokens, in the form its statement (chosen by [`ByToken::get`]) takes.
+macro_rules! bind_tokens {
+    ($query:expr, $tokens:expr) => {
+        match $tokens {
+            Tokens::One(t) => $query.bind(*t),
+            Tokens::Each(t) => $query.bind(t),
+        }
+    };
+}
+
+/// The plain completion statements, in both forms, rendered once.
+struct Completions {
+    delete: ByToken<sqlx::SqlStr>,
+    keep: ByToken<sqlx::SqlStr>,
+    archive: ByToken<sqlx::SqlStr>,
+}
+
+static COMPLETIONS: std::sync::LazyLock<Completions> = std::sync::LazyLock::new(|| {
+    let text = |sql: &str| {
+        let sql: Arc<str> = sql.into();
+        sqlx::SqlSafeStr::into_sql_str(sqlx::AssertSqlSafe(sql))
+    };
+    Completions {
+        delete: ByToken::new(q!("job_complete_delete"), text),
+        keep: ByToken::new(q!("job_complete_keep"), text),
+        archive: ByToken::new(q!("job_complete_archive"), text),
+    }
+});
+
 /// The operations transaction claim mode shares with the pool path, on one connection.
 async fn complete_on(conn: &mut PgConnection, p: &JobCompleteParams) -> Result<Vec<JobRef>> {
     let mut done: Vec<i64> = Vec::with_capacity(p.jobs.len());
@@ -503,13 +580,14 @@ async fn complete_on(conn: &mut PgConnection, p: &JobCompleteParams) -> Result<V
         let (batch, again): (Vec<JobRef>, Vec<JobRef>) =
             rest.into_iter().partition(|j| seen.insert(j.id));
         let ids: Vec<i64> = batch.iter().map(|j| j.id).collect();
-        let tokens: Vec<i64> = batch.iter().map(|j| j.token).collect();
-        let query = match p.retention {
-            Retention::Delete => sqlx::query_scalar::<_, i64>(q!("job_complete_delete")),
-            Retention::Keep => sqlx::query_scalar(q!("job_complete_keep")),
-            Retention::Archive => sqlx::query_scalar(q!("job_complete_archive")),
+        let tokens = Tokens::of(&batch);
+        let sql = match p.retention {
+            Retention::Delete => &COMPLETIONS.delete,
+            Retention::Keep => &COMPLETIONS.keep,
+            Retention::Archive => &COMPLETIONS.archive,
         };
-        let query = query.bind(ids).bind(tokens);
+        let query = sqlx::query_scalar::<_, i64>(sql.get(&tokens).clone()).bind(ids);
+        let query = bind_tokens!(query, &tokens);
         let query = match p.retention {
             Retention::Delete => query,
             Retention::Keep | Retention::Archive => query.bind(p.now),
@@ -738,12 +816,13 @@ impl Backend for PgBackend {
     }
 
     async fn job_complete_claim(&self, p: JobCompleteClaimParams) -> Result<CompleteClaimed> {
+        let tokens = Tokens::of(&p.complete.jobs);
         let sql = match (p.claim.strategy, p.complete.retention) {
             (ClaimStrategy::SkipLocked | ClaimStrategy::SingleWriter, Retention::Delete) => {
-                &self.complete_claim_delete
+                self.complete_claim_delete.get(&tokens)
             }
             (ClaimStrategy::SkipLocked | ClaimStrategy::SingleWriter, Retention::Keep) => {
-                &self.complete_claim_keep
+                self.complete_claim_keep.get(&tokens)
             }
             // Archiving is a data-modifying WITH of its own, which cannot nest in another; the
             // claim-token strategy takes two statements.
@@ -765,7 +844,6 @@ impl Backend for PgBackend {
         let token = shared::new_token();
         let expires = c.now + c.lease.as_micros() as i64;
         let ids: Vec<i64> = p.complete.jobs.iter().map(|j| j.id).collect();
-        let tokens: Vec<i64> = p.complete.jobs.iter().map(|j| j.token).collect();
         let rows = retry_deadlocks(|| async {
             let query = claim_query(
                 sql.get(c.order),
@@ -774,8 +852,8 @@ impl Backend for PgBackend {
                 expires,
                 shared::kinds_vec(&c.kinds),
             )
-            .bind(&ids)
-            .bind(&tokens);
+            .bind(&ids);
+            let query = bind_tokens!(query, &tokens);
             let query = match p.complete.retention {
                 Retention::Keep => query.bind(p.complete.now),
                 _ => query,
@@ -783,8 +861,8 @@ impl Backend for PgBackend {
             query.fetch_all(&self.pool).await.db()
         })
         .await?;
-        // One row carries done_ids (column 0, sent once, not with each claimed job); the claimed
-        // columns follow it, NULL when none was claimed.
+        // A row for each claimed job (done_ids NULL), and one more with done_ids (column 0) and
+        // NULL for the claimed columns.
         let mut done: Vec<i64> = vec![];
         let mut claimed = Vec::with_capacity(rows.len());
         for r in &rows {

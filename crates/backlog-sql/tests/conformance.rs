@@ -509,6 +509,74 @@ async fn complete_claim_completes_then_claims(db: Db) {
     }
 }
 
+/// The jobs of one claim share its token, and a completion of them alone compares each row with
+/// that one token (the PostgreSQL statement takes a cheaper form then): a job among them whose
+/// lease was lost, and which runs again under a new claim, is still left alone, by the plain
+/// completion and by complete-and-claim.
+async fn one_claims_batch_is_fenced_job_by_job(db: Db) {
+    let now = db.now;
+    for strategy in db.strategies() {
+        for retention in [Retention::Delete, Retention::Keep, Retention::Archive] {
+            let qn = format!("one-{}-{retention:?}", harness::strategy_name(strategy));
+            let id = ids(&db, (0..6).map(|i| job(&qn, &i.to_string())).collect(), now).await;
+            let first = db.b.job_claim(&claim(&qn, 4, now, strategy)).await.unwrap();
+            let refs: Vec<JobRef> = first.iter().map(|c| c.job_ref()).collect();
+            assert!(
+                refs.iter().all(|r| r.token == refs[0].token),
+                "one claim, one token"
+            );
+            // Job 0's attempt fails, with a retry due before the others, and the next claim
+            // takes it: it runs again, under a new token.
+            db.b.job_fail(JobFailParams {
+                job: refs[0],
+                now: now + 1,
+                error: "x".into(),
+                cancelled: false,
+                retry_at: Some(now - SEC),
+            })
+            .await
+            .unwrap();
+            let again =
+                db.b.job_claim(&claim(&qn, 1, now + 1, strategy))
+                    .await
+                    .unwrap();
+            assert_eq!((again[0].id, again[0].attempt), (id[0], 2));
+            let done = complete(&db, refs[..2].to_vec(), now + 2, retention).await;
+            assert_eq!(
+                done,
+                vec![refs[1]],
+                "{strategy:?} {retention:?}: plain completion"
+            );
+            let r =
+                db.b.job_complete_claim(JobCompleteClaimParams {
+                    complete: JobCompleteParams {
+                        jobs: vec![refs[0], refs[2], refs[3]],
+                        now: now + 3,
+                        retention,
+                    },
+                    claim: claim(&qn, 5, now + 3, strategy),
+                })
+                .await
+                .unwrap();
+            let mut done: Vec<i64> = r.completed.iter().map(|j| j.id).collect();
+            done.sort_unstable();
+            assert_eq!(
+                done,
+                id[2..4],
+                "{strategy:?} {retention:?}: complete and claim"
+            );
+            let next: Vec<i64> = r.claimed.unwrap().iter().map(|c| c.id).collect();
+            assert_eq!(next, id[4..], "{strategy:?} {retention:?}");
+            let j = db.b.job_get(id[0]).await.unwrap().unwrap();
+            assert_eq!(
+                (j.state, j.lease_token),
+                (JobState::Running, Some(again[0].lease_token)),
+                "{strategy:?} {retention:?}: the new attempt is untouched"
+            );
+        }
+    }
+}
+
 async fn fencing_after_lease_takeover(db: Db) {
     let now = db.now;
     let id = ids(&db, vec![job("f", "{}")], now).await[0];
@@ -1495,6 +1563,7 @@ harness::conformance!(
     kinds_filter_claims,
     completion_retention,
     complete_claim_completes_then_claims,
+    one_claims_batch_is_fenced_job_by_job,
     fencing_after_lease_takeover,
     fail_retries_then_dies,
     release_and_heartbeat,
