@@ -19,7 +19,7 @@ use sqlx::{Connection, PgConnection, PgPool, Postgres, Row, Transaction};
 
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::dberror::{DbResultExt, connect_error};
-use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, unique_slot};
+use crate::rows::{assign_ids, job_from_row, queue_from_row, unique_slot};
 use crate::sqltext::{self, Migration, Ordered};
 use crate::{BackendConfig, shared};
 
@@ -466,6 +466,32 @@ fn is_deadlock(e: &backlog_core::Error) -> bool {
     )
 }
 
+/// A job a claim (either strategy) returned, from the row's columns starting at `at`: `id, kind,
+/// payload, priority, attempt, max_attempts, run_at, created_at`. The queue, token and expiry are
+/// the claim's own and not sent back: each column read costs the client as much as the
+/// database.
+fn claimed_at(
+    row: &sqlx::postgres::PgRow,
+    at: usize,
+    p: &JobClaimParams,
+    token: i64,
+    expires: i64,
+) -> Result<ClaimedJob> {
+    Ok(ClaimedJob {
+        id: row.try_get(at).db()?,
+        queue: p.queue.as_str().to_owned(),
+        kind: row.try_get(at + 1).db()?,
+        payload: row.try_get(at + 2).db()?,
+        priority: row.try_get(at + 3).db()?,
+        attempt: row.try_get(at + 4).db()?,
+        max_attempts: row.try_get(at + 5).db()?,
+        lease_token: token,
+        lease_expires_at: expires,
+        run_at: row.try_get(at + 6).db()?,
+        created_at: row.try_get(at + 7).db()?,
+    })
+}
+
 /// A claim statement (either strategy) with its parameters: $1 token, $2 owner, $3 lease expiry,
 /// $4 now, $5 queue, $6 kinds, $7 limit.
 fn claim_query<'q>(
@@ -757,29 +783,25 @@ impl Backend for PgBackend {
         let token = shared::new_token();
         let expires = p.now + p.lease.as_micros() as i64;
         let kinds = shared::kinds_vec(&p.kinds);
-        let mut jobs = match p.strategy {
+        let rows = match p.strategy {
             ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => {
-                let rows = claim_query(self.claim.get(p.order), p, token, expires, kinds)
+                claim_query(self.claim.get(p.order), p, token, expires, kinds)
                     .fetch_all(&self.pool)
                     .await
-                    .db()?;
-                rows.iter()
-                    .map(|r| Ok(claimed_from_row!(r)))
-                    .collect::<Result<Vec<_>>>()?
+                    .db()?
             }
             ClaimStrategy::ClaimToken => {
                 // Claim-token claimers wait on rows instead of skipping them, and a row whose
                 // recheck failed stays locked to the end of the claim; rows are taken in id
                 // order, but a completion whose plan visits rows in another order can still
                 // close a cycle. The deadlock victim's transaction changed nothing: it goes again.
-                let rows =
-                    retry_deadlocks(|| self.claim_token_once(p, token, expires, kinds.clone()))
-                        .await?;
-                rows.iter()
-                    .map(|r| Ok(claimed_from_row!(r)))
-                    .collect::<Result<Vec<_>>>()?
+                retry_deadlocks(|| self.claim_token_once(p, token, expires, kinds.clone())).await?
             }
         };
+        let mut jobs = rows
+            .iter()
+            .map(|r| claimed_at(r, 0, p, token, expires))
+            .collect::<Result<Vec<_>>>()?;
         crate::rows::sort_claimed(&mut jobs, p.order);
         Ok(jobs)
     }
@@ -788,10 +810,11 @@ impl Backend for PgBackend {
         let mut tx = self.pool.begin().await.db()?;
         // The claim statement with LIMIT 1: it locks the row (FOR UPDATE SKIP LOCKED) and marks
         // it running; the lock lasts until this transaction ends, and dies with the connection.
+        let (token, expires) = (shared::new_token(), p.now + p.lease.as_micros() as i64);
         let row = sqlx::query(self.claim.get(p.order))
-            .bind(shared::new_token())
+            .bind(token)
             .bind(&p.owner)
-            .bind(p.now + p.lease.as_micros() as i64)
+            .bind(expires)
             .bind(p.now)
             .bind(p.queue.as_str())
             .bind(shared::kinds_vec(&p.kinds))
@@ -803,7 +826,7 @@ impl Backend for PgBackend {
             tx.rollback().await.db()?;
             return Ok(None);
         };
-        let job = claimed_from_row!(&row);
+        let job = claimed_at(&row, 0, p, token, expires)?;
         Ok(Some(Box::new(PgTxClaim { tx, job })))
     }
 
@@ -861,16 +884,15 @@ impl Backend for PgBackend {
             query.fetch_all(&self.pool).await.db()
         })
         .await?;
-        // A row for each claimed job (done_ids NULL), and one more with done_ids (column 0) and
-        // NULL for the claimed columns.
+        // A row for each claimed job (its id in column 1, done_ids NULL), and one more with
+        // done_ids (column 0) and NULL for the claimed columns.
         let mut done: Vec<i64> = vec![];
         let mut claimed = Vec::with_capacity(rows.len());
         for r in &rows {
-            if let Some(ids) = r.try_get::<Option<Vec<i64>>, _>(0).db()? {
-                done = ids;
-            }
             if r.try_get::<Option<i64>, _>(1).db()?.is_some() {
-                claimed.push(claimed_from_row!(r, 1));
+                claimed.push(claimed_at(r, 1, c, token, expires)?);
+            } else if let Some(ids) = r.try_get::<Option<Vec<i64>>, _>(0).db()? {
+                done = ids;
             }
         }
         crate::rows::sort_claimed(&mut claimed, c.order);

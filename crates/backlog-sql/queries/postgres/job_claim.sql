@@ -13,5 +13,6 @@ SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = 
     lease_expires_at = $3, attempted_at = $4
 FROM picked
 WHERE j.id = picked.id
-RETURNING j.id, j.queue, j.kind, j.payload::text AS payload, j.priority, j.attempt,
-          j.max_attempts, j.lease_token, j.lease_expires_at, j.run_at, j.created_at
+-- Not the queue, token or lease expiry: the claimer chose them.
+RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
+          j.run_at, j.created_at
