@@ -181,7 +181,7 @@ impl MySqlBackend {
                 tx.commit().await.db()?;
                 let mut jobs = rows
                     .iter()
-                    .map(|r| Ok(claimed_from_row!(r)))
+                    .map(|r| Ok(claimed_from_row!(r, 0, p, token, expires)))
                     .collect::<Result<Vec<_>>>()?;
                 crate::rows::sort_claimed(&mut jobs, p.order);
                 Ok(jobs)
@@ -276,14 +276,13 @@ async fn claim_on(
     let token = shared::new_token();
     let expires = p.now + p.lease.as_micros() as i64;
     let kinds = shared::kinds_json(&p.kinds);
-    let q = sqlx::query(sql).bind(token).bind(expires);
-    let rows = bind_claim_filter(q, p, &kinds, limit)
+    let rows = bind_claim_filter(sqlx::query(sql), p, &kinds, limit)
         .fetch_all(&mut *conn)
         .await
         .db()?;
     let jobs = rows
         .iter()
-        .map(|r| Ok(claimed_from_row!(r)))
+        .map(|r| Ok(claimed_from_row!(r, 0, p, token, expires)))
         .collect::<Result<Vec<_>>>()?;
     if jobs.is_empty() {
         return Ok(jobs);

@@ -17,11 +17,12 @@ use backlog_core::{
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Row, Transaction};
 
+use crate::BackendConfig;
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::dberror::{DbResultExt, connect_error};
-use crate::rows::{assign_ids, job_from_row, queue_from_row, unique_slot};
+use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, unique_slot};
+use crate::shared::{self, Tokens};
 use crate::sqltext::{self, Migration, Ordered};
-use crate::{BackendConfig, shared};
 
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -466,32 +467,6 @@ fn is_deadlock(e: &backlog_core::Error) -> bool {
     )
 }
 
-/// A job a claim (either strategy) returned, from the row's columns starting at `at`: `id, kind,
-/// payload, priority, attempt, max_attempts, run_at, created_at`. The queue, token and expiry are
-/// the claim's own and not sent back: each column read costs the client as much as the
-/// database.
-fn claimed_at(
-    row: &sqlx::postgres::PgRow,
-    at: usize,
-    p: &JobClaimParams,
-    token: i64,
-    expires: i64,
-) -> Result<ClaimedJob> {
-    Ok(ClaimedJob {
-        id: row.try_get(at).db()?,
-        queue: p.queue.as_str().to_owned(),
-        kind: row.try_get(at + 1).db()?,
-        payload: row.try_get(at + 2).db()?,
-        priority: row.try_get(at + 3).db()?,
-        attempt: row.try_get(at + 4).db()?,
-        max_attempts: row.try_get(at + 5).db()?,
-        lease_token: token,
-        lease_expires_at: expires,
-        run_at: row.try_get(at + 6).db()?,
-        created_at: row.try_get(at + 7).db()?,
-    })
-}
-
 /// A claim statement (either strategy) with its parameters: $1 token, $2 owner, $3 lease expiry,
 /// $4 now, $5 queue, $6 kinds, $7 limit.
 fn claim_query<'q>(
@@ -544,24 +519,6 @@ impl<T> ByToken<T> {
         match tokens {
             Tokens::One(_) => &self.one,
             Tokens::Each(_) => &self.each,
-        }
-    }
-}
-
-/// The fence of a completion. A batch whose jobs all hold one token (one claim's jobs: how a
-/// worker that keeps up completes them) is compared with that one value, instead of each row's
-/// token being looked up in an array; the look-up cost the database 3-4% of the
-/// claim-and-complete statement (`scripts/pg_claim_costs.py`).
-enum Tokens {
-    One(i64),
-    Each(Vec<i64>),
-}
-
-impl Tokens {
-    fn of(jobs: &[JobRef]) -> Tokens {
-        match jobs.first() {
-            Some(first) if jobs.iter().all(|j| j.token == first.token) => Tokens::One(first.token),
-            _ => Tokens::Each(jobs.iter().map(|j| j.token).collect()),
         }
     }
 }
@@ -800,7 +757,7 @@ impl Backend for PgBackend {
         };
         let mut jobs = rows
             .iter()
-            .map(|r| claimed_at(r, 0, p, token, expires))
+            .map(|r| Ok(claimed_from_row!(r, 0, p, token, expires)))
             .collect::<Result<Vec<_>>>()?;
         crate::rows::sort_claimed(&mut jobs, p.order);
         Ok(jobs)
@@ -826,7 +783,7 @@ impl Backend for PgBackend {
             tx.rollback().await.db()?;
             return Ok(None);
         };
-        let job = claimed_at(&row, 0, p, token, expires)?;
+        let job = claimed_from_row!(&row, 0, p, token, expires);
         Ok(Some(Box::new(PgTxClaim { tx, job })))
     }
 
@@ -890,7 +847,7 @@ impl Backend for PgBackend {
         let mut claimed = Vec::with_capacity(rows.len());
         for r in &rows {
             if r.try_get::<Option<i64>, _>(1).db()?.is_some() {
-                claimed.push(claimed_at(r, 1, c, token, expires)?);
+                claimed.push(claimed_from_row!(r, 1, c, token, expires));
             } else if let Some(ids) = r.try_get::<Option<Vec<i64>>, _>(0).db()? {
                 done = ids;
             }

@@ -43,31 +43,30 @@ macro_rules! job_from_row {
     }};
 }
 
-/// A claimed job from the columns every claim statement returns, in this order, in every dialect:
-/// id, queue, kind, payload, priority, attempt, max_attempts, lease_token, lease_expires_at,
-/// run_at, created_at. Read by position: by name, a claim of 50 rows looked up 550 column names,
-/// a tenth of the client's time in the PostgreSQL claim (perf). `$first` is the position of `id`
-/// when the statement returns something before these columns.
+/// A claimed job from a claim's row. Every claim statement returns, in this order, in every
+/// dialect: id, kind, payload, priority, attempt, max_attempts, run_at, created_at. Read by
+/// position: by name, a claim of 50 rows looked up 550 column names, a tenth of the client's time
+/// in the PostgreSQL claim (perf). The queue, token and lease expiry are the claim's own (`$claim`,
+/// a `JobClaimParams`; `$token`; `$expires`) and are not sent back: each column read costs the
+/// client about as much as the database. `$first` is the position of `id` when the statement
+/// returns something before these columns.
 macro_rules! claimed_from_row {
-    ($row:expr) => {
-        claimed_from_row!($row, 0)
-    };
-    ($row:expr, $first:expr) => {{
+    ($row:expr, $first:expr, $claim:expr, $token:expr, $expires:expr) => {{
         use sqlx::Row as _;
         let row = $row;
         let at: usize = $first;
         backlog_core::ClaimedJob {
             id: row.try_get(at).db()?,
-            queue: row.try_get(at + 1).db()?,
-            kind: row.try_get(at + 2).db()?,
-            payload: row.try_get(at + 3).db()?,
-            priority: row.try_get(at + 4).db()?,
-            attempt: row.try_get(at + 5).db()?,
-            max_attempts: row.try_get(at + 6).db()?,
-            lease_token: row.try_get(at + 7).db()?,
-            lease_expires_at: row.try_get(at + 8).db()?,
-            run_at: row.try_get(at + 9).db()?,
-            created_at: row.try_get(at + 10).db()?,
+            queue: $claim.queue.as_str().to_owned(),
+            kind: row.try_get(at + 1).db()?,
+            payload: row.try_get(at + 2).db()?,
+            priority: row.try_get(at + 3).db()?,
+            attempt: row.try_get(at + 4).db()?,
+            max_attempts: row.try_get(at + 5).db()?,
+            lease_token: $token,
+            lease_expires_at: $expires,
+            run_at: row.try_get(at + 6).db()?,
+            created_at: row.try_get(at + 7).db()?,
         }
     }};
 }

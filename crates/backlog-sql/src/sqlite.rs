@@ -17,11 +17,12 @@ use backlog_core::{
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{AssertSqlSafe, Connection, Row, SqliteConnection, SqlitePool};
 
+use crate::BackendConfig;
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::dberror::{DbResultExt, connect_error};
 use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, unique_slot};
+use crate::shared::{self, Tokens};
 use crate::sqltext::{Migration, Ordered, question_rows};
-use crate::{BackendConfig, shared};
 
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -51,6 +52,62 @@ macro_rules! q {
         include_str!(concat!("../queries/sqlite/", $name, ".sql"))
     };
 }
+
+/// A completion statement in its two forms (see [`Tokens`]): `each` fences each job on the
+/// token beside its id in `?1`, a JSON array of (id, token) pairs; `one` takes `?1` as a JSON
+/// array of ids and the one token as the statement's last parameter.
+struct ByToken {
+    each: sqlx::SqlStr,
+    one: sqlx::SqlStr,
+}
+
+impl ByToken {
+    /// Both forms of `sql`, written with the pairs; `last` is its highest parameter number.
+    fn new(sql: &'static str, last: u32) -> Self {
+        const EACH: &str = "WHERE id IN (
+    SELECT b.id FROM json_each(?1) AS p
+    JOIN backlog_job AS b ON b.id = p.value ->> 0
+    WHERE b.lease_token = p.value ->> 1 AND b.state = 'running'
+)";
+        assert!(
+            sql.contains(EACH),
+            "a completion looks each job up by its pair"
+        );
+        let token = last + 1;
+        let one = format!(
+            "WHERE id IN (SELECT value FROM json_each(?1)) AND lease_token = ?{token} \
+             AND state = 'running'"
+        );
+        let text = |s: String| {
+            let s: std::sync::Arc<str> = s.into();
+            sqlx::SqlSafeStr::into_sql_str(sqlx::AssertSqlSafe(s))
+        };
+        ByToken {
+            each: text(sql.to_owned()),
+            one: text(sql.replace(EACH, &one)),
+        }
+    }
+
+    fn get(&self, tokens: &Tokens) -> &sqlx::SqlStr {
+        match tokens {
+            Tokens::One(_) => &self.one,
+            Tokens::Each(_) => &self.each,
+        }
+    }
+}
+
+/// The completion statements, in both forms, rendered once.
+struct Completions {
+    delete: ByToken,
+    keep: ByToken,
+    archive: ByToken,
+}
+
+static COMPLETIONS: std::sync::LazyLock<Completions> = std::sync::LazyLock::new(|| Completions {
+    delete: ByToken::new(q!("job_complete_delete"), 1),
+    keep: ByToken::new(q!("job_complete_keep"), 2),
+    archive: ByToken::new(q!("job_complete_archive"), 2),
+});
 
 /// The SQLite backend.
 #[derive(Debug, Clone)]
@@ -244,7 +301,7 @@ impl SqliteBackend {
         };
         let mut jobs = rows
             .iter()
-            .map(|r| Ok(claimed_from_row!(r)))
+            .map(|r| Ok(claimed_from_row!(r, 0, p, token, expires)))
             .collect::<Result<Vec<_>>>()?;
         crate::rows::sort_claimed(&mut jobs, p.order);
         Ok(jobs)
@@ -257,32 +314,41 @@ impl SqliteBackend {
         if p.jobs.is_empty() {
             return Ok(vec![]);
         }
-        let pairs: Vec<[i64; 2]> = p.jobs.iter().map(|j| [j.id, j.token]).collect();
-        let pairs = serde_json::to_string(&pairs).expect("integers serialize");
+        let tokens = Tokens::of(&p.jobs);
+        // ?1: (id, token) pairs; or the ids alone, the one token last.
+        let (jobs, token) = match &tokens {
+            Tokens::One(t) => {
+                let ids: Vec<i64> = p.jobs.iter().map(|j| j.id).collect();
+                (serde_json::to_string(&ids), Some(*t))
+            }
+            Tokens::Each(_) => {
+                let pairs: Vec<[i64; 2]> = p.jobs.iter().map(|j| [j.id, j.token]).collect();
+                (serde_json::to_string(&pairs), None)
+            }
+        };
+        let jobs = jobs.expect("integers serialize");
+        let c = &*COMPLETIONS;
+        // The statement's parameters: the jobs, now (but to delete), then the one token.
+        let ids = |sql: &ByToken, now: Option<i64>| {
+            let q = sqlx::query_scalar::<_, i64>(sql.get(&tokens).clone()).bind(&jobs);
+            let q = match now {
+                Some(now) => q.bind(now),
+                None => q,
+            };
+            match token {
+                Some(t) => q.bind(t),
+                None => q,
+            }
+        };
         let ids: Vec<i64> = match p.retention {
-            Retention::Delete => sqlx::query_scalar(q!("job_complete_delete"))
-                .bind(&pairs)
-                .fetch_all(&mut *conn)
-                .await
-                .db()?,
-            Retention::Keep => sqlx::query_scalar(q!("job_complete_keep"))
-                .bind(&pairs)
-                .bind(p.now)
-                .fetch_all(&mut *conn)
-                .await
-                .db()?,
+            Retention::Delete => ids(&c.delete, None).fetch_all(&mut *conn).await.db()?,
+            Retention::Keep => ids(&c.keep, Some(p.now)).fetch_all(&mut *conn).await.db()?,
             Retention::Archive => {
-                sqlx::query(q!("job_complete_archive"))
-                    .bind(&pairs)
-                    .bind(p.now)
-                    .execute(&mut *conn)
-                    .await
-                    .db()?;
-                sqlx::query_scalar(q!("job_complete_delete"))
-                    .bind(&pairs)
+                ids(&c.archive, Some(p.now))
                     .fetch_all(&mut *conn)
                     .await
-                    .db()?
+                    .db()?;
+                ids(&c.delete, None).fetch_all(&mut *conn).await.db()?
             }
         };
         Ok(shared::refs_with_ids(&p.jobs, &ids))

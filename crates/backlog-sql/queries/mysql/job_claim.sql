@@ -1,9 +1,9 @@
 -- SKIP LOCKED: concurrent claimers pass over each other's rows; job_claim_update takes these in
 -- the same transaction (no UPDATE … RETURNING in MySQL), so the SELECT returns what it will write.
 -- FORCE INDEX: the claim index whatever the statistics say (a scan would lock far more rows).
-SELECT id, queue, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
-       max_attempts, CAST(? AS SIGNED) AS lease_token, CAST(? AS SIGNED) AS lease_expires_at,
-       run_at, created_at
+-- Not the queue, token or lease expiry: the claimer chose them.
+SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
+       max_attempts, run_at, created_at
 FROM backlog_job FORCE INDEX (backlog_job_claim)
 WHERE queue = ? AND state = 'available' AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))

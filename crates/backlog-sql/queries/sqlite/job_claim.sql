@@ -10,5 +10,5 @@ WHERE id IN (
     ORDER BY /*ORDER*/
     LIMIT ?7
 )
-RETURNING id, queue, kind, payload, priority, attempt, max_attempts, lease_token,
-          lease_expires_at, run_at, created_at
+-- Not the queue, token or lease expiry: the claimer chose them.
+RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at

@@ -1,5 +1,4 @@
 -- All rows of one claim share its expiry, so the lease index finds them.
-SELECT id, queue, kind, payload, priority, attempt, max_attempts, lease_token,
-       lease_expires_at, run_at, created_at
+SELECT id, kind, payload, priority, attempt, max_attempts, run_at, created_at
 FROM backlog_job
 WHERE state = 'running' AND lease_expires_at = ?1 AND lease_token = ?2
