@@ -481,6 +481,61 @@ async fn graceful_shutdown_releases_late_jobs(engine: Engine) {
     db.drop_db().await;
 }
 
+/// A stop is honoured while the queue stays full: quick handlers end in their first poll, their
+/// slots come straight back, and the claim loops never wait; they must still stop at once, leave
+/// the rest of the queue alone, and complete every job they ran.
+async fn stop_under_a_full_queue(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    let total = 5_000u32;
+    for chunk in (0..total).collect::<Vec<_>>().chunks(1_000) {
+        c.enqueue_many(chunk.iter().map(|&n| task(c, n, "complete")).collect())
+            .await
+            .unwrap();
+    }
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    let worker = builder(&db)
+        .queue("work", 20)
+        .handler(move |_ctx: JobContext, _t: Task| {
+            r.fetch_add(1, AtomicOrdering::Relaxed);
+            async { Ok(Outcome::Complete) }
+        })
+        .build()
+        .unwrap();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn({
+        let (w, s) = (worker.clone(), shutdown.clone());
+        async move { w.run(s).await }
+    });
+    let seen = ran.clone();
+    wait_until("200 jobs run", Duration::from_secs(30), async || {
+        seen.load(AtomicOrdering::Relaxed) >= 200
+    })
+    .await;
+    shutdown.cancel();
+    let report = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("the worker stops while its queue is still full")
+        .unwrap()
+        .unwrap();
+    let ran = ran.load(AtomicOrdering::Relaxed) as u64;
+    assert_eq!((report.completed, report.lost), (ran, 0), "{report:?}");
+    let left = c
+        .stats(Some(&QueueName::new("work").unwrap()))
+        .await
+        .unwrap()[0]
+        .1
+        .clone();
+    assert_eq!(left.running, 0, "{left:?}");
+    assert_eq!(left.available as u64, total as u64 - ran, "{left:?}");
+    assert!(
+        ran < total as u64 / 2,
+        "stopped early: {ran} of {total} ran"
+    );
+    db.drop_db().await;
+}
+
 async fn transactional_completion(engine: Engine) {
     let db = TestDb::new(engine).await;
     db.create_results().await;
@@ -863,6 +918,7 @@ on_every_backend!(
     claims_are_capped,
     heartbeats_timeouts_and_cancel_requests,
     graceful_shutdown_releases_late_jobs,
+    stop_under_a_full_queue,
     transactional_completion,
     wake_ups_and_fan_out,
     periodic_jobs_fire_once_per_tick,

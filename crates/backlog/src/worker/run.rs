@@ -244,6 +244,12 @@ async fn fetch_loop(
     let complete_max = inner.config.complete_batch.max(1);
     let mut idle = MIN_IDLE;
     loop {
+        // Checked on every turn, not only while waiting: on a busy queue whose handlers end in
+        // their first poll, slots come back before the next claim and the loop never waits.
+        // Finished jobs not yet taken are completed by the flushers once every fetcher is done.
+        if stop.is_cancelled() {
+            return Ok(());
+        }
         // Wait for a free slot or a finished job (whose slot comes with it).
         let mut batch = Batch::default();
         let finished = q.finished.notified();
