@@ -42,6 +42,18 @@ fn builder(db: &TestDb) -> WorkerBuilder {
     })
 }
 
+/// Runs `worker` in a task of its own: cancel the token to stop it, await the handle for its report.
+fn start(
+    worker: &Worker,
+) -> (
+    CancellationToken,
+    tokio::task::JoinHandle<backlog::Result<backlog::RunReport>>,
+) {
+    let shutdown = CancellationToken::new();
+    let (w, s) = (worker.clone(), shutdown.clone());
+    (shutdown, tokio::spawn(async move { w.run(s).await }))
+}
+
 async fn job_state(client: &Client, id: i64) -> backlog::Job {
     client.job(id).await.unwrap()
 }
@@ -303,12 +315,7 @@ async fn concurrency_and_unknown_kinds(engine: Engine) {
         })
         .build()
         .unwrap();
-    let shutdown = CancellationToken::new();
-    let run = tokio::spawn({
-        let w = worker.clone();
-        let s = shutdown.clone();
-        async move { w.run(s).await }
-    });
+    let (shutdown, run) = start(&worker);
     let cl = c.clone();
     wait_until("24 completions", Duration::from_secs(30), async || {
         cl.stats(Some(&QueueName::new("work").unwrap()))
@@ -363,12 +370,7 @@ async fn heartbeats_timeouts_and_cancel_requests(engine: Engine) {
         })
         .build()
         .unwrap();
-    let shutdown = CancellationToken::new();
-    let run = tokio::spawn({
-        let w = worker.clone();
-        let s = shutdown.clone();
-        async move { w.run(s).await }
-    });
+    let (shutdown, run) = start(&worker);
     // Another process (another client) keeps claiming, which rescues expired leases.
     let other = Arc::new(Client::connect(&db.url).await.unwrap());
     let o = other.clone();
@@ -451,12 +453,7 @@ async fn graceful_shutdown_releases_late_jobs(engine: Engine) {
         .configure(|cfg| cfg.grace = Duration::from_millis(800))
         .build()
         .unwrap();
-    let shutdown = CancellationToken::new();
-    let run = tokio::spawn({
-        let w = worker.clone();
-        let s = shutdown.clone();
-        async move { w.run(s).await }
-    });
+    let (shutdown, run) = start(&worker);
     let cl = c.clone();
     wait_until("both running", Duration::from_secs(10), async || {
         cl.stats(Some(&QueueName::new("work").unwrap()))
@@ -503,11 +500,7 @@ async fn stop_under_a_full_queue(engine: Engine) {
         })
         .build()
         .unwrap();
-    let shutdown = CancellationToken::new();
-    let run = tokio::spawn({
-        let (w, s) = (worker.clone(), shutdown.clone());
-        async move { w.run(s).await }
-    });
+    let (shutdown, run) = start(&worker);
     let seen = ran.clone();
     wait_until("200 jobs run", Duration::from_secs(30), async || {
         seen.load(AtomicOrdering::Relaxed) >= 200
@@ -596,12 +589,7 @@ async fn wake_ups_and_fan_out(engine: Engine) {
         })
         .build()
         .unwrap();
-    let shutdown = CancellationToken::new();
-    let run = tokio::spawn({
-        let w = worker.clone();
-        let s = shutdown.clone();
-        async move { w.run(s).await }
-    });
+    let (shutdown, run) = start(&worker);
     tokio::time::sleep(Duration::from_millis(300)).await; // let the fetchers go idle
     let started = Instant::now();
     let copies = c
@@ -823,11 +811,7 @@ async fn leader_prunes_per_retention(engine: Engine) {
         })
         .build()
         .unwrap();
-    let shutdown = CancellationToken::new();
-    let run = tokio::spawn({
-        let (w, s) = (worker.clone(), shutdown.clone());
-        async move { w.run(s).await }
-    });
+    let (shutdown, run) = start(&worker);
     let cl = c.clone();
     wait_until(
         "the first 23 to be pruned",
