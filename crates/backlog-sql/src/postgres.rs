@@ -21,7 +21,7 @@ use crate::BackendConfig;
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::dberror::{DbResultExt, connect_error};
 use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, unique_slot};
-use crate::shared::{self, Tokens};
+use crate::shared::{self, ByToken, Completions, Tokens};
 use crate::sqltext::{self, Migration, Ordered};
 
 pub(crate) const MIGRATIONS: &[Migration] = &[
@@ -107,8 +107,8 @@ impl PgBackend {
             pool,
             claim: Ordered::new(q!("job_claim")),
             claim_token: Ordered::new(q!("job_claim_token")),
-            complete_claim_delete: ByToken::new(q!("job_complete_delete"), complete_claim),
-            complete_claim_keep: ByToken::new(q!("job_complete_keep"), complete_claim),
+            complete_claim_delete: by_token(q!("job_complete_delete")).map(|s| complete_claim(&s)),
+            complete_claim_keep: by_token(q!("job_complete_keep")).map(|s| complete_claim(&s)),
             notifier: Arc::default(),
             waker: None,
             vacuum_unsupported: Arc::default(),
@@ -493,33 +493,17 @@ fn complete_claim(complete: &str) -> Ordered {
     Ordered::new(&sqltext::complete_then_claim(&done, q!("job_claim")))
 }
 
-/// A completion statement in its two forms: `each`, where `$2` holds each job's token beside its
-/// id in `$1`, and `one`, where `$2` is the one token every job holds (see [`Tokens`]).
-#[derive(Debug, Clone)]
-struct ByToken<T> {
-    each: T,
-    one: T,
-}
-
-impl<T> ByToken<T> {
-    /// Both forms of the completion `sql` (written with per-job tokens), each made into a `T`.
-    fn new(sql: &str, make: impl Fn(&str) -> T) -> Self {
-        const EACH: &str = "($2::bigint[])[array_position($1::bigint[], id)]";
-        assert!(
-            sql.contains(EACH),
-            "a completion looks each job's token up in $2"
-        );
-        ByToken {
-            each: make(sql),
-            one: make(&sql.replace(EACH, "$2::bigint")),
-        }
-    }
-
-    fn get(&self, tokens: &Tokens) -> &T {
-        match tokens {
-            Tokens::One(_) => &self.one,
-            Tokens::Each(_) => &self.each,
-        }
+/// Both forms of a completion statement written with per-job tokens: `$2` an array looked up
+/// by each row's id (`each`), or one `bigint` (`one`).
+fn by_token(sql: &str) -> ByToken<String> {
+    const EACH: &str = "($2::bigint[])[array_position($1::bigint[], id)]";
+    assert!(
+        sql.contains(EACH),
+        "a completion looks each job's token up in $2"
+    );
+    ByToken {
+        each: sql.to_owned(),
+        one: sql.replace(EACH, "$2::bigint"),
     }
 }
 
@@ -533,23 +517,10 @@ macro_rules! bind_tokens {
     };
 }
 
-/// The plain completion statements, in both forms, rendered once.
-struct Completions {
-    delete: ByToken<sqlx::SqlStr>,
-    keep: ByToken<sqlx::SqlStr>,
-    archive: ByToken<sqlx::SqlStr>,
-}
-
-static COMPLETIONS: std::sync::LazyLock<Completions> = std::sync::LazyLock::new(|| {
-    let text = |sql: &str| {
-        let sql: Arc<str> = sql.into();
-        sqlx::SqlSafeStr::into_sql_str(sqlx::AssertSqlSafe(sql))
-    };
-    Completions {
-        delete: ByToken::new(q!("job_complete_delete"), text),
-        keep: ByToken::new(q!("job_complete_keep"), text),
-        archive: ByToken::new(q!("job_complete_archive"), text),
-    }
+static COMPLETIONS: std::sync::LazyLock<Completions> = std::sync::LazyLock::new(|| Completions {
+    delete: by_token(q!("job_complete_delete")).map(sqltext::shared_text),
+    keep: by_token(q!("job_complete_keep")).map(sqltext::shared_text),
+    archive: by_token(q!("job_complete_archive")).map(sqltext::shared_text),
 });
 
 /// The operations transaction claim mode shares with the pool path, on one connection.
@@ -564,11 +535,7 @@ async fn complete_on(conn: &mut PgConnection, p: &JobCompleteParams) -> Result<V
             rest.into_iter().partition(|j| seen.insert(j.id));
         let ids: Vec<i64> = batch.iter().map(|j| j.id).collect();
         let tokens = Tokens::of(&batch);
-        let sql = match p.retention {
-            Retention::Delete => &COMPLETIONS.delete,
-            Retention::Keep => &COMPLETIONS.keep,
-            Retention::Archive => &COMPLETIONS.archive,
-        };
+        let sql = COMPLETIONS.get(p.retention);
         let query = sqlx::query_scalar::<_, i64>(sql.get(&tokens).clone()).bind(ids);
         let query = bind_tokens!(query, &tokens);
         let query = match p.retention {

@@ -21,8 +21,8 @@ use crate::BackendConfig;
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::dberror::{DbResultExt, connect_error};
 use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, unique_slot};
-use crate::shared::{self, Tokens};
-use crate::sqltext::{Migration, Ordered, question_rows};
+use crate::shared::{self, ByToken, Completions, Tokens};
+use crate::sqltext::{self, Migration, Ordered, question_rows};
 
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -53,60 +53,33 @@ macro_rules! q {
     };
 }
 
-/// A completion statement in its two forms (see [`Tokens`]): `each` fences each job on the
-/// token beside its id in `?1`, a JSON array of (id, token) pairs; `one` takes `?1` as a JSON
-/// array of ids and the one token as the statement's last parameter.
-struct ByToken {
-    each: sqlx::SqlStr,
-    one: sqlx::SqlStr,
-}
-
-impl ByToken {
-    /// Both forms of `sql`, written with the pairs; `last` is its highest parameter number.
-    fn new(sql: &'static str, last: u32) -> Self {
-        const EACH: &str = "WHERE id IN (
+/// Both forms of a completion statement written with (id, token) pairs in `?1` (`each`): `one`
+/// takes `?1` as a JSON array of ids and the one token as its last parameter, after `last`.
+fn by_token(sql: &str, last: u32) -> ByToken<String> {
+    const EACH: &str = "WHERE id IN (
     SELECT b.id FROM json_each(?1) AS p
     JOIN backlog_job AS b ON b.id = p.value ->> 0
     WHERE b.lease_token = p.value ->> 1 AND b.state = 'running'
 )";
-        assert!(
-            sql.contains(EACH),
-            "a completion looks each job up by its pair"
-        );
-        let token = last + 1;
-        let one = format!(
-            "WHERE id IN (SELECT value FROM json_each(?1)) AND lease_token = ?{token} \
-             AND state = 'running'"
-        );
-        let text = |s: String| {
-            let s: std::sync::Arc<str> = s.into();
-            sqlx::SqlSafeStr::into_sql_str(sqlx::AssertSqlSafe(s))
-        };
-        ByToken {
-            each: text(sql.to_owned()),
-            one: text(sql.replace(EACH, &one)),
-        }
+    assert!(
+        sql.contains(EACH),
+        "a completion looks each job up by its pair"
+    );
+    let one = format!(
+        "WHERE id IN (SELECT value FROM json_each(?1)) AND lease_token = ?{} \
+         AND state = 'running'",
+        last + 1
+    );
+    ByToken {
+        each: sql.to_owned(),
+        one: sql.replace(EACH, &one),
     }
-
-    fn get(&self, tokens: &Tokens) -> &sqlx::SqlStr {
-        match tokens {
-            Tokens::One(_) => &self.one,
-            Tokens::Each(_) => &self.each,
-        }
-    }
-}
-
-/// The completion statements, in both forms, rendered once.
-struct Completions {
-    delete: ByToken,
-    keep: ByToken,
-    archive: ByToken,
 }
 
 static COMPLETIONS: std::sync::LazyLock<Completions> = std::sync::LazyLock::new(|| Completions {
-    delete: ByToken::new(q!("job_complete_delete"), 1),
-    keep: ByToken::new(q!("job_complete_keep"), 2),
-    archive: ByToken::new(q!("job_complete_archive"), 2),
+    delete: by_token(q!("job_complete_delete"), 1).map(sqltext::shared_text),
+    keep: by_token(q!("job_complete_keep"), 2).map(sqltext::shared_text),
+    archive: by_token(q!("job_complete_archive"), 2).map(sqltext::shared_text),
 });
 
 /// The SQLite backend.
@@ -329,7 +302,7 @@ impl SqliteBackend {
         let jobs = jobs.expect("integers serialize");
         let c = &*COMPLETIONS;
         // The statement's parameters: the jobs, now (but to delete), then the one token.
-        let ids = |sql: &ByToken, now: Option<i64>| {
+        let ids = |sql: &ByToken<sqlx::SqlStr>, now: Option<i64>| {
             let q = sqlx::query_scalar::<_, i64>(sql.get(&tokens).clone()).bind(&jobs);
             let q = match now {
                 Some(now) => q.bind(now),

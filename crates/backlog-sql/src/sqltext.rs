@@ -33,10 +33,7 @@ pub(crate) struct Ordered {
 impl Ordered {
     pub fn new(sql: &str) -> Self {
         debug_assert!(sql.contains("/*ORDER*/"));
-        let render = |o| {
-            let text: std::sync::Arc<str> = sql.replace("/*ORDER*/", order_clause(o)).into();
-            sqlx::SqlSafeStr::into_sql_str(sqlx::AssertSqlSafe(text))
-        };
+        let render = |o| shared_text(sql.replace("/*ORDER*/", order_clause(o)));
         Ordered {
             fifo: render(Ordering::Fifo),
             lifo: render(Ordering::Lifo),
@@ -50,6 +47,11 @@ impl Ordered {
             Ordering::Lifo => self.lifo.clone(),
         }
     }
+}
+
+/// A statement text as a shared `SqlStr` (over an `Arc`), cloned for each use without a copy.
+pub(crate) fn shared_text(sql: impl Into<std::sync::Arc<str>>) -> sqlx::SqlStr {
+    sqlx::SqlSafeStr::into_sql_str(sqlx::AssertSqlSafe(sql.into()))
 }
 
 /// `rows` groups of `width` `?` placeholders: `(?, ?), (?, ?)`.
