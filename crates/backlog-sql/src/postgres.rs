@@ -776,14 +776,16 @@ impl Backend for PgBackend {
             _ => return backlog_core::complete_then_claim(self, p).await,
         };
         // One statement per set of distinct ids, as in `complete_on`: a job twice in one call
-        // (an expired lease beside its new one) is completed by the plain statement.
-        let distinct = p.complete.jobs.len()
-            == p.complete
-                .jobs
-                .iter()
-                .map(|j| j.id)
-                .collect::<std::collections::HashSet<_>>()
-                .len();
+        // (an expired lease beside its new one) is completed by the plain statement. One token
+        // means one claim, whose ids are distinct: no set to build on the usual path.
+        let distinct = matches!(tokens, Tokens::One(_))
+            || p.complete.jobs.len()
+                == p.complete
+                    .jobs
+                    .iter()
+                    .map(|j| j.id)
+                    .collect::<std::collections::HashSet<_>>()
+                    .len();
         if !distinct {
             return backlog_core::complete_then_claim(self, p).await;
         }
