@@ -32,6 +32,13 @@ PARTS = {
     "claimed rows through a CTE": {"cte"},
     "done ids returned (a window over a join)": {"done"},
     "done ids returned (a row of their own, UNION ALL)": {"union"},
+    "done RETURNING id, not read": {"dret"},
+    "done ids on the first claimed row (InitPlans)": {"first"},
+    "done count on the first claimed row (InitPlans)": {"firstcount"},
+    "done ids on the first claimed row, completing only beside a claim": {"first", "guard"},
+    "done ids a row of their own, typed NULLs": {"union2"},
+    "runtime statement, one token, done on the first row": {"cols", "owner", "tok1", "kinds",
+                                                            "paused", "join", "first", "guard"},
     "runtime statement, one token": {"cols", "owner", "tok1", "kinds", "paused", "join", "union"},
     "runtime statement, per-job tokens": {"cols", "owner", "tokens", "kinds", "paused", "join",
                                           "union"},
@@ -67,7 +74,17 @@ def statement(f):
     else:
         update = f"UPDATE claim_cost_lab j SET {sets} WHERE j.id IN (SELECT id FROM picked)"
     update += f" RETURNING {returning}"
+    if not {"done", "union", "union2", "dret", "first", "firstcount"} & f:
+        done = done.removesuffix(" RETURNING id")
     head = f"WITH done AS ({done}), picked AS ({picked})"
+    if "guard" in f:
+        done = done.replace(" RETURNING", " AND EXISTS (SELECT 1 FROM picked) RETURNING")
+        head = f"WITH picked AS ({picked}), done AS ({done})"
+    if "first" in f or "firstcount" in f:
+        agg = "array_agg(id)" if "first" in f else "count(*)"
+        update = update.replace(" RETURNING ", f" RETURNING CASE WHEN j.id = (SELECT min(id) "
+                                f"FROM picked) THEN (SELECT {agg} FROM done) END AS done_ids, ")
+        return f"{head} {update}"
     if "done" in f:
         return (f"{head}, claimed AS ({update}) SELECT CASE WHEN row_number() OVER () = 1 "
                 f"THEN d.done_ids END AS done_ids, c.* FROM (SELECT array_agg(id) AS done_ids "
@@ -76,6 +93,10 @@ def statement(f):
         return (f"{head}, claimed AS ({update}) SELECT NULL::bigint[] AS done_ids, c.* "
                 f"FROM claimed AS c UNION ALL SELECT d.done_ids, c.* FROM (SELECT array_agg(id) "
                 f"AS done_ids FROM done) AS d LEFT JOIN claimed AS c ON false")
+    if "union2" in f:
+        nulls = ", ".join("NULL" for _ in cols.split(", "))
+        return (f"{head}, claimed AS ({update}) SELECT NULL::bigint[] AS done_ids, c.* "
+                f"FROM claimed AS c UNION ALL SELECT array_agg(id), {nulls} FROM done")
     if "cte" in f:
         return f"{head}, claimed AS ({update}) SELECT * FROM claimed"
     return f"{head} {update}"

@@ -121,6 +121,11 @@ pub struct JobCompleteClaimParams {
     pub complete: JobCompleteParams,
     /// The claim that follows.
     pub claim: JobClaimParams,
+    /// A hint that the claim will find jobs (the last claim of this queue took as many as it
+    /// asked for). A backend may then take a statement that costs less when the claim finds
+    /// jobs and a second round trip when it finds none; what is completed and claimed is the
+    /// same either way.
+    pub expect_jobs: bool,
 }
 
 /// What [`Backend::job_complete_claim`] did.

@@ -62,9 +62,6 @@ pub struct PgBackend {
     pool: PgPool,
     claim: Ordered,
     claim_token: Ordered,
-    /// Completion (retention delete, keep) and claim as one statement.
-    complete_claim_delete: ByToken<Ordered>,
-    complete_claim_keep: ByToken<Ordered>,
     /// Shared by clones: one LISTEN connection per backend, however often `listen` is called.
     notifier: Arc<Notifier>,
     /// Sends the wake-ups of what this backend enqueued, where its connections keep the trigger
@@ -107,8 +104,6 @@ impl PgBackend {
             pool,
             claim: Ordered::new(q!("job_claim")),
             claim_token: Ordered::new(q!("job_claim_token")),
-            complete_claim_delete: by_token(q!("job_complete_delete")).map(|s| complete_claim(&s)),
-            complete_claim_keep: by_token(q!("job_complete_keep")).map(|s| complete_claim(&s)),
             notifier: Arc::default(),
             waker: None,
             vacuum_unsupported: Arc::default(),
@@ -486,11 +481,26 @@ fn claim_query<'q>(
         .bind(p.limit as i64)
 }
 
-/// A completion statement ($1 ids, $2 tokens, $3 now) and the claim as one statement, the
-/// completion's parameters following the claim's seven: $8, $9, $10.
-fn complete_claim(complete: &str) -> Ordered {
-    let done = sqltext::renumber(complete, &[(1, 8), (2, 9), (3, 10)]);
-    Ordered::new(&sqltext::complete_then_claim(&done, q!("job_claim")))
+/// A completion (retention delete, keep) and the claim as one statement, in both token forms.
+#[derive(Debug, Clone)]
+struct Folded {
+    delete: ByToken<Ordered>,
+    keep: ByToken<Ordered>,
+}
+
+impl Folded {
+    /// Each completion statement ($1 ids, $2 tokens, $3 now) joined to the claim by `fold`, the
+    /// completion's parameters following the claim's seven: $8, $9, $10.
+    fn new(fold: fn(&str, &str) -> String) -> Self {
+        let make = |complete: &str| {
+            let done = sqltext::renumber(complete, &[(1, 8), (2, 9), (3, 10)]);
+            Ordered::new(&fold(&done, q!("job_claim")))
+        };
+        Folded {
+            delete: by_token(q!("job_complete_delete")).map(|s| make(&s)),
+            keep: by_token(q!("job_complete_keep")).map(|s| make(&s)),
+        }
+    }
 }
 
 /// Both forms of a completion statement written with per-job tokens: `$2` an array looked up
@@ -506,6 +516,14 @@ fn by_token(sql: &str) -> ByToken<String> {
         one: sql.replace(EACH, "$2::bigint"),
     }
 }
+
+/// Completion and claim as one statement, returning the completed ids as a row of their own.
+static COMPLETE_CLAIM: std::sync::LazyLock<Folded> =
+    std::sync::LazyLock::new(|| Folded::new(sqltext::complete_then_claim));
+
+/// The same for a queue expected to have jobs: cheaper, and completing only beside a claim.
+static COMPLETE_WITH_CLAIM: std::sync::LazyLock<Folded> =
+    std::sync::LazyLock::new(|| Folded::new(sqltext::complete_with_claim));
 
 /// Binds a completion's tokens, in the form its statement (chosen by [`ByToken::get`]) takes.
 macro_rules! bind_tokens {
@@ -763,13 +781,20 @@ impl Backend for PgBackend {
     }
 
     async fn job_complete_claim(&self, p: JobCompleteClaimParams) -> Result<CompleteClaimed> {
+        if p.complete.jobs.is_empty() {
+            return backlog_core::complete_then_claim(self, p).await;
+        }
         let tokens = Tokens::of(&p.complete.jobs);
+        let folded: &Folded = match p.expect_jobs {
+            true => &COMPLETE_WITH_CLAIM,
+            false => &COMPLETE_CLAIM,
+        };
         let sql = match (p.claim.strategy, p.complete.retention) {
             (ClaimStrategy::SkipLocked | ClaimStrategy::SingleWriter, Retention::Delete) => {
-                self.complete_claim_delete.get(&tokens)
+                folded.delete.get(&tokens)
             }
             (ClaimStrategy::SkipLocked | ClaimStrategy::SingleWriter, Retention::Keep) => {
-                self.complete_claim_keep.get(&tokens)
+                folded.keep.get(&tokens)
             }
             // Archiving is a data-modifying WITH of its own, which cannot nest in another; the
             // claim-token strategy takes two statements.
@@ -810,20 +835,26 @@ impl Backend for PgBackend {
             query.fetch_all(&self.pool).await.db()
         })
         .await?;
-        // A row for each claimed job (its id in column 1, done_ids NULL), and one more with
-        // done_ids (column 0) and NULL for the claimed columns.
+        // A row for each claimed job (its id in column 1) and done_ids (column 0) on one row:
+        // its own, with NULL for the claimed columns, or (expecting jobs) the first claimed one.
         let mut done: Vec<i64> = vec![];
         let mut claimed = Vec::with_capacity(rows.len());
         for r in &rows {
             if r.try_get::<Option<i64>, _>(1).db()?.is_some() {
                 claimed.push(claimed_from_row!(r, 1, c, token, expires));
-            } else if let Some(ids) = r.try_get::<Option<Vec<i64>>, _>(0).db()? {
+            }
+            if let Some(ids) = r.try_get::<Option<Vec<i64>>, _>(0).db()? {
                 done = ids;
             }
         }
         crate::rows::sort_claimed(&mut claimed, c.order);
+        let completed = match rows.is_empty() && p.expect_jobs {
+            // The claim found nothing, so the completion changed nothing: it goes alone.
+            true => self.job_complete(p.complete).await?,
+            false => shared::refs_with_ids(&p.complete.jobs, &done),
+        };
         Ok(CompleteClaimed {
-            completed: shared::refs_with_ids(&p.complete.jobs, &done),
+            completed,
             claimed: Ok(claimed),
         })
     }

@@ -125,6 +125,8 @@ pub struct Client {
     payload_limit: usize,
     settings: Mutex<HashMap<QueueName, (QueueSettings, Instant)>>,
     ensured: Mutex<HashSet<QueueName>>,
+    /// Queues whose last complete-and-claim took as many jobs as it asked for.
+    busy: Mutex<HashSet<QueueName>>,
     last_rescue: AtomicI64,
     sql: Option<SqlBackend>,
     wakers: Arc<Wakers>,
@@ -187,6 +189,7 @@ impl Client {
             payload_limit: backlog_core::DEFAULT_PAYLOAD_LIMIT,
             settings: Mutex::new(HashMap::new()),
             ensured: Mutex::new(HashSet::new()),
+            busy: Mutex::new(HashSet::new()),
             last_rescue: AtomicI64::new(i64::MIN),
             sql: None,
             wakers: Arc::new(Wakers::default()),
@@ -427,7 +430,10 @@ impl Client {
         self.rescue_if_due().await?;
         let settings = self.queue_settings(&opts.queue).await?;
         let claim = self.claim_params(opts, &settings);
-        self.backend
+        let limit = claim.limit as usize;
+        let expect_jobs = self.busy.lock().expect("lock").contains(&opts.queue);
+        let r = self
+            .backend
             .job_complete_claim(JobCompleteClaimParams {
                 complete: JobCompleteParams {
                     jobs: finished.iter().map(ClaimedJob::job_ref).collect(),
@@ -435,8 +441,18 @@ impl Client {
                     retention: settings.retention,
                 },
                 claim,
+                expect_jobs,
             })
-            .await
+            .await?;
+        let full = matches!(&r.claimed, Ok(c) if c.len() >= limit);
+        if full != expect_jobs {
+            let mut busy = self.busy.lock().expect("lock");
+            match full {
+                true => busy.insert(opts.queue.clone()),
+                false => busy.remove(&opts.queue),
+            };
+        }
+        Ok(r)
     }
 
     /// Claims one job in transaction claim mode: its row stays locked by an open transaction

@@ -75,6 +75,11 @@ pub struct Report {
     /// Bare SQL with a claim statement and a delete statement per batch.
     pub baseline_two_statements_jobs_per_s: f64,
     pub e2e_two_statements_ratio: f64,
+    /// CPU this process spent per job in the runtime's drain (every thread, the progress display
+    /// too): on a machine the database shares, the client's CPU is taken from the database.
+    pub e2e_client_cpu_us_per_job: f64,
+    /// The same in the one-statement bare drain.
+    pub baseline_client_cpu_us_per_job: f64,
     pub e2e_steady_jobs_per_s: f64,
     pub latency_p50_ms: f64,
     pub latency_p99_ms: f64,
@@ -277,19 +282,25 @@ async fn measure(
             // Each drain starts from a checkpoint, so none pays for one the phase before set off.
             if backlog_first {
                 base.checkpoint().await?;
+                let cpu = CpuClock::start();
                 r.drain
                     .push(drain_backlog(client, &q("drain"), p, bar, &tag).await?);
+                r.drain_cpu.push(cpu.us_per(p.batch_jobs));
             }
             base.checkpoint().await?;
             r.drain_base
                 .push(drain_bare(client, base, &q("drain_base"), p, bar, &tag).await?);
             base.checkpoint().await?;
+            let cpu = CpuClock::start();
             r.drain_fold
                 .push(drain_folded(client, base, &q("drain_fold"), p, bar, &tag).await?);
+            r.drain_fold_cpu.push(cpu.us_per(p.batch_jobs));
             if !backlog_first {
                 base.checkpoint().await?;
+                let cpu = CpuClock::start();
                 r.drain
                     .push(drain_backlog(client, &q("drain"), p, bar, &tag).await?);
+                r.drain_cpu.push(cpu.us_per(p.batch_jobs));
             }
         } else {
             base.clean(&q("drain")).await?; // drain, drain_base and drain_fold: a prefix
@@ -347,6 +358,8 @@ async fn measure(
         e2e_ratio: paired(&r.drain, &r.drain_fold),
         baseline_two_statements_jobs_per_s: drain_base,
         e2e_two_statements_ratio: paired(&r.drain, &r.drain_base),
+        e2e_client_cpu_us_per_job: median(&r.drain_cpu),
+        baseline_client_cpu_us_per_job: median(&r.drain_fold_cpu),
         e2e_steady_jobs_per_s: steady,
         latency_p50_ms: p50,
         latency_p99_ms: p99,
@@ -366,6 +379,33 @@ struct Rounds {
     drain: Vec<f64>,
     drain_base: Vec<f64>,
     drain_fold: Vec<f64>,
+    drain_cpu: Vec<f64>,
+    drain_fold_cpu: Vec<f64>,
+}
+
+/// CPU time this process (every thread) spent since `start`: on a machine the database shares,
+/// what the client spends per job is taken from the database.
+struct CpuClock(Duration);
+
+impl CpuClock {
+    fn now() -> Duration {
+        use nix::sys::resource::{UsageWho, getrusage};
+        let tv = |t: nix::sys::time::TimeVal| {
+            Duration::new(t.tv_sec().max(0) as u64, (t.tv_usec().max(0) as u32) * 1000)
+        };
+        getrusage(UsageWho::RUSAGE_SELF)
+            .map(|u| tv(u.user_time()) + tv(u.system_time()))
+            .unwrap_or_default()
+    }
+
+    fn start() -> Self {
+        CpuClock(Self::now())
+    }
+
+    /// Microseconds of CPU per job, over `jobs` jobs.
+    fn us_per(&self, jobs: u64) -> f64 {
+        (Self::now() - self.0).as_secs_f64() * 1e6 / jobs.max(1) as f64
+    }
 }
 
 /// The median over rounds of each round's ratio `a[i] / b[i]`: the two sides of a round ran
@@ -789,6 +829,14 @@ fn human(r: &Report) -> String {
         r.baseline_two_statements_jobs_per_s,
         r.e2e_two_statements_ratio,
     );
+    if !r.e2e_client_cpu_us_per_job.is_nan() {
+        s.push_str(&format!(
+            "{:<34} {:>9.2} µs {:>9.2} µs\n",
+            "drain, this process's CPU per job",
+            r.e2e_client_cpu_us_per_job,
+            r.baseline_client_cpu_us_per_job
+        ));
+    }
     if !r.e2e_steady_jobs_per_s.is_nan() {
         s.push_str(&format!(
             "{:<34} {:>10.0}/s\n",
