@@ -47,6 +47,12 @@ def main(paths):
         ratios = [r[ratio] for r in runs]
         per = ", ".join(f"{x:.0%}" for x in ratios)
         print(f"| {name} | {fmt(o, unit)} | {fmt(b, unit)} | {statistics.median(ratios):.0%} | {per} |")
+    # This process's CPU per job in the drains (on SQLite the database runs in it too).
+    cpu = ("e2e_client_cpu_us_per_job", "baseline_client_cpu_us_per_job")
+    if all(r.get(k) is not None for r in runs for k in cpu):
+        o, b = (statistics.median(r[k] for r in runs) for k in cpu)
+        per = ", ".join(f"{r[cpu[0]]:.1f}/{r[cpu[1]]:.1f}" for r in runs)
+        print(f"| drain, this process's CPU per job | {o:.1f} µs | {b:.1f} µs | | {per} µs |")
     for name, key, unit in SOLO:
         if any(r[key] is None for r in runs):
             continue
