@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -98,24 +98,32 @@ pub(crate) async fn run(
     let mut finished_lists = vec![];
     for (queue, concurrency) in &inner.queues {
         let slots = Arc::new(Semaphore::new(*concurrency));
+        let stopped = Arc::new(Notify::new());
         for _ in 0..inner.config.fetchers.clamp(1, (*concurrency).max(1)) {
             // Each fetcher completes the jobs it claimed, so a batch that finishes together goes
             // back whole with the next claim, as in a hand-written claim-and-complete loop.
             let finished = Arc::new(Finished::default());
             finished_lists.push(finished.clone());
-            fetchers.spawn(fetch_loop(
+            let fetch = fetch_loop(
                 inner.clone(),
                 queue.clone(),
                 Queue {
                     slots: slots.clone(),
                     concurrency: *concurrency,
                     finished: finished.clone(),
+                    stopped: stopped.clone(),
                 },
                 executors.clone(),
                 inflight.clone(),
                 counters.clone(),
                 stop_fetching.clone(),
-            ));
+            );
+            let stopped = stopped.clone();
+            fetchers.spawn(async move {
+                let r = fetch.await;
+                stopped.notify_waiters();
+                r
+            });
         }
     }
     let mut result = Ok(());
@@ -192,6 +200,9 @@ struct Queue {
     concurrency: usize,
     /// This fetcher's finished jobs, whose completion goes with its next claim.
     finished: Arc<Finished>,
+    /// Notified when a fetcher of the queue stops: a draining fetcher that found the queue empty
+    /// while another one's jobs still ran looks again then (that one completed them first).
+    stopped: Arc<Notify>,
 }
 
 /// A claim about to be made: the slots it fills, and the finished jobs it completes first (whose
@@ -298,6 +309,9 @@ async fn fetch_loop(
         let finished = q.finished.notified();
         tokio::pin!(finished);
         finished.as_mut().enable();
+        let sibling_stopped = q.stopped.notified();
+        tokio::pin!(sibling_stopped);
+        sibling_stopped.as_mut().enable();
         let limit = batch.slots.len().min(max_claim) as u32;
         let claimed = match client
             .complete_claim(&batch.done, &opts.clone().limit(limit))
@@ -336,6 +350,7 @@ async fn fetch_loop(
             tokio::select! {
                 _ = &mut notified => idle = MIN_IDLE,
                 _ = &mut finished => {}
+                _ = &mut sibling_stopped => {}
                 _ = tokio::time::sleep(idle + jitter) => idle = (idle * 2).min(inner.config.poll_max.max(MIN_IDLE)),
                 _ = stop.cancelled() => return Ok(()),
             }
