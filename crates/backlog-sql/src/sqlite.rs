@@ -382,6 +382,7 @@ impl SqliteBackend {
         let sql = match p.retention {
             Retention::Delete => (&UNREAD.0, None),
             Retention::Keep => (&UNREAD.1, Some(p.now)),
+            // Archiving reads back what it moved; the caller does not come here for it.
             Retention::Archive => return Ok(None),
         };
         let args = CompletionArgs::of(&p.jobs);
@@ -477,14 +478,19 @@ impl Backend for SqliteBackend {
         let mut conn = self.pool.acquire().await.db()?;
         // One transaction: its commit, one fsync, records the completions and the claim.
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
-        let completed = match Self::complete_all_on(&mut tx, &p.complete).await? {
-            Some(all) => all,
-            None => {
-                // Some had lost their lease (or the retention archives): undone, and done again
-                // reading back which jobs were completed.
-                tx.rollback().await.db()?;
-                tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
-                Self::complete_on(&mut tx, &p.complete).await?
+        let completed = match p.complete.retention {
+            Retention::Archive => Self::complete_on(&mut tx, &p.complete).await?,
+            Retention::Delete | Retention::Keep => {
+                match Self::complete_all_on(&mut tx, &p.complete).await? {
+                    Some(all) => all,
+                    None => {
+                        // Some had lost their lease: undone, and done again reading back which
+                        // jobs were completed.
+                        tx.rollback().await.db()?;
+                        tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+                        Self::complete_on(&mut tx, &p.complete).await?
+                    }
+                }
             }
         };
         let claimed = self.claim_on(&mut tx, &p.claim).await?;
