@@ -482,7 +482,7 @@ fn claim_query<'q>(
 }
 
 /// A completion (retention delete, keep) and the claim as one statement, in both token forms.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Folded {
     delete: ByToken<Ordered>,
     keep: ByToken<Ordered>,

@@ -82,21 +82,17 @@ static COMPLETIONS: std::sync::LazyLock<Completions> = std::sync::LazyLock::new(
     archive: by_token(q!("job_complete_archive"), 2).map(sqltext::shared_text),
 });
 
-/// The delete and keep completions without `RETURNING`, for [`SqliteBackend::complete_all_on`].
+/// The delete and keep statements of [`COMPLETIONS`] without `RETURNING`, for
+/// [`SqliteBackend::complete_all_on`].
 static UNREAD: std::sync::LazyLock<(ByToken<sqlx::SqlStr>, ByToken<sqlx::SqlStr>)> =
     std::sync::LazyLock::new(|| {
-        let unread = |name: &str, sql: &str, last| {
-            by_token(sql, last).map(|s| {
-                let s = s
-                    .strip_suffix("\nRETURNING id\n")
-                    .unwrap_or_else(|| panic!("{name} ends with RETURNING id"));
-                sqltext::shared_text(s)
+        let unread = |c: &ByToken<sqlx::SqlStr>| {
+            c.clone().map(|s| {
+                let s = s.as_str().strip_suffix("\nRETURNING id\n");
+                sqltext::shared_text(s.expect("a completion ends with RETURNING id"))
             })
         };
-        (
-            unread("job_complete_delete", q!("job_complete_delete"), 1),
-            unread("job_complete_keep", q!("job_complete_keep"), 2),
-        )
+        (unread(&COMPLETIONS.delete), unread(&COMPLETIONS.keep))
     });
 
 /// A completion's arguments as SQLite's statements take them: `?1` the jobs as JSON ((id, token)
