@@ -36,6 +36,21 @@ impl NewJob {
             unique_key: None,
         }
     }
+
+    /// The distinct queues of a batch, sorted. A batch is mostly one queue in runs, so the
+    /// common case compares each job's queue with the one before it and allocates nothing per
+    /// job.
+    pub fn queues_of(jobs: &[NewJob]) -> Vec<&QueueName> {
+        let mut out: Vec<&QueueName> = Vec::new();
+        for job in jobs {
+            if out.last() != Some(&&job.queue) {
+                out.push(&job.queue);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
 }
 
 /// What an enqueue did.

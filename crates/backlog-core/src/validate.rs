@@ -2,6 +2,7 @@
 //! anything changes.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
@@ -38,15 +39,18 @@ fn check_name(s: &str) -> std::result::Result<(), &'static str> {
 /// assert!(QueueName::new("emails").is_ok());
 /// assert!(QueueName::new("x'; DROP TABLE backlog_job; --").is_err());
 /// ```
+///
+/// Shared, not copied: a clone is a reference count, and two clones compare equal by pointer
+/// before any byte is read (a batch of jobs for one queue compares each job's queue).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct QueueName(String);
+pub struct QueueName(Arc<str>);
 
 impl QueueName {
     /// Validates a queue name.
     pub fn new(name: impl Into<String>) -> Result<Self> {
         let name = name.into();
         match check_name(&name) {
-            Ok(()) => Ok(QueueName(name)),
+            Ok(()) => Ok(QueueName(name.into())),
             Err(reason) => Err(Error::QueueNameInvalid { name, reason }),
         }
     }
@@ -150,16 +154,23 @@ impl Payload {
     /// ```
     pub fn parse(text: impl Into<String>, limit: usize) -> Result<Self> {
         let text = text.into();
+        if text.len() <= limit
+            && let Err(e) = serde_json::from_str::<&RawValue>(&text)
+        {
+            // Parsing into RawValue validates without building a tree.
+            return Err(Error::PayloadInvalid {
+                reason: e.to_string(),
+            });
+        }
+        Payload::checked(text, limit)
+    }
+
+    /// The checks beside JSON syntax: size, and no NUL.
+    fn checked(text: String, limit: usize) -> Result<Self> {
         if text.len() > limit {
             return Err(Error::PayloadTooLarge {
                 size: text.len(),
                 limit,
-            });
-        }
-        // Parsing into RawValue validates without building a tree.
-        if let Err(e) = serde_json::from_str::<&RawValue>(&text) {
-            return Err(Error::PayloadInvalid {
-                reason: e.to_string(),
             });
         }
         if text.contains("\\u0000") {
@@ -176,7 +187,9 @@ impl Payload {
         let text = serde_json::to_string(value).map_err(|e| Error::PayloadInvalid {
             reason: e.to_string(),
         })?;
-        Payload::parse(text, limit)
+        // serde_json writes only valid JSON (raw values included: a RawValue is checked when it
+        // is made), so the text is not parsed again; size and NUL are still checked.
+        Payload::checked(text, limit)
     }
 
     /// The JSON text.
@@ -221,6 +234,42 @@ mod tests {
         assert!(Payload::parse("", 10).is_err());
         assert!(Payload::parse("{} {}", 10).is_err());
         assert!(Payload::parse(r#""\u0000""#, 10).is_err());
+    }
+
+    #[test]
+    fn payloads_from_values() {
+        let p = Payload::from_value(&serde_json::json!({"a": [1, "b"]}), 100).unwrap();
+        assert_eq!(p.as_str(), r#"{"a":[1,"b"]}"#);
+        // Not parsed again, but still held to the limit and refused with NUL.
+        assert!(matches!(
+            Payload::from_value(&"x".repeat(20), 10),
+            Err(Error::PayloadTooLarge {
+                size: 22,
+                limit: 10
+            })
+        ));
+        assert!(matches!(
+            Payload::from_value("a\0b", 100),
+            Err(Error::PayloadInvalid { .. })
+        ));
+        // A map whose keys are not strings has no JSON form.
+        let m: std::collections::BTreeMap<(i32, i32), i32> = [((1, 2), 3)].into();
+        assert!(matches!(
+            Payload::from_value(&m, 100),
+            Err(Error::PayloadInvalid { .. })
+        ));
+    }
+
+    #[test]
+    fn queue_names_are_shared() {
+        let a = QueueName::new("mail").unwrap();
+        let b = a.clone();
+        assert!(std::ptr::eq(a.as_str(), b.as_str()));
+        let c = QueueName::new("mail").unwrap();
+        assert_eq!(a, c);
+        assert_ne!(a, QueueName::new("mail2").unwrap());
+        let set: std::collections::HashSet<QueueName> = [a, b, c].into();
+        assert_eq!(set.len(), 1);
     }
 
     #[test]

@@ -44,6 +44,11 @@ pub(crate) struct Deduped {
 
 impl Deduped {
     pub fn new(jobs: Vec<NewJob>) -> Self {
+        if jobs.iter().all(|j| j.unique_key.is_none()) {
+            // Nothing to fold: the batch as it came, without moving a row.
+            let map = (0..jobs.len()).collect();
+            return Deduped { rows: jobs, map };
+        }
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut rows = Vec::with_capacity(jobs.len());
         let mut map = Vec::with_capacity(jobs.len());

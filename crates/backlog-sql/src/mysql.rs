@@ -1126,7 +1126,7 @@ impl crate::tx::JobConnection for MySqlConnection {
         jobs: Vec<NewJob>,
         now: i64,
     ) -> Result<Vec<EnqueueOutcome>> {
-        for q in crate::tx::queues_of(&jobs) {
+        for q in NewJob::queues_of(&jobs) {
             sqlx::query(q!("queue_ensure"))
                 .bind(q.as_str())
                 .bind(now)

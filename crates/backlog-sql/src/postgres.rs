@@ -190,9 +190,10 @@ impl std::fmt::Debug for Waker {
 
 impl Waker {
     fn send(&self, pool: &PgPool, jobs: &[NewJob]) {
-        let mut queues: Vec<String> = jobs.iter().map(|j| j.queue.as_str().to_owned()).collect();
-        queues.sort_unstable();
-        queues.dedup();
+        let queues: Vec<String> = NewJob::queues_of(jobs)
+            .into_iter()
+            .map(|q| q.as_str().to_owned())
+            .collect();
         let tx = self.tx.get_or_init(|| {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
             tokio::spawn(wake_loop(pool.clone(), rx));
@@ -367,7 +368,7 @@ impl batch::InsertOps for Inserter<'_> {
                     .bind(first.max_attempts)
                     .bind(now)
                     .bind(payloads)
-                    .fetch_all(&mut *conn)
+                    .fetch_one(&mut *conn)
                     .await
                     .db()?;
                 // Ids come from one sequence in insertion (input) order.
@@ -1256,7 +1257,7 @@ impl crate::tx::JobConnection for PgConnection {
         jobs: Vec<NewJob>,
         now: i64,
     ) -> Result<Vec<EnqueueOutcome>> {
-        for q in crate::tx::queues_of(&jobs) {
+        for q in NewJob::queues_of(&jobs) {
             sqlx::query(q!("queue_ensure"))
                 .bind(q.as_str())
                 .bind(now)

@@ -880,7 +880,7 @@ impl crate::tx::JobConnection for SqliteConnection {
         jobs: Vec<NewJob>,
         now: i64,
     ) -> Result<Vec<EnqueueOutcome>> {
-        for q in crate::tx::queues_of(&jobs) {
+        for q in NewJob::queues_of(&jobs) {
             sqlx::query(q!("queue_ensure"))
                 .bind(q.as_str())
                 .bind(now)

@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use backlog_core::{
-    Backend, EnqueueOutcome, Error, JobCompleteParams, JobRef, NewJob, QueueName, Result,
-};
+use backlog_core::{Backend, EnqueueOutcome, Error, JobCompleteParams, JobRef, NewJob, Result};
 use sqlx::{MySql, MySqlConnection, PgConnection, Postgres, Sqlite, SqliteConnection, Transaction};
 
 use crate::dberror::DbResultExt;
@@ -29,14 +27,6 @@ pub trait JobConnection: Send {
         &mut self,
         params: &JobCompleteParams,
     ) -> impl Future<Output = Result<Vec<JobRef>>> + Send;
-}
-
-/// The queues of `jobs`, sorted and without repeats.
-pub(crate) fn queues_of(jobs: &[NewJob]) -> Vec<QueueName> {
-    let mut q: Vec<QueueName> = jobs.iter().map(|j| j.queue.clone()).collect();
-    q.sort();
-    q.dedup();
-    q
 }
 
 /// One of the built-in backends, by engine: what transactions are begun on.

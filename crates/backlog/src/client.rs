@@ -127,6 +127,8 @@ pub struct Client {
     ensured: Mutex<HashSet<QueueName>>,
     /// Queues whose last complete-and-claim took as many jobs as it asked for.
     busy: Mutex<HashSet<QueueName>>,
+    /// The queue `new_job` named last: jobs made in a loop share one name, checked once.
+    last_queue: Mutex<Option<QueueName>>,
     last_rescue: AtomicI64,
     sql: Option<SqlBackend>,
     wakers: Arc<Wakers>,
@@ -190,6 +192,7 @@ impl Client {
             settings: Mutex::new(HashMap::new()),
             ensured: Mutex::new(HashSet::new()),
             busy: Mutex::new(HashSet::new()),
+            last_queue: Mutex::new(None),
             last_rescue: AtomicI64::new(i64::MIN),
             sql: None,
             wakers: Arc::new(Wakers::default()),
@@ -283,10 +286,21 @@ impl Client {
         queue: &str,
         payload: &T,
     ) -> Result<NewJob> {
-        Ok(NewJob::new(
-            QueueName::new(queue)?,
-            Payload::from_value(payload, self.payload_limit)?,
-        ))
+        let payload = Payload::from_value(payload, self.payload_limit)?;
+        Ok(NewJob::new(self.queue_name(queue)?, payload))
+    }
+
+    /// A validated queue name, shared with the jobs made before it for the same queue.
+    fn queue_name(&self, queue: &str) -> Result<QueueName> {
+        let mut last = self.last_queue.lock().expect("lock");
+        match &*last {
+            Some(q) if q.as_str() == queue => Ok(q.clone()),
+            _ => {
+                let q = QueueName::new(queue)?;
+                *last = Some(q.clone());
+                Ok(q)
+            }
+        }
     }
 
     /// Parses JSON text as a payload, with this client's size limit.
@@ -308,8 +322,8 @@ impl Client {
         for job in &jobs {
             check_new_job(job, self.payload_limit)?;
         }
-        self.ensure_queues(jobs.iter().map(|j| &j.queue)).await?;
-        let queues = backlog_sql_queues(&jobs);
+        let queues: Vec<QueueName> = NewJob::queues_of(&jobs).into_iter().cloned().collect();
+        self.ensure_queues(queues.iter()).await?;
         let out = self
             .backend
             .job_insert(JobInsertParams {
@@ -318,8 +332,8 @@ impl Client {
             })
             .await?;
         // Workers of this process wake at once.
-        for q in queues {
-            self.wakers.wake(&q);
+        for q in &queues {
+            self.wakers.wake(q.as_str());
         }
         Ok(out)
     }
@@ -716,13 +730,6 @@ impl Client {
     pub async fn close(&self) {
         self.backend.close().await;
     }
-}
-
-fn backlog_sql_queues(jobs: &[NewJob]) -> Vec<String> {
-    let mut q: Vec<String> = jobs.iter().map(|j| j.queue.as_str().to_owned()).collect();
-    q.sort();
-    q.dedup();
-    q
 }
 
 fn range(what: &'static str, value: i64, min: i64, max: i64) -> Result<()> {

@@ -125,6 +125,23 @@ async fn bad_input_changes_nothing() {
         c.new_job("no spaces", &1),
         Err(Error::QueueNameInvalid { .. })
     ));
+    // new_job keeps the last queue name it checked: a bad name after a good one is still refused,
+    // and the names after it are each their own.
+    for (queue, ok) in [
+        ("q", true),
+        ("q x", false),
+        ("q", true),
+        ("r", true),
+        ("q;", false),
+    ] {
+        match c.new_job(queue, &1) {
+            Ok(j) => assert!(ok && j.queue.as_str() == queue, "{queue:?}"),
+            Err(e) => assert!(
+                !ok && matches!(e, Error::QueueNameInvalid { .. }),
+                "{queue:?}"
+            ),
+        }
+    }
     let mut j = c.new_job("q", &1).unwrap();
     j.max_attempts = Some(0);
     let ok = c.new_job("q", &2).unwrap();

@@ -67,6 +67,11 @@ pub struct Report {
     pub enqueue_batch_per_s: f64,
     pub enqueue_batch_baseline_per_s: f64,
     pub enqueue_batch_ratio: f64,
+    /// CPU this process spent per job in `Client::enqueue_many` (building the jobs included, as
+    /// a caller does): one producer waits for each statement, so this adds to its time.
+    pub enqueue_batch_client_cpu_us_per_job: f64,
+    /// The same for the bare multi-row INSERTs (building the payload strings included).
+    pub enqueue_batch_baseline_client_cpu_us_per_job: f64,
     pub e2e_jobs_per_s: f64,
     /// Bare SQL in the fewest statements: each batch is deleted in the statement (one
     /// transaction on SQLite and MySQL) that claims the next, as the runtime does.
@@ -259,22 +264,27 @@ async fn measure(
         }
         if on(Phase::Enqueue) || on(Phase::Drain) {
             // The batched enqueue queues the drain's jobs; its rates count only with enqueue.
+            let timed = |rate: anyhow::Result<f64>, cpu: CpuClock| {
+                rate.map(|rate| (rate, cpu.us_per(p.batch_jobs)))
+            };
             let (batch_base, batch) = if backlog_first {
-                let batch = batch_backlog(client, &q("drain"), p, bar, &tag).await?;
-                (
-                    batch_bare(base, &q("drain_base"), p, bar, &tag).await?,
-                    batch,
-                )
+                let cpu = CpuClock::start();
+                let batch = timed(batch_backlog(client, &q("drain"), p, bar, &tag).await, cpu)?;
+                let cpu = CpuClock::start();
+                let base = timed(batch_bare(base, &q("drain_base"), p, bar, &tag).await, cpu)?;
+                (base, batch)
             } else {
-                let batch_base = batch_bare(base, &q("drain_base"), p, bar, &tag).await?;
-                (
-                    batch_base,
-                    batch_backlog(client, &q("drain"), p, bar, &tag).await?,
-                )
+                let cpu = CpuClock::start();
+                let base = timed(batch_bare(base, &q("drain_base"), p, bar, &tag).await, cpu)?;
+                let cpu = CpuClock::start();
+                let batch = timed(batch_backlog(client, &q("drain"), p, bar, &tag).await, cpu)?;
+                (base, batch)
             };
             if on(Phase::Enqueue) {
-                r.batch_base.push(batch_base);
-                r.batch.push(batch);
+                r.batch_base.push(batch_base.0);
+                r.batch.push(batch.0);
+                r.batch_base_cpu.push(batch_base.1);
+                r.batch_cpu.push(batch.1);
             }
         }
         if on(Phase::Drain) {
@@ -358,6 +368,8 @@ async fn measure(
         e2e_ratio: paired(&r.drain, &r.drain_fold),
         baseline_two_statements_jobs_per_s: drain_base,
         e2e_two_statements_ratio: paired(&r.drain, &r.drain_base),
+        enqueue_batch_client_cpu_us_per_job: median(&r.batch_cpu),
+        enqueue_batch_baseline_client_cpu_us_per_job: median(&r.batch_base_cpu),
         e2e_client_cpu_us_per_job: median(&r.drain_cpu),
         baseline_client_cpu_us_per_job: median(&r.drain_fold_cpu),
         e2e_steady_jobs_per_s: steady,
@@ -381,6 +393,8 @@ struct Rounds {
     drain_fold: Vec<f64>,
     drain_cpu: Vec<f64>,
     drain_fold_cpu: Vec<f64>,
+    batch_cpu: Vec<f64>,
+    batch_base_cpu: Vec<f64>,
 }
 
 /// CPU time this process (every thread) spent since `start`: on a machine the database shares,
@@ -796,7 +810,7 @@ fn human(r: &Report) -> String {
         "", "backlog", "bare SQL", "ratio"
     ));
     // The ratio is the median of each round's own ratio, not the ratio of the two medians.
-    let mut row = |name: &str, ours: f64, base: f64, ratio: f64| {
+    let row = |s: &mut String, name: &str, ours: f64, base: f64, ratio: f64| {
         if ours.is_nan() {
             return; // a phase left out by --only
         }
@@ -805,38 +819,51 @@ fn human(r: &Report) -> String {
             100.0 * ratio
         ))
     };
+    let cpu_row = |s: &mut String, name: &str, ours: f64, base: f64| {
+        if !ours.is_nan() {
+            s.push_str(&format!("{name:<34} {ours:>9.2} µs {base:>9.2} µs\n"));
+        }
+    };
     row(
+        &mut s,
         "enqueue, single",
         r.enqueue_single_per_s,
         r.enqueue_single_baseline_per_s,
         r.enqueue_single_ratio,
     );
     row(
+        &mut s,
         "enqueue, batched",
         r.enqueue_batch_per_s,
         r.enqueue_batch_baseline_per_s,
         r.enqueue_batch_ratio,
     );
+    cpu_row(
+        &mut s,
+        "enqueue, batched, CPU per job",
+        r.enqueue_batch_client_cpu_us_per_job,
+        r.enqueue_batch_baseline_client_cpu_us_per_job,
+    );
     row(
+        &mut s,
         "drain (one statement a batch)",
         r.e2e_jobs_per_s,
         r.baseline_jobs_per_s,
         r.e2e_ratio,
     );
     row(
+        &mut s,
         "drain, against two statements",
         r.e2e_jobs_per_s,
         r.baseline_two_statements_jobs_per_s,
         r.e2e_two_statements_ratio,
     );
-    if !r.e2e_client_cpu_us_per_job.is_nan() {
-        s.push_str(&format!(
-            "{:<34} {:>9.2} µs {:>9.2} µs\n",
-            "drain, this process's CPU per job",
-            r.e2e_client_cpu_us_per_job,
-            r.baseline_client_cpu_us_per_job
-        ));
-    }
+    cpu_row(
+        &mut s,
+        "drain, this process's CPU per job",
+        r.e2e_client_cpu_us_per_job,
+        r.baseline_client_cpu_us_per_job,
+    );
     if !r.e2e_steady_jobs_per_s.is_nan() {
         s.push_str(&format!(
             "{:<34} {:>10.0}/s\n",
