@@ -384,12 +384,8 @@ impl batch::InsertOps for Inserter<'_> {
             });
             let query = bind_columns(query, chunk, now);
             if plain {
-                let rows = query.bind(now).fetch_all(&mut *conn).await.db()?;
-                let mut ids = rows
-                    .iter()
-                    .map(|r| r.try_get::<i64, _>(0))
-                    .collect::<Result<Vec<_>, sqlx::Error>>()
-                    .db()?;
+                let row = query.bind(now).fetch_one(&mut *conn).await.db()?;
+                let mut ids: Vec<i64> = row.try_get(0).db()?;
                 // Ids come from one sequence in insertion (input) order.
                 ids.sort_unstable();
                 out.extend(ids.into_iter().map(Some));

@@ -146,6 +146,27 @@ async fn batch_enqueue_keeps_input_order(db: Db) {
         let v: serde_json::Value = serde_json::from_str(&j.payload).unwrap();
         assert_eq!(v["i"], i, "row {i} got the wrong id");
     }
+    // Rows that differ beyond their payload (kinds, priorities, queues) take the general
+    // statement, in chunks too.
+    let mixed: Vec<NewJob> = (0..1500)
+        .map(|i| {
+            let mut j = job(["bulk", "bulk2"][i % 2], &format!(r#"{{"i":{i}}}"#));
+            j.priority = (i % 3) as i16;
+            j.kind = (i % 5 == 0).then(|| Kind::new("k").unwrap());
+            j
+        })
+        .collect();
+    let out = enqueue(&db, mixed, db.now).await;
+    assert_eq!(out.len(), 1500);
+    assert!(out.windows(2).all(|w| w[0].id < w[1].id));
+    for i in [0usize, 1, 5, 999, 1000, 1499] {
+        let j = db.b.job_get(out[i].id).await.unwrap().unwrap();
+        let v: serde_json::Value = serde_json::from_str(&j.payload).unwrap();
+        assert_eq!(v["i"], i, "row {i} got the wrong id");
+        assert_eq!(j.priority, (i % 3) as i16);
+        assert_eq!(j.queue, ["bulk", "bulk2"][i % 2]);
+        assert_eq!(j.kind.is_some(), i % 5 == 0);
+    }
 }
 
 async fn unique_keys(db: Db) {
