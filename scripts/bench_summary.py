@@ -19,6 +19,12 @@ ROWS = [
     ("drain, against two statements a batch", "e2e_jobs_per_s",
      "baseline_two_statements_jobs_per_s", "e2e_two_statements_ratio"),
 ]
+CPU = [
+    ("enqueue, batched, this process's CPU per job",
+     ("enqueue_batch_client_cpu_us_per_job", "enqueue_batch_baseline_client_cpu_us_per_job"), 2),
+    ("drain, this process's CPU per job",
+     ("e2e_client_cpu_us_per_job", "baseline_client_cpu_us_per_job"), 1),
+]
 SOLO = [
     ("steady producer, end to end", "e2e_steady_jobs_per_s", "/s"),
     ("enqueue to handler start, p50", "latency_p50_ms", " ms"),
@@ -47,12 +53,13 @@ def main(paths):
         ratios = [r[ratio] for r in runs]
         per = ", ".join(f"{x:.0%}" for x in ratios)
         print(f"| {name} | {fmt(o, unit)} | {fmt(b, unit)} | {statistics.median(ratios):.0%} | {per} |")
-    # This process's CPU per job in the drains (on SQLite the database runs in it too).
-    cpu = ("e2e_client_cpu_us_per_job", "baseline_client_cpu_us_per_job")
-    if all(r.get(k) is not None for r in runs for k in cpu):
-        o, b = (statistics.median(r[k] for r in runs) for k in cpu)
-        per = ", ".join(f"{r[cpu[0]]:.1f}/{r[cpu[1]]:.1f}" for r in runs)
-        print(f"| drain, this process's CPU per job | {o:.1f} µs | {b:.1f} µs | | {per} µs |")
+    # This process's CPU per job in the batched enqueue and the drains (on SQLite the database
+    # runs in it too).
+    for name, cpu, digits in CPU:
+        if all(r.get(k) is not None for r in runs for k in cpu):
+            o, b = (statistics.median(r[k] for r in runs) for k in cpu)
+            per = ", ".join(f"{r[cpu[0]]:.{digits}f}/{r[cpu[1]]:.{digits}f}" for r in runs)
+            print(f"| {name} | {o:.{digits}f} µs | {b:.{digits}f} µs | | {per} µs |")
     for name, key, unit in SOLO:
         if any(r[key] is None for r in runs):
             continue

@@ -257,11 +257,11 @@ fn bind_claim_filter(
     kinds: &Option<String>,
     limit: u32,
 ) -> MyQuery {
-    q.bind(p.queue.as_str().to_owned())
+    q.bind(p.queue.as_str())
         .bind(p.now)
-        .bind(kinds.clone())
-        .bind(kinds.clone())
-        .bind(p.queue.as_str().to_owned())
+        .bind(kinds.as_deref())
+        .bind(kinds.as_deref())
+        .bind(p.queue.as_str())
         .bind(limit as i64)
 }
 
@@ -471,9 +471,10 @@ struct Inserter<'c> {
 
 /// Binds a job's queue, kind, payload, priority, run_at and max_attempts, in that order.
 fn bind_job(q: MyQuery, j: &NewJob, now: i64) -> MyQuery {
-    q.bind(j.queue.as_str().to_owned())
-        .bind(j.kind.as_ref().map(|k| k.as_str().to_owned()))
-        .bind(j.payload.as_str().to_owned())
+    // Values are encoded into the statement's buffer as they are bound: no copy of their own.
+    q.bind(j.queue.as_str())
+        .bind(j.kind.as_ref().map(|k| k.as_str()))
+        .bind(j.payload.as_str())
         .bind(j.priority)
         .bind(j.run_at.unwrap_or(now))
         .bind(j.max_attempts)
