@@ -286,8 +286,11 @@ impl Client {
         queue: &str,
         payload: &T,
     ) -> Result<NewJob> {
-        let payload = Payload::from_value(payload, self.payload_limit)?;
-        Ok(NewJob::new(self.queue_name(queue)?, payload))
+        let queue = self.queue_name(queue)?;
+        Ok(NewJob::new(
+            queue,
+            Payload::from_value(payload, self.payload_limit)?,
+        ))
     }
 
     /// A validated queue name, shared with the jobs made before it for the same queue.
