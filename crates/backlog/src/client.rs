@@ -326,7 +326,7 @@ impl Client {
             check_new_job(job, self.payload_limit)?;
         }
         let queues: Vec<QueueName> = NewJob::queues_of(&jobs).into_iter().cloned().collect();
-        self.ensure_queues(queues.iter()).await?;
+        self.ensure_queues(&queues).await?;
         let out = self
             .backend
             .job_insert(JobInsertParams {
@@ -341,14 +341,16 @@ impl Client {
         Ok(out)
     }
 
-    /// Creates the queue rows of queues seen for the first time (queues are created on first use).
-    async fn ensure_queues<'a>(&self, queues: impl Iterator<Item = &'a QueueName>) -> Result<()> {
+    /// Creates the queue rows of queues seen for the first time (queues are created on first use);
+    /// `queues` are distinct ([`NewJob::queues_of`]).
+    async fn ensure_queues(&self, queues: &[QueueName]) -> Result<()> {
         let new: Vec<QueueName> = {
             let known = self.ensured.lock().expect("lock");
-            let mut new: Vec<QueueName> = queues.filter(|q| !known.contains(*q)).cloned().collect();
-            new.sort();
-            new.dedup();
-            new
+            queues
+                .iter()
+                .filter(|q| !known.contains(*q))
+                .cloned()
+                .collect()
         };
         for q in new {
             self.backend.queue_ensure(&q, self.now()).await?;
