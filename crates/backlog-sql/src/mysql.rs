@@ -904,16 +904,32 @@ impl Backend for MySqlBackend {
     }
 
     async fn job_rescue(&self, p: JobRescueParams) -> Result<u64> {
-        let res = sqlx::query(q!("job_rescue"))
-            .bind(p.now)
-            .bind(p.now)
-            .bind(p.now)
-            .bind(p.now)
-            .bind(p.limit as i64)
-            .execute(&self.pool)
-            .await
-            .db()?;
-        Ok(res.rows_affected())
+        // Lock the expired rows first (SKIP LOCKED), then update those by id: one statement would
+        // wait on any row a transaction-mode claim holds open.
+        retry_deadlock(|| async {
+            let mut tx = self.pool.begin().await.db()?;
+            let ids: Vec<i64> = sqlx::query_scalar(q!("job_rescue_ids"))
+                .bind(p.now)
+                .bind(p.limit as i64)
+                .fetch_all(&mut *tx)
+                .await
+                .db()?;
+            if ids.is_empty() {
+                tx.commit().await.db()?;
+                return Ok(0);
+            }
+            let sql = with_list(q!("job_rescue"), "/*IDS*/", ids.len());
+            let q = sqlx::query(sql).bind(p.now).bind(p.now).bind(p.now);
+            let res = padded(&ids)
+                .fold(q, |q, id| q.bind(id))
+                .bind(p.now)
+                .execute(&mut *tx)
+                .await
+                .db()?;
+            tx.commit().await.db()?;
+            Ok(res.rows_affected())
+        })
+        .await
     }
 
     async fn job_get(&self, id: i64) -> Result<Option<Job>> {

@@ -1290,6 +1290,58 @@ async fn transaction_claim_mode(db: Db) {
     assert!(t.is_none(), "job 2 is running, nothing else is available");
 }
 
+/// A job held open in transaction claim mode past its lease must not stall anyone else: the
+/// rescue that every claimer runs passes over its locked row (it used to wait on it on MariaDB,
+/// stopping lease-mode claims on every queue until the lock wait timed out).
+async fn transaction_claim_never_stalls_others(db: Db) {
+    if !db.b.capabilities().row_locks {
+        return; // no transaction claim mode (transaction_claim_mode checks the refusal)
+    }
+    let now = db.now;
+    let held_id = ids(&db, vec![job("txheld", "{}")], now).await[0];
+    let mut p = claim("txheld", 1, now, db.strategy());
+    p.lease = Duration::from_secs(1);
+    let held = db.b.job_claim_tx(&p).await.unwrap().expect("a job");
+    // A lease-mode job whose worker died, and work waiting in another queue.
+    let lost = ids(&db, vec![job("txlost", "{}")], now).await[0];
+    let mut p = claim("txlost", 1, now, db.strategy());
+    p.lease = Duration::from_secs(1);
+    assert_eq!(db.b.job_claim(&p).await.unwrap().len(), 1);
+    let waiting = ids(&db, vec![job("txother", "1"), job("txother", "2")], now).await;
+
+    // Both leases have expired by now; the held row stays locked by its open transaction.
+    let later = now + 5 * SEC;
+    let bound = Duration::from_secs(10);
+    let rescued = tokio::time::timeout(
+        bound,
+        db.b.job_rescue(JobRescueParams {
+            now: later,
+            limit: 100,
+        }),
+    )
+    .await
+    .expect("the rescue waited on the row a transaction claim holds")
+    .unwrap();
+    assert_eq!(rescued, 1, "only the lease-mode job is rescued");
+    assert_eq!(state_of(&db, lost).await, JobState::Available);
+    for strategy in db.strategies() {
+        let mut p = claim("txother", 10, later, strategy);
+        p.lease = Duration::from_secs(30);
+        let got = tokio::time::timeout(bound, db.b.job_claim(&p))
+            .await
+            .expect("a claim in another queue waited on the held row")
+            .unwrap();
+        let refs: Vec<JobRef> = got.iter().map(|c| c.job_ref()).collect();
+        complete(&db, refs, later, Retention::Keep).await;
+    }
+    for id in waiting {
+        assert_eq!(state_of(&db, id).await, JobState::Completed);
+    }
+    // The transaction still owns its job and completes it.
+    held.complete(later, Retention::Keep).await.unwrap();
+    assert_eq!(state_of(&db, held_id).await, JobState::Completed);
+}
+
 async fn heartbeat_reports_cancel_requests(db: Db) {
     let now = db.now;
     let id = ids(&db, vec![job("cx", "{}"), job("cx", "{}")], now).await;
@@ -1622,6 +1674,7 @@ harness::conformance!(
     concurrent_claimers_never_share_a_job,
     concurrent_complete_claim_loops,
     transaction_claim_mode,
+    transaction_claim_never_stalls_others,
     heartbeat_reports_cancel_requests,
     progress_and_result,
     pruning_in_bounded_batches,

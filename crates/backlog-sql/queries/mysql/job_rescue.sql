@@ -1,7 +1,8 @@
--- Expired leases: back to available, or dead when the attempt that died was the last one.
--- errors first (SET runs left to right); the CASE is repeated rather than reading the new state,
--- which MariaDB's SIMULTANEOUS_ASSIGNMENT mode would not see. UPDATE … ORDER BY … LIMIT bounds it.
-UPDATE backlog_job
+-- Expired leases that job_rescue_ids locked (one ? each): back to available, or dead when the
+-- attempt that died was the last one. errors first (SET runs left to right); the CASE is repeated
+-- rather than reading the new state, which MariaDB's SIMULTANEOUS_ASSIGNMENT mode would not see.
+-- The WHERE rechecks state and expiry on the locked rows.
+UPDATE backlog_job FORCE INDEX (PRIMARY)
 SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_OBJECT('attempt', attempt, 'at', ?,
              'error', CONCAT('lease expired (worker ', COALESCE(lease_owner, '?'),
                              ' stopped heartbeating)'))),
@@ -12,6 +13,4 @@ SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_OBJECT('attempt', attempt, 'at'
                      (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
                  THEN ? ELSE NULL END,
     run_at = ?, lease_token = NULL, lease_expires_at = NULL
-WHERE state = 'running' AND lease_expires_at < ?
-ORDER BY lease_expires_at
-LIMIT ?
+WHERE id IN (/*IDS*/) AND state = 'running' AND lease_expires_at < ?
