@@ -267,6 +267,8 @@ pub struct JobListParams {
     pub queue: Option<QueueName>,
     /// Only this state.
     pub state: Option<StateFilter>,
+    /// Only this kind.
+    pub kind: Option<Kind>,
     /// Only ids greater than this (paging).
     pub after_id: i64,
     /// At most this many.

@@ -964,6 +964,8 @@ impl Backend for MySqlBackend {
             .bind(p.now)
             .bind(mode)
             .bind(p.now)
+            .bind(p.kind.as_ref().map(|k| k.as_str()))
+            .bind(p.kind.as_ref().map(|k| k.as_str()))
             .bind(p.limit as i64)
             .fetch_all(&self.pool)
             .await

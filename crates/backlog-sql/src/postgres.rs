@@ -1084,6 +1084,7 @@ impl Backend for PgBackend {
             .bind(mode)
             .bind(p.now)
             .bind(p.limit as i64)
+            .bind(p.kind.as_ref().map(|k| k.as_str()))
             .fetch_all(&self.pool)
             .await
             .db()?;

@@ -712,6 +712,7 @@ impl Backend for SqliteBackend {
             .bind(mode)
             .bind(p.now)
             .bind(p.limit as i64)
+            .bind(p.kind.as_ref().map(|k| k.as_str()))
             .fetch_all(&self.pool)
             .await
             .db()?;

@@ -755,6 +755,7 @@ async fn fail_retries_then_dies(db: Db) {
         db.b.job_list(JobListParams {
             queue: Some(q("fl")),
             state: Some(StateFilter::Retrying),
+            kind: None,
             after_id: 0,
             limit: 10,
             now,
@@ -936,6 +937,7 @@ async fn operator_actions(db: Db) {
         db.b.job_list(JobListParams {
             queue: Some(q("ad")),
             state: Some(StateFilter::Stored(JobState::Dead)),
+            kind: None,
             after_id: 0,
             limit: 10,
             now,
@@ -1060,6 +1062,7 @@ async fn stats_and_lists(db: Db) {
             b.job_list(JobListParams {
                 queue: Some(q("st")),
                 state,
+                kind: None,
                 after_id: 0,
                 limit: 100,
                 now,
@@ -1085,6 +1088,7 @@ async fn stats_and_lists(db: Db) {
         db.b.job_list(JobListParams {
             queue: None,
             state: None,
+            kind: None,
             after_id: id[1],
             limit: 1,
             now,
@@ -1092,6 +1096,29 @@ async fn stats_and_lists(db: Db) {
         .await
         .unwrap();
     assert_eq!(page[0].id, id[2]);
+    // A kind filter, alone and with a state.
+    let mut a = job("kl", "{}");
+    a.kind = Some(Kind::new("ka").unwrap());
+    let mut b = job("kl", "{}");
+    b.kind = Some(Kind::new("kb").unwrap());
+    let kl = ids(&db, vec![a.clone(), b, a], now).await;
+    for state in [None, Some(StateFilter::Stored(JobState::Available))] {
+        let of_kind: Vec<i64> =
+            db.b.job_list(JobListParams {
+                queue: Some(q("kl")),
+                state,
+                kind: Some(Kind::new("ka").unwrap()),
+                after_id: 0,
+                limit: 10,
+                now,
+            })
+            .await
+            .unwrap()
+            .iter()
+            .map(|j| j.id)
+            .collect();
+        assert_eq!(of_kind, vec![kl[0], kl[2]]);
+    }
     let queues = db.b.queue_list().await.unwrap();
     let stq = queues
         .iter()
@@ -1471,6 +1498,7 @@ async fn pruning_in_bounded_batches(db: Db) {
         db.b.job_list(JobListParams {
             queue: Some(q("pn")),
             state: None,
+            kind: None,
             after_id: 0,
             limit: 10,
             now,

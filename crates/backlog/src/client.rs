@@ -83,6 +83,21 @@ impl ClaimOpts {
     }
 }
 
+/// Which jobs [`Client::job_list`] returns: every filter that is set applies.
+#[derive(Debug, Clone, Default)]
+pub struct JobListOpts {
+    /// Only this queue.
+    pub queue: Option<QueueName>,
+    /// Only this state.
+    pub state: Option<StateFilter>,
+    /// Only this kind.
+    pub kind: Option<Kind>,
+    /// Only ids greater than this (the last id of the previous page).
+    pub after_id: i64,
+    /// At most this many.
+    pub limit: u32,
+}
+
 /// The default lease owner: `host:pid`.
 pub fn default_owner() -> String {
     let host = std::env::var("HOSTNAME")
@@ -642,12 +657,26 @@ impl Client {
         after_id: i64,
         limit: u32,
     ) -> Result<Vec<Job>> {
+        self.job_list(&JobListOpts {
+            queue: queue.cloned(),
+            state,
+            kind: None,
+            after_id,
+            limit,
+        })
+        .await
+    }
+
+    /// Jobs matching every filter that is set, in id order after `opts.after_id`: page by
+    /// passing the last id seen (new jobs get higher ids, so paging is stable under inserts).
+    pub async fn job_list(&self, opts: &JobListOpts) -> Result<Vec<Job>> {
         self.backend
             .job_list(JobListParams {
-                queue: queue.cloned(),
-                state,
-                after_id,
-                limit,
+                queue: opts.queue.clone(),
+                state: opts.state,
+                kind: opts.kind.clone(),
+                after_id: opts.after_id,
+                limit: opts.limit,
                 now: self.now(),
             })
             .await

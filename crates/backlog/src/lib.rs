@@ -87,7 +87,7 @@ pub use backlog_core::{
 };
 pub use backlog_sql::{BackendConfig, SCHEMA_VERSION, redact_url};
 pub use backlog_sql::{JobConnection, JobTx, MySqlBackend, PgBackend, SqlBackend, SqliteBackend};
-pub use client::{ClaimOpts, Client, FailOutcome, Heartbeat};
+pub use client::{ClaimOpts, Client, FailOutcome, Heartbeat, JobListOpts};
 /// The sqlx this crate is built with, for making pools and transactions of the same version.
 pub use sqlx;
 pub use tokio_util::sync::CancellationToken;
