@@ -64,8 +64,8 @@ type MyQuery = Query<'static, MySql, MySqlArguments>;
 /// Lists come in a few lengths so that each query has a few texts, not one per length. sqlx keeps
 /// a bounded cache of prepared statements per connection; with one text per length it overflows,
 /// and every eviction sends a statement-close that the server never answers. sqlx 0.9.0 leaves
-/// Nagle's algorithm on, so the next command then waits for the delayed ACK: 40 ms per query
-/// (measured: a drain fell from 9,000 to 1,000 jobs/s once the cache was full).
+/// Nagle's algorithm on, so the next command then waits for the delayed ACK, on every query once
+/// the cache is full (the figures are in BENCHMARKS.md).
 fn with_list(sql: &str, marker: &str, n: usize) -> AssertSqlSafe<String> {
     AssertSqlSafe(sql.replace(marker, &question_list(n.next_power_of_two())))
 }

@@ -88,7 +88,7 @@ impl PgBackend {
             .acquire_timeout(config.acquire_timeout)
             // Generic plans: every statement here is a short parameterized look-up whose plan does
             // not depend on the values, and a custom plan per execution re-planned the claim each
-            // time (0.2-0.4 ms of planning beside about 1 ms of execution).
+            // time, a large part of its cost (figures in BENCHMARKS.md).
             .connect_lazy_with(opts.options([
                 (QUIET_SETTING, "off"),
                 ("plan_cache_mode", "force_generic_plan"),

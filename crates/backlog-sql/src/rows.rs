@@ -45,11 +45,11 @@ macro_rules! job_from_row {
 
 /// A claimed job from a claim's row. Every claim statement returns, in this order, in every
 /// dialect: id, kind, payload, priority, attempt, max_attempts, run_at, created_at. Read by
-/// position: by name, a claim of 50 rows looked up 550 column names, a tenth of the client's time
-/// in the PostgreSQL claim (perf). The queue, token and lease expiry are the claim's own (`$claim`,
-/// a `JobClaimParams`; `$token`; `$expires`) and are not sent back: each column read costs the
-/// client about as much as the database. `$first` is the position of `id` when the statement
-/// returns something before these columns.
+/// position: by name, every column of every row is a hashed name look-up, which showed under
+/// `perf` in the PostgreSQL claim (figures in BENCHMARKS.md). The queue, token and lease expiry
+/// are the claim's own (`$claim`, a `JobClaimParams`; `$token`; `$expires`) and are not sent
+/// back: each column read costs the client about as much as the database. `$first` is the
+/// position of `id` when the statement returns something before these columns.
 macro_rules! claimed_from_row {
     ($row:expr, $first:expr, $claim:expr, $token:expr, $expires:expr) => {{
         use sqlx::Row as _;

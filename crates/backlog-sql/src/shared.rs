@@ -53,8 +53,8 @@ pub(crate) fn fenced(rows_affected: u64, job_id: i64) -> Result<()> {
 
 /// The fence of a completion. A batch whose jobs all hold one token (one claim's jobs: how a
 /// worker that keeps up completes them) is compared with that one value, instead of each row's
-/// token being looked up beside its id; on PostgreSQL the look-up cost the database 3-4% of the
-/// claim-and-complete statement (`scripts/pg_claim_costs.py`). Each row is still fenced on its
+/// token being looked up beside its id, a look-up the database pays for on every row (measured
+/// with `scripts/pg_claim_costs.py`; figures in BENCHMARKS.md). Each row is still fenced on its
 /// own: a job of that claim running again under a newer token does not match.
 pub(crate) enum Tokens {
     One(i64),

@@ -370,7 +370,8 @@ impl SqliteBackend {
     /// Completes `p`'s jobs (retention delete or keep) without reading back which were: every
     /// one (`Some`), or fewer (`None`: some had lost their lease), and then the caller rolls
     /// back and completes them with [`Self::complete_on`], which tells which. Reading the ids
-    /// back (`RETURNING`) cost about a tenth of a drain's claim-and-complete CPU.
+    /// back (`RETURNING`) costs CPU on every completion, and a lost lease is rare (figures in
+    /// BENCHMARKS.md).
     async fn complete_all_on(
         conn: &mut SqliteConnection,
         p: &JobCompleteParams,

@@ -24,10 +24,10 @@ use crate::{Client, Error, JobArgs, Kind, QueueName, Result};
 type BoxFuture = Pin<Box<dyn Future<Output = HandlerResult> + Send>>;
 pub(crate) type ErasedHandler = Arc<dyn Fn(JobContext) -> BoxFuture + Send + Sync>;
 
-/// The most jobs one claim takes unless [`WorkerConfig::claim_batch`] says otherwise. Measured
-/// with 500 one-second jobs at once on PostgreSQL (the S2 replay): claims of 250 started their
-/// jobs 10 ms after the claim on average and ran 1,012 ms from claim to completion; claims of 100,
-/// 4 ms and 1,007 ms. A drain of no-op jobs at concurrency 500 ran 9% slower with 100.
+/// The most jobs one claim takes unless [`WorkerConfig::claim_batch`] says otherwise. A claimed
+/// job starts only when its claim's statement returns, so a bigger claim holds its jobs back
+/// longer before they start (the S2 replay shows it); a smaller one costs throughput on a drain
+/// of very short jobs at high concurrency. The figures are in BENCHMARKS.md.
 pub const DEFAULT_CLAIM_MAX: usize = 100;
 
 /// Long-lived worker settings.
