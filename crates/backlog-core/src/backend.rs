@@ -390,6 +390,10 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
         let _ = params;
         Ok(None)
     }
+    /// The schema version: the last migration applied, 0 on an empty database.
+    async fn schema_version(&self) -> Result<i64>;
+    /// Per queue, the `run_at` of its oldest due available job (queues with none are left out).
+    async fn queue_oldest_due(&self, now: i64) -> Result<Vec<(String, i64)>>;
     /// Takes or renews the leadership of `name`: returns the term when `holder` leads.
     async fn leader_elect(&self, params: &LeaderParams) -> Result<Option<i64>>;
     /// Gives up the leadership of `name` if `holder` has it.

@@ -953,6 +953,25 @@ impl Backend for PgBackend {
         }
     }
 
+    async fn schema_version(&self) -> Result<i64> {
+        match sqlx::query_scalar(q!("schema_version"))
+            .fetch_one(&self.pool)
+            .await
+            .db()
+        {
+            Err(backlog_core::Error::SchemaOutdated { .. }) => Ok(0),
+            other => other,
+        }
+    }
+
+    async fn queue_oldest_due(&self, now: i64) -> Result<Vec<(String, i64)>> {
+        sqlx::query_as(q!("queue_oldest_due"))
+            .bind(now)
+            .fetch_all(&self.pool)
+            .await
+            .db()
+    }
+
     async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {
         sqlx::query_scalar(q!("leader_elect"))
             .bind(&p.name)

@@ -1128,6 +1128,29 @@ async fn stats_and_lists(db: Db) {
     assert!(queues.iter().any(|i| i.settings.name.as_str() == "empty"));
 }
 
+async fn schema_version_and_oldest_due(db: Db) {
+    let now = db.now;
+    assert_eq!(
+        db.b.schema_version().await.unwrap(),
+        backlog_sql::SCHEMA_VERSION
+    );
+    ids(&db, vec![job("lag_a", "{}")], now - 5 * SEC).await;
+    let mut later = job("lag_a", "{}");
+    later.run_at = Some(now - 2 * SEC);
+    let mut future = job("lag_b", "{}");
+    future.run_at = Some(now + 60 * SEC);
+    ids(&db, vec![later, future], now - 5 * SEC).await;
+    let running = ids(&db, vec![job("lag_c", "{}")], now - 9 * SEC).await;
+    db.b.job_claim(&claim("lag_c", 1, now, db.strategy()))
+        .await
+        .unwrap();
+    assert_eq!(running.len(), 1);
+    let mut oldest = db.b.queue_oldest_due(now).await.unwrap();
+    oldest.sort();
+    // lag_b's only job is not due and lag_c's is running: neither is behind.
+    assert_eq!(oldest, vec![("lag_a".to_owned(), now - 5 * SEC)]);
+}
+
 async fn queue_settings_round_trip(db: Db) {
     let now = db.now;
     assert!(db.b.queue_get(&q("cfg")).await.unwrap().is_none());
@@ -1699,6 +1722,7 @@ harness::conformance!(
     redrive_skips_taken_unique_keys,
     stats_and_lists,
     queue_settings_round_trip,
+    schema_version_and_oldest_due,
     concurrent_claimers_never_share_a_job,
     concurrent_complete_claim_loops,
     transaction_claim_mode,

@@ -530,6 +530,23 @@ impl Client {
         Ok(done)
     }
 
+    /// Completes jobs of one queue by their (id, token) pairs, as a worker that kept only those
+    /// (the HTTP worker protocol) reports them; returns the ones completed (the others had lost
+    /// their lease). The queue's retention applies: every job must belong to `queue`.
+    pub async fn complete_refs(&self, queue: &QueueName, jobs: Vec<JobRef>) -> Result<Vec<JobRef>> {
+        if jobs.is_empty() {
+            return Ok(vec![]);
+        }
+        let settings = self.queue_settings(queue).await?;
+        self.backend
+            .job_complete(JobCompleteParams {
+                jobs,
+                now: self.now(),
+                retention: settings.retention,
+            })
+            .await
+    }
+
     /// Records a failed attempt: retry after capped exponential backoff with jitter, or dead when
     /// the job's attempts are exhausted. Fenced by the lease token.
     pub async fn fail(&self, job: &ClaimedJob, error: &str) -> Result<FailOutcome> {
@@ -738,6 +755,22 @@ impl Client {
     /// Job counts per queue and state.
     pub async fn stats(&self, queue: Option<&QueueName>) -> Result<Vec<(String, QueueStats)>> {
         self.backend.queue_stats(queue, self.now()).await
+    }
+
+    /// The schema version of the database: the last migration applied (0 before `migrate`).
+    pub async fn schema_version(&self) -> Result<i64> {
+        self.backend.schema_version().await
+    }
+
+    /// Per queue, how long its oldest due available job has waited (queues with none due are
+    /// left out): how far its workers are behind.
+    pub async fn lag(&self) -> Result<Vec<(String, Duration)>> {
+        let now = self.now();
+        let oldest = self.backend.queue_oldest_due(now).await?;
+        Ok(oldest
+            .into_iter()
+            .map(|(q, at)| (q, Duration::from_micros((now - at).max(0) as u64)))
+            .collect())
     }
 
     /// Every known queue.

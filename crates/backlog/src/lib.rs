@@ -81,8 +81,8 @@ mod worker;
 
 pub use backlog_core::{
     AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, Clock, CompleteClaimed,
-    DEFAULT_PAYLOAD_LIMIT, EnqueueOutcome, Error, ErrorRecord, Job, JobRef, JobState, Kind,
-    ManualClock, NewJob, Ordering, Payload, QueueInfo, QueueName, QueueSettings, QueueStats,
+    DEFAULT_PAYLOAD_LIMIT, DbErrorKind, EnqueueOutcome, Error, ErrorRecord, Job, JobRef, JobState,
+    Kind, ManualClock, NewJob, Ordering, Payload, QueueInfo, QueueName, QueueSettings, QueueStats,
     Result, Retention, StateFilter, SystemClock, UniqueKey, format_duration, parse_duration,
 };
 pub use backlog_sql::{BackendConfig, SCHEMA_VERSION, redact_url};
