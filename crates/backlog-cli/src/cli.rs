@@ -7,7 +7,7 @@ use std::time::Duration;
 use backlog::{Client, Kind, QueueName, StateFilter};
 use clap::{Args, Parser, Subcommand};
 
-use crate::{admin, bench, demo, enqueue, work};
+use crate::{admin, bench, demo, enqueue, serve, work};
 
 /// Durable job queues in the SQL database you already run.
 #[derive(Debug, Parser)]
@@ -56,11 +56,50 @@ pub enum Command {
     Queue(QueueCommand),
     /// Measures enqueue rates, end-to-end throughput and latency against bare SQL on the same database.
     Bench(BenchArgs),
+    /// Serves the HTTP API, Prometheus /metrics and health checks.
+    Serve(ServeArgs),
+    /// Bearer tokens for `serve`.
+    #[command(subcommand)]
+    Token(TokenCommand),
     /// Runs the main job end to end on the database (SQLite by default) and shows what happened.
     Demo {
         /// Jobs to run.
         #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         jobs: u32,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Without tokens only loopback is allowed.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: std::net::SocketAddr,
+    /// A file of tokens, one per line: `NAME SCOPE SECRET` (SECRET may be `sha256:HEX`; see
+    /// `backlog token new`). SCOPE is read, produce or admin.
+    #[arg(long)]
+    pub tokens: Option<PathBuf>,
+    /// Tokens in the same form, separated by commas or newlines (added to --tokens).
+    #[arg(
+        long = "tokens-inline",
+        env = "BACKLOG_API_TOKENS",
+        hide_env_values = true
+    )]
+    pub tokens_env: Option<String>,
+    /// Largest request body in bytes.
+    #[arg(long, default_value_t = 32 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024..=1024 * 1024 * 1024))]
+    pub body_limit: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Makes a token: prints the line for the tokens file (holding only the secret's SHA-256)
+    /// and the secret to give the client.
+    New {
+        /// The token's name, recorded as who did what.
+        name: String,
+        /// read, produce or admin.
+        #[arg(long)]
+        scope: String,
     },
 }
 
@@ -366,6 +405,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Queue(QueueCommand::Set(a)) => admin::check_set(a)?,
         _ => {}
     }
+    let serve_config = match &cli.command {
+        Command::Serve(a) => Some(serve::check(a)?),
+        _ => None,
+    };
+    if let Command::Token(c) = cli.command {
+        return serve::token(c);
+    }
     let client = connect(&cli).await?;
     let code = match cli.command {
         Command::Migrate => {
@@ -387,6 +433,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dead(c) => admin::dead(&client, c).await?,
         Command::Queue(c) => admin::queue(&client, c).await?,
         Command::Demo { jobs } => demo::run(client, jobs).await?,
+        Command::Serve(_) => serve::run(client, serve_config.expect("checked above")).await?,
+        Command::Token(_) => unreachable!("handled before connecting"),
         Command::Bench(a) => {
             client.close().await;
             bench::run(&cli.database_url, a).await?

@@ -6,6 +6,7 @@ mod cli;
 mod demo;
 mod enqueue;
 mod output;
+mod serve;
 mod work;
 
 use std::process::ExitCode;

@@ -786,6 +786,16 @@ impl Client {
             .await
     }
 
+    /// A queue's stored settings, read now (not cached), or the defaults for a queue never
+    /// configured: the base to change settings from.
+    pub async fn queue_settings_stored(&self, queue: &QueueName) -> Result<QueueSettings> {
+        Ok(self
+            .backend
+            .queue_get(queue)
+            .await?
+            .unwrap_or_else(|| QueueSettings::defaults(queue.clone())))
+    }
+
     /// Stores a queue's settings (the queue is created if new).
     pub async fn queue_configure(&self, settings: &QueueSettings) -> Result<()> {
         check_settings(settings)?;

@@ -1,0 +1,257 @@
+//! `/api/v1/jobs`: enqueue, inspect, and the operator's actions on one job.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use backlog::{JobListOpts, Kind, NewJob, QueueName, StateFilter, UniqueKey, parse_duration};
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::AppState;
+use crate::auth::{Admin, Producer, Reader};
+use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody};
+use crate::view::{EnqueuedView, JobPage, JobView};
+
+/// Most jobs one batch enqueue takes.
+pub const MAX_BATCH: usize = 10_000;
+/// Most jobs one page lists.
+pub const MAX_PAGE: u32 = 1_000;
+
+/// A job to enqueue. Only `queue` and `payload` are required.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnqueueRequest {
+    /// The queue (created on first use).
+    pub queue: String,
+    /// Any JSON value.
+    #[schema(value_type = Object)]
+    pub payload: Value,
+    /// A kind, for typed handlers and filters.
+    pub kind: Option<String>,
+    /// Lower runs first (default 0).
+    pub priority: Option<i16>,
+    /// Run no earlier than this long from now, e.g. `30s`, `5m`.
+    pub delay: Option<String>,
+    /// Attempts before the job is dead (default: the queue's).
+    pub max_attempts: Option<i32>,
+    /// While an unfinished job holds this key, no other is created.
+    pub unique_key: Option<String>,
+}
+
+impl EnqueueRequest {
+    fn into_job(self, state: &AppState) -> backlog::Result<NewJob> {
+        let client = &state.client;
+        let mut job = client.new_job(&self.queue, &self.payload)?;
+        job.kind = self.kind.map(Kind::new).transpose()?;
+        job.priority = self.priority.unwrap_or(0);
+        job.max_attempts = self.max_attempts;
+        job.unique_key = self.unique_key.map(UniqueKey::new).transpose()?;
+        if let Some(d) = self.delay {
+            job.run_at = Some(client.now() + parse_duration(&d)?.as_micros() as i64);
+        }
+        Ok(job)
+    }
+}
+
+/// Enqueue one job.
+///
+/// 201 with its id; 409 `unique_key_taken` (with the holder's `job_id`) when an unfinished job
+/// holds its unique key.
+#[utoipa::path(post, path = "/api/v1/jobs", tag = "jobs", request_body = EnqueueRequest,
+    responses((status = 201, body = EnqueuedView), (status = 400, body = ErrorBody),
+              (status = 409, body = ErrorBody), (status = 413, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn enqueue(
+    State(state): State<AppState>,
+    _who: Producer,
+    ApiJson(req): ApiJson<EnqueueRequest>,
+) -> ApiResult<(StatusCode, ApiJson<EnqueuedView>)> {
+    let job = req.into_job(&state)?;
+    let out = state.client.enqueue(job).await?;
+    if !out.created {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "unique_key_taken",
+            format!("job {} holds this unique key and is not finished", out.id),
+        )
+        .with_job(out.id));
+    }
+    Ok((StatusCode::CREATED, ApiJson(out.into())))
+}
+
+/// Many jobs to enqueue in one transaction.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRequest {
+    /// The jobs (1 to 10,000).
+    pub jobs: Vec<EnqueueRequest>,
+}
+
+/// What a batch enqueue did, in the order sent.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct BatchResponse {
+    /// One outcome per job sent; `created` is false where a unique key was taken.
+    pub jobs: Vec<EnqueuedView>,
+}
+
+/// Enqueue many jobs at once: all or none. Every job is checked before anything is written; the
+/// first bad one fails the request (its index is in the message).
+#[utoipa::path(post, path = "/api/v1/jobs/batch", tag = "jobs", request_body = BatchRequest,
+    responses((status = 200, body = BatchResponse), (status = 400, body = ErrorBody),
+              (status = 413, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn enqueue_batch(
+    State(state): State<AppState>,
+    _who: Producer,
+    ApiJson(req): ApiJson<BatchRequest>,
+) -> ApiResult<ApiJson<BatchResponse>> {
+    if req.jobs.is_empty() || req.jobs.len() > MAX_BATCH {
+        return Err(ApiError::bad_request(
+            "batch_size_invalid",
+            format!(
+                "a batch holds 1 to {MAX_BATCH} jobs, got {}",
+                req.jobs.len()
+            ),
+        ));
+    }
+    let mut jobs = Vec::with_capacity(req.jobs.len());
+    for (i, r) in req.jobs.into_iter().enumerate() {
+        jobs.push(r.into_job(&state).map_err(|e| {
+            let mut e = ApiError::from(e);
+            e.message = format!("job {i}: {}", e.message);
+            e
+        })?);
+    }
+    let out = state.client.enqueue_many(jobs).await?;
+    Ok(ApiJson(BatchResponse {
+        jobs: out.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// Filters and paging of a job list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Only this queue.
+    pub queue: Option<String>,
+    /// Only this state: available, scheduled, retrying, running, completed, dead, cancelled, held.
+    pub state: Option<String>,
+    /// Only this kind.
+    pub kind: Option<String>,
+    /// Only ids after this one (the `next` of the previous page).
+    pub after: Option<i64>,
+    /// At most this many (1 to 1,000; default 100).
+    pub limit: Option<u32>,
+}
+
+impl ListQuery {
+    /// The library's filter, checked.
+    pub fn opts(&self) -> backlog::Result<JobListOpts> {
+        let limit = self.limit.unwrap_or(100);
+        if !(1..=MAX_PAGE).contains(&limit) {
+            return Err(backlog::Error::ValueOutOfRange {
+                what: "limit",
+                value: limit as i64,
+                min: 1,
+                max: MAX_PAGE as i64,
+            });
+        }
+        Ok(JobListOpts {
+            queue: self.queue.clone().map(QueueName::new).transpose()?,
+            state: self
+                .state
+                .as_deref()
+                .map(str::parse::<StateFilter>)
+                .transpose()?,
+            kind: self.kind.clone().map(Kind::new).transpose()?,
+            after_id: self.after.unwrap_or(0),
+            limit,
+        })
+    }
+}
+
+/// One page of jobs and the cursor of the next.
+pub async fn page(state: &AppState, opts: JobListOpts) -> ApiResult<JobPage> {
+    let now = state.client.now();
+    let jobs = state.client.job_list(&opts).await?;
+    let next = (jobs.len() == opts.limit as usize)
+        .then(|| jobs.last().map(|j| j.id))
+        .flatten();
+    Ok(JobPage {
+        jobs: jobs.iter().map(|j| JobView::new(j, now)).collect(),
+        next,
+    })
+}
+
+/// List jobs by queue, state and kind, by id, a page at a time (stable under new inserts:
+/// they get higher ids).
+#[utoipa::path(get, path = "/api/v1/jobs", tag = "jobs", params(ListQuery),
+    responses((status = 200, body = JobPage), (status = 400, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list(
+    State(state): State<AppState>,
+    _who: Reader,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<ApiJson<JobPage>> {
+    Ok(ApiJson(page(&state, q.opts()?).await?))
+}
+
+/// One job.
+#[utoipa::path(get, path = "/api/v1/jobs/{id}", tag = "jobs",
+    params(("id" = i64, Path, description = "The job's id")),
+    responses((status = 200, body = JobView), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn show(
+    State(state): State<AppState>,
+    _who: Reader,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<ApiJson<JobView>> {
+    let j = state.client.job(id).await?;
+    Ok(ApiJson(JobView::new(&j, state.client.now())))
+}
+
+macro_rules! admin_action {
+    ($(#[$doc:meta])* $name:ident, $path:literal, $method:ident) => {
+        $(#[$doc])*
+        #[utoipa::path(post, path = $path, tag = "jobs",
+            params(("id" = i64, Path, description = "The job's id")),
+            responses((status = 200, body = JobView), (status = 404, body = ErrorBody),
+                      (status = 409, body = ErrorBody)),
+            security(("bearer" = [])))]
+        pub async fn $name(
+            State(state): State<AppState>,
+            Admin(who): Admin,
+            ApiPath(id): ApiPath<i64>,
+        ) -> ApiResult<ApiJson<JobView>> {
+            let j = state.client.$method(id).await?;
+            tracing::info!(actor = %who.name, job = id, action = stringify!($name), "job action");
+            Ok(ApiJson(JobView::new(&j, state.client.now())))
+        }
+    };
+}
+
+admin_action!(
+    /// Retry a dead, cancelled or completed job now, its attempts reset.
+    retry,
+    "/api/v1/jobs/{id}/retry",
+    retry
+);
+admin_action!(
+    /// Cancel a job; a running one is asked to stop (its worker sees it at the next heartbeat).
+    cancel,
+    "/api/v1/jobs/{id}/cancel",
+    cancel
+);
+admin_action!(
+    /// Hold an available job back (e.g. pending review).
+    hold,
+    "/api/v1/jobs/{id}/hold",
+    hold
+);
+admin_action!(
+    /// Release a held job.
+    release,
+    "/api/v1/jobs/{id}/release",
+    unhold
+);

@@ -1,0 +1,284 @@
+//! `/api/v1/queues` and `/api/v1/stats`: queue inspection and administration, the dead-letter
+//! view and redrive.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use backlog::{JobListOpts, JobState, QueueName, QueueSettings, QueueStats, StateFilter};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::AppState;
+use crate::auth::{Admin, Reader};
+use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody};
+use crate::jobs::{MAX_PAGE, page};
+use crate::view::{JobPage, QueueView, SettingsView, StatsView};
+
+/// Every known queue.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QueueList {
+    /// The queues, by name.
+    pub queues: Vec<QueueView>,
+}
+
+/// Every known queue (with settings, or with jobs), with its counts per state.
+#[utoipa::path(get, path = "/api/v1/queues", tag = "queues",
+    responses((status = 200, body = QueueList)), security(("bearer" = [])))]
+pub async fn list(State(state): State<AppState>, _who: Reader) -> ApiResult<ApiJson<QueueList>> {
+    let infos = state.client.queues().await?;
+    let stats: BTreeMap<String, QueueStats> = state.client.stats(None).await?.into_iter().collect();
+    let mut queues: Vec<QueueView> = infos
+        .iter()
+        .map(|i| QueueView {
+            settings: SettingsView::from(&i.settings),
+            stats: StatsView::from(
+                &stats
+                    .get(i.settings.name.as_str())
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+        })
+        .collect();
+    queues.sort_by(|a, b| a.settings.name.cmp(&b.settings.name));
+    Ok(ApiJson(QueueList { queues }))
+}
+
+async fn view(state: &AppState, name: &QueueName) -> ApiResult<QueueView> {
+    let settings = state.client.queue_settings(name).await?;
+    let stats = state
+        .client
+        .stats(Some(name))
+        .await?
+        .into_iter()
+        .next()
+        .map(|(_, s)| s)
+        .unwrap_or_default();
+    Ok(QueueView {
+        settings: SettingsView::from(&settings),
+        stats: StatsView::from(&stats),
+    })
+}
+
+/// A queue's settings and counts (a queue never configured has the defaults).
+#[utoipa::path(get, path = "/api/v1/queues/{queue}", tag = "queues",
+    params(("queue" = String, Path, description = "The queue")),
+    responses((status = 200, body = QueueView), (status = 400, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn show(
+    State(state): State<AppState>,
+    _who: Reader,
+    ApiPath(queue): ApiPath<String>,
+) -> ApiResult<ApiJson<QueueView>> {
+    Ok(ApiJson(view(&state, &QueueName::new(queue)?).await?))
+}
+
+/// Settings to change; those left out keep their value.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsRequest {
+    /// Attempts before a job is dead (1 to 10,000).
+    pub max_attempts: Option<i32>,
+    /// First retry delay, e.g. `1s`.
+    pub backoff_base: Option<String>,
+    /// Longest retry delay, e.g. `1h`.
+    pub backoff_max: Option<String>,
+    /// Lease length, e.g. `30s`.
+    pub lease: Option<String>,
+    /// `fifo` or `lifo`.
+    pub order: Option<String>,
+    /// `delete`, `keep` or `archive`.
+    pub retention: Option<String>,
+    /// Most jobs running at once per worker process (1 to 10,000).
+    pub concurrency: Option<u32>,
+}
+
+impl SettingsRequest {
+    fn apply(&self, s: &mut QueueSettings) -> backlog::Result<()> {
+        if let Some(v) = self.max_attempts {
+            s.max_attempts = v;
+        }
+        if let Some(v) = &self.backoff_base {
+            s.backoff_base = backlog::parse_duration(v)?;
+        }
+        if let Some(v) = &self.backoff_max {
+            s.backoff_max = backlog::parse_duration(v)?;
+        }
+        if let Some(v) = &self.lease {
+            s.lease = backlog::parse_duration(v)?;
+        }
+        if let Some(v) = &self.order {
+            s.order = v.parse()?;
+        }
+        if let Some(v) = &self.retention {
+            s.retention = v.parse()?;
+        }
+        if let Some(v) = self.concurrency {
+            s.concurrency = Some(v);
+        }
+        Ok(())
+    }
+}
+
+/// Change a queue's settings (the queue is created if new). Every value is checked before
+/// anything is stored.
+#[utoipa::path(patch, path = "/api/v1/queues/{queue}", tag = "queues",
+    params(("queue" = String, Path, description = "The queue")),
+    request_body = SettingsRequest,
+    responses((status = 200, body = QueueView), (status = 400, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn configure(
+    State(state): State<AppState>,
+    Admin(who): Admin,
+    ApiPath(queue): ApiPath<String>,
+    ApiJson(req): ApiJson<SettingsRequest>,
+) -> ApiResult<ApiJson<QueueView>> {
+    let name = QueueName::new(queue)?;
+    let mut s = state.client.queue_settings_stored(&name).await?;
+    req.apply(&mut s)?;
+    state.client.queue_configure(&s).await?;
+    tracing::info!(actor = %who.name, queue = %name.as_str(), "queue settings changed");
+    Ok(ApiJson(view(&state, &name).await?))
+}
+
+/// Pause a queue: it hands out no jobs until resumed (running jobs go on).
+#[utoipa::path(post, path = "/api/v1/queues/{queue}/pause", tag = "queues",
+    params(("queue" = String, Path, description = "The queue")),
+    responses((status = 200, body = QueueView), (status = 400, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn pause(
+    State(state): State<AppState>,
+    Admin(who): Admin,
+    ApiPath(queue): ApiPath<String>,
+) -> ApiResult<ApiJson<QueueView>> {
+    let name = QueueName::new(queue)?;
+    state.client.queue_set_paused(&name, true).await?;
+    tracing::info!(actor = %who.name, queue = %name.as_str(), "queue paused");
+    Ok(ApiJson(view(&state, &name).await?))
+}
+
+/// Resume a paused queue.
+#[utoipa::path(post, path = "/api/v1/queues/{queue}/resume", tag = "queues",
+    params(("queue" = String, Path, description = "The queue")),
+    responses((status = 200, body = QueueView), (status = 400, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn resume(
+    State(state): State<AppState>,
+    Admin(who): Admin,
+    ApiPath(queue): ApiPath<String>,
+) -> ApiResult<ApiJson<QueueView>> {
+    let name = QueueName::new(queue)?;
+    state.client.queue_set_paused(&name, false).await?;
+    tracing::info!(actor = %who.name, queue = %name.as_str(), "queue resumed");
+    Ok(ApiJson(view(&state, &name).await?))
+}
+
+/// Paging of the dead-letter view.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct DeadQuery {
+    /// Only ids after this one (the `next` of the previous page).
+    pub after: Option<i64>,
+    /// At most this many (1 to 1,000; default 100).
+    pub limit: Option<u32>,
+}
+
+/// A queue's dead jobs, by id, a page at a time.
+#[utoipa::path(get, path = "/api/v1/queues/{queue}/dead", tag = "queues",
+    params(("queue" = String, Path, description = "The queue"), DeadQuery),
+    responses((status = 200, body = JobPage), (status = 400, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn dead(
+    State(state): State<AppState>,
+    _who: Reader,
+    ApiPath(queue): ApiPath<String>,
+    ApiQuery(q): ApiQuery<DeadQuery>,
+) -> ApiResult<ApiJson<JobPage>> {
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(backlog::Error::ValueOutOfRange {
+            what: "limit",
+            value: limit as i64,
+            min: 1,
+            max: MAX_PAGE as i64,
+        }
+        .into());
+    }
+    let opts = JobListOpts {
+        queue: Some(QueueName::new(queue)?),
+        state: Some(StateFilter::Stored(JobState::Dead)),
+        kind: None,
+        after_id: q.after.unwrap_or(0),
+        limit,
+    };
+    Ok(ApiJson(page(&state, opts).await?))
+}
+
+/// How many dead jobs to move back.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RedriveRequest {
+    /// At most this many (1 to 100,000; default 1,000).
+    pub limit: Option<u32>,
+}
+
+/// What a redrive did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RedriveResponse {
+    /// Dead jobs made available again.
+    pub redriven: u64,
+}
+
+/// Move a queue's dead jobs back to available, oldest first, attempts reset.
+#[utoipa::path(post, path = "/api/v1/queues/{queue}/redrive", tag = "queues",
+    params(("queue" = String, Path, description = "The queue")),
+    request_body = RedriveRequest,
+    responses((status = 200, body = RedriveResponse), (status = 400, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn redrive(
+    State(state): State<AppState>,
+    Admin(who): Admin,
+    ApiPath(queue): ApiPath<String>,
+    ApiJson(req): ApiJson<RedriveRequest>,
+) -> ApiResult<ApiJson<RedriveResponse>> {
+    let name = QueueName::new(queue)?;
+    let limit = req.limit.unwrap_or(1000);
+    if !(1..=100_000).contains(&limit) {
+        return Err(ApiError::from(backlog::Error::ValueOutOfRange {
+            what: "limit",
+            value: limit as i64,
+            min: 1,
+            max: 100_000,
+        }));
+    }
+    let n = state.client.redrive(&name, limit).await?;
+    tracing::info!(actor = %who.name, queue = %name.as_str(), redriven = n, "dead jobs redriven");
+    Ok(ApiJson(RedriveResponse { redriven: n }))
+}
+
+/// Which queue's counts.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct StatsQuery {
+    /// Only this queue.
+    pub queue: Option<String>,
+}
+
+/// Job counts per queue and state, as `backlog stats --json` prints them.
+#[utoipa::path(get, path = "/api/v1/stats", tag = "queues", params(StatsQuery),
+    responses((status = 200, body = BTreeMap<String, StatsView>), (status = 400, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn stats(
+    State(state): State<AppState>,
+    _who: Reader,
+    ApiQuery(q): ApiQuery<StatsQuery>,
+) -> ApiResult<ApiJson<BTreeMap<String, StatsView>>> {
+    let name = q.queue.map(QueueName::new).transpose()?;
+    let rows = state.client.stats(name.as_ref()).await?;
+    Ok(ApiJson(
+        rows.iter()
+            .map(|(n, s)| (n.clone(), StatsView::from(s)))
+            .collect(),
+    ))
+}
