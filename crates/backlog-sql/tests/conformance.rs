@@ -858,6 +858,44 @@ async fn rescue_of_last_attempt_is_dead(db: Db) {
     assert_eq!((j.state, j.errors.len()), (JobState::Dead, 1));
 }
 
+/// A batch limit holds whatever plan the database picks: a rescue or redrive of 2 moves 2 of 3.
+async fn rescue_and_redrive_stay_within_their_limit(db: Db) {
+    let now = db.now;
+    let mut s = QueueSettings::defaults(q("lim"));
+    s.max_attempts = 1;
+    db.b.queue_upsert(&s, now).await.unwrap();
+    let id = ids(
+        &db,
+        vec![job("lim", "{}"), job("lim", "{}"), job("lim", "{}")],
+        now,
+    )
+    .await;
+    let mut p = claim("lim", 3, now, db.strategy());
+    p.lease = Duration::from_secs(1);
+    assert_eq!(db.b.job_claim(&p).await.unwrap().len(), 3);
+    let rescue = |limit| {
+        db.b.job_rescue(JobRescueParams {
+            now: now + 5 * SEC,
+            limit,
+        })
+    };
+    assert_eq!(rescue(2).await.unwrap(), 2);
+    assert_eq!(rescue(2).await.unwrap(), 1);
+    for id in &id {
+        assert_eq!(state_of(&db, *id).await, JobState::Dead);
+    }
+    let redrive = |limit| {
+        db.b.queue_redrive(QueueRedriveParams {
+            queue: q("lim"),
+            limit,
+            now: now + 6 * SEC,
+        })
+    };
+    assert_eq!(redrive(2).await.unwrap(), 2);
+    assert_eq!(state_of(&db, id[2]).await, JobState::Dead, "oldest first");
+    assert_eq!(redrive(2).await.unwrap(), 1);
+}
+
 async fn operator_actions(db: Db) {
     let now = db.now;
     let id = ids(
@@ -1719,6 +1757,7 @@ harness::conformance!(
     release_and_heartbeat,
     rescue_of_last_attempt_is_dead,
     operator_actions,
+    rescue_and_redrive_stay_within_their_limit,
     redrive_skips_taken_unique_keys,
     stats_and_lists,
     queue_settings_round_trip,

@@ -172,11 +172,15 @@ impl Baseline {
                 Ok(jobs)
             }
             Pool::Postgres(p) => {
-                let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!("UPDATE {t} j SET state = 'running', attempt = j.attempt + 1, \
+                // The locking pick is a CTE, which PostgreSQL runs once. As a subquery in FROM
+                // the planner may put it on the inner side of a nested loop and run it again
+                // for every row of the outer scan: with statistics taken while the table was
+                // empty, that is a sort of the queue per row of a million-row table.
+                let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!("WITH picked AS (SELECT id FROM {t} WHERE queue = $4 AND state = 'available' \
+                     AND run_at <= $3 ORDER BY priority, run_at, id LIMIT $5 FOR UPDATE SKIP LOCKED) \
+                     UPDATE {t} j SET state = 'running', attempt = j.attempt + 1, \
                      lease_token = $1, lease_expires_at = $2, attempted_at = $3 \
-                     FROM (SELECT id FROM {t} WHERE queue = $4 AND state = 'available' \
-                     AND run_at <= $3 ORDER BY priority, run_at, id LIMIT $5 FOR UPDATE SKIP LOCKED) AS picked \
-                     WHERE j.id = picked.id RETURNING j.id, j.kind, j.payload::text", t = self.table)))
+                     FROM picked WHERE j.id = picked.id RETURNING j.id, j.kind, j.payload::text", t = self.table)))
                 .bind(token)
                 .bind(expires)
                 .bind(now)

@@ -1,6 +1,8 @@
 -- Expired leases: back to available, or dead when the attempt that died was the last one.
 -- SKIP LOCKED: a row held open by a transaction-mode claimer or another rescuer is passed over;
--- the outer WHERE rechecks state and expiry on the row as it is once locked.
+-- the outer WHERE rechecks state and expiry on the row as it is once locked. = ANY(ARRAY(…)): the
+-- batch is locked once (an InitPlan); `id IN (SELECT … LIMIT … FOR UPDATE)` may be rescanned per
+-- outer row, each rescan locking more rows than the limit.
 UPDATE backlog_job
 SET state = CASE WHEN attempt >= COALESCE(max_attempts,
                      (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
@@ -12,11 +14,11 @@ SET state = CASE WHEN attempt >= COALESCE(max_attempts,
     errors = errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', $1::bigint,
              'error', 'lease expired (worker ' || COALESCE(lease_owner, '?') || ' stopped heartbeating)')),
     lease_token = NULL, lease_expires_at = NULL
-WHERE id IN (
+WHERE id = ANY(ARRAY(
     SELECT id FROM backlog_job
     WHERE state = 'running' AND lease_expires_at < $1
     ORDER BY lease_expires_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
-)
+))
 AND state = 'running' AND lease_expires_at < $1
