@@ -24,7 +24,6 @@ pub struct EnqueueRequest {
     /// The queue (created on first use).
     pub queue: String,
     /// Any JSON value.
-    #[schema(value_type = Object)]
     pub payload: Value,
     /// A kind, for typed handlers and filters.
     pub kind: Option<String>,

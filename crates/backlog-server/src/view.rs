@@ -46,7 +46,6 @@ pub struct JobView {
     /// The state as people read it: `scheduled` or `retrying` for available jobs not yet due.
     pub reported_state: String,
     /// The payload.
-    #[schema(value_type = Object)]
     pub payload: Value,
     /// Lower runs first.
     pub priority: i16,
@@ -81,10 +80,8 @@ pub struct JobView {
     /// Failed attempts, oldest first.
     pub errors: Vec<ErrorView>,
     /// The handler's result.
-    #[schema(value_type = Option<Object>)]
     pub result: Option<Value>,
     /// The handler's progress.
-    #[schema(value_type = Option<Object>)]
     pub progress: Option<Value>,
     /// When cancellation of the running job was asked for (µs).
     pub cancel_requested_at: Option<i64>,
@@ -151,7 +148,6 @@ pub struct ClaimedView {
     /// Its kind.
     pub kind: Option<String>,
     /// The payload.
-    #[schema(value_type = Object)]
     pub payload: Value,
     /// Its priority.
     pub priority: i16,

@@ -214,7 +214,6 @@ pub struct CompleteRequest {
     /// The lease token.
     pub token: Token,
     /// A result to store with the job (kept when the queue keeps or archives completed jobs).
-    #[schema(value_type = Option<Object>)]
     pub result: Option<Value>,
 }
 
@@ -385,7 +384,6 @@ pub struct ProgressRequest {
     /// The lease token.
     pub token: Token,
     /// Any JSON value, stored on the job.
-    #[schema(value_type = Object)]
     pub progress: Value,
 }
 

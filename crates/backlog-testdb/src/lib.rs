@@ -1,6 +1,7 @@
-//! Test databases for the runtime tests: a fresh SQLite file, PostgreSQL schema or MariaDB
-//! database per test, migrated. PostgreSQL and MariaDB are required, never skipped.
-#![allow(dead_code)]
+//! Test databases for backlog's own tests (the runtime's, the server's): a fresh SQLite file,
+//! PostgreSQL schema or MariaDB database per test, migrated. PostgreSQL and MariaDB are
+//! required, never skipped: `BACKLOG_TEST_POSTGRES_URL` and `BACKLOG_TEST_MYSQL_URL` say where.
+#![allow(missing_docs)]
 
 use std::sync::Arc;
 

@@ -1,0 +1,993 @@
+//! The HTTP API on every backend: what each endpoint does, the worker protocol's fencing, and
+//! bad input that gets the right status and changes nothing.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use backlog::{Client, ManualClock};
+use backlog_server::ServerConfig;
+use backlog_testdb::{Engine, TestDb};
+use common::{ADMIN, Api, PRODUCE, READ};
+use serde_json::{Value, json};
+
+async fn enqueue_show_list_and_page(engine: Engine) {
+    let api = Api::new(engine).await;
+    let (status, one) = api
+        .post(
+            "/api/v1/jobs",
+            json!({"queue": "mail", "payload": {"to": "a@example.com"}, "kind": "welcome",
+                   "priority": -1, "max_attempts": 3, "unique_key": "user-1"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{one}");
+    assert_eq!(one["created"], true);
+    let id = one["id"].as_i64().unwrap();
+
+    let job = api
+        .ok(Method::GET, &format!("/api/v1/jobs/{id}"), None)
+        .await;
+    assert_eq!(
+        job["payload"],
+        json!({"to": "a@example.com"}),
+        "payload is JSON"
+    );
+    assert_eq!(
+        (&job["queue"], &job["kind"], &job["state"], &job["priority"]),
+        (
+            &json!("mail"),
+            &json!("welcome"),
+            &json!("available"),
+            &json!(-1)
+        )
+    );
+    assert_eq!(
+        (&job["max_attempts"], &job["unique_key"]),
+        (&json!(3), &json!("user-1"))
+    );
+    assert!(job["created_at_time"].as_str().unwrap().ends_with('Z'));
+
+    // The same unique key while the job is pending: 409, naming the holder.
+    let taken = api
+        .fails(
+            Method::POST,
+            "/api/v1/jobs",
+            Some(json!({"queue": "mail", "payload": {}, "unique_key": "user-1"})),
+            StatusCode::CONFLICT,
+            "unique_key_taken",
+        )
+        .await;
+    assert_eq!(taken["error"]["job_id"], id);
+
+    // A batch: in order, one outcome each; a taken key creates nothing and names the holder.
+    let batch: Vec<Value> = (0..5)
+        .map(|i| json!({"queue": "mail", "payload": {"n": i}, "kind": if i % 2 == 0 { "even" } else { "odd" }}))
+        .chain([json!({"queue": "mail", "payload": {}, "unique_key": "user-1"})])
+        .collect();
+    let out = api
+        .ok(
+            Method::POST,
+            "/api/v1/jobs/batch",
+            Some(json!({"jobs": batch})),
+        )
+        .await;
+    let outs = out["jobs"].as_array().unwrap();
+    assert_eq!(outs.len(), 6);
+    assert_eq!(
+        (&outs[5]["id"], &outs[5]["created"]),
+        (&json!(id), &json!(false))
+    );
+    assert!(outs[..5].iter().all(|o| o["created"] == true));
+
+    // Filters and paging: pages of 2 over the 6 jobs, then by kind and state.
+    let mut seen = vec![];
+    let mut next = Value::Null;
+    loop {
+        let path = match next.as_i64() {
+            Some(after) => format!("/api/v1/jobs?queue=mail&limit=2&after={after}"),
+            None => "/api/v1/jobs?queue=mail&limit=2".into(),
+        };
+        let page = api.ok(Method::GET, &path, None).await;
+        seen.extend(
+            page["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|j| j["id"].as_i64().unwrap()),
+        );
+        next = page["next"].clone();
+        if next.is_null() {
+            break;
+        }
+        // A job enqueued between pages lands after the cursor: nothing is skipped or repeated.
+        if seen.len() == 2 {
+            api.ok(
+                Method::POST,
+                "/api/v1/jobs",
+                Some(json!({"queue": "mail", "payload": {}})),
+            )
+            .await;
+        }
+    }
+    assert_eq!(seen.len(), 7, "{seen:?}");
+    assert!(seen.windows(2).all(|w| w[0] < w[1]));
+    let even = api
+        .ok(Method::GET, "/api/v1/jobs?queue=mail&kind=even", None)
+        .await;
+    assert_eq!(even["jobs"].as_array().unwrap().len(), 3);
+    let avail = api
+        .ok(
+            Method::GET,
+            "/api/v1/jobs?queue=mail&kind=odd&state=available",
+            None,
+        )
+        .await;
+    assert_eq!(avail["jobs"].as_array().unwrap().len(), 2);
+
+    // A delayed job is scheduled; stats agree.
+    api.ok(
+        Method::POST,
+        "/api/v1/jobs",
+        Some(json!({"queue": "later", "payload": [1, 2], "delay": "1h"})),
+    )
+    .await;
+    let stats = api.ok(Method::GET, "/api/v1/stats", None).await;
+    assert_eq!(stats["mail"]["available"], 7);
+    assert_eq!(stats["later"]["scheduled"], 1);
+    let one_queue = api.ok(Method::GET, "/api/v1/stats?queue=later", None).await;
+    assert_eq!(one_queue.as_object().unwrap().len(), 1);
+
+    api.fails(
+        Method::GET,
+        "/api/v1/jobs/999999",
+        None,
+        StatusCode::NOT_FOUND,
+        "job_not_found",
+    )
+    .await;
+    api.done().await;
+}
+
+/// The worker protocol, fenced by the lease token: a worker whose lease was rescued and given
+/// to another gets 409 and changes nothing.
+async fn worker_protocol_is_fenced(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let clock = ManualClock::new(backlog_core::now_micros());
+    let client = Arc::new(
+        Client::connect(&db.url)
+            .await
+            .unwrap()
+            .with_clock(Arc::new(clock.clone())),
+    );
+    let api = Api::with(
+        db,
+        client,
+        ServerConfig::new("127.0.0.1:0".parse().unwrap()),
+    );
+    let id = api
+        .ok(
+            Method::POST,
+            "/api/v1/jobs",
+            Some(json!({"queue": "w", "payload": {"x": 1}, "kind": "k"})),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let claimed = api
+        .ok(
+            Method::POST,
+            "/api/v1/queues/w/claim",
+            Some(json!({"limit": 10, "lease": "10s", "kinds": ["k"], "worker": "w-1"})),
+        )
+        .await;
+    let jobs = claimed["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(
+        (&jobs[0]["id"], &jobs[0]["attempt"]),
+        (&json!(id), &json!(1))
+    );
+    assert_eq!(jobs[0]["payload"], json!({"x": 1}));
+    let old = jobs[0]["token"].as_str().unwrap().to_owned();
+    let shown = api
+        .ok(Method::GET, &format!("/api/v1/jobs/{id}"), None)
+        .await;
+    assert_eq!(
+        (&shown["state"], &shown["lease_owner"]),
+        (&json!("running"), &json!("w-1"))
+    );
+
+    // Heartbeat and progress with the current token.
+    let hb = api
+        .ok(
+            Method::POST,
+            &format!("/api/v1/jobs/{id}/heartbeat"),
+            Some(json!({"token": old, "lease": "20s"})),
+        )
+        .await;
+    assert_eq!(hb["cancel_requested"], false);
+    api.ok(
+        Method::POST,
+        &format!("/api/v1/jobs/{id}/progress"),
+        Some(json!({"token": old, "progress": {"pct": 50}})),
+    )
+    .await;
+    // The worker goes quiet; its lease runs out and another worker's claim rescues the job.
+    clock.advance(Duration::from_secs(60));
+    let again = api
+        .ok(
+            Method::POST,
+            "/api/v1/queues/w/claim",
+            Some(json!({"lease": "30s"})),
+        )
+        .await;
+    let new = again["jobs"][0]["token"].as_str().unwrap().to_owned();
+    assert_eq!(again["jobs"][0]["attempt"], 2);
+    assert_ne!(old, new);
+    // Every late call of the first worker is refused and changes nothing.
+    for (path, body) in [
+        (
+            format!("/api/v1/jobs/{id}/complete"),
+            json!({"token": old, "result": {"late": true}}),
+        ),
+        (
+            format!("/api/v1/jobs/{id}/fail"),
+            json!({"token": old, "error": "late"}),
+        ),
+        (
+            format!("/api/v1/jobs/{id}/heartbeat"),
+            json!({"token": old}),
+        ),
+        (
+            format!("/api/v1/jobs/{id}/progress"),
+            json!({"token": old, "progress": 1}),
+        ),
+    ] {
+        let v = api
+            .fails(
+                Method::POST,
+                &path,
+                Some(body),
+                StatusCode::CONFLICT,
+                "lease_lost",
+            )
+            .await;
+        assert_eq!(v["error"]["job_id"], id);
+    }
+    let batch = api
+        .ok(
+            Method::POST,
+            "/api/v1/queues/w/complete",
+            Some(json!({"jobs": [{"id": id, "token": old}]})),
+        )
+        .await;
+    assert_eq!(
+        (&batch["completed"], &batch["lost"]),
+        (&json!([]), &json!([id]))
+    );
+    let shown = api
+        .ok(Method::GET, &format!("/api/v1/jobs/{id}"), None)
+        .await;
+    assert_eq!(
+        (&shown["state"], &shown["attempt"]),
+        (&json!("running"), &json!(2))
+    );
+    assert_eq!(shown["result"], Value::Null);
+
+    // The current holder fails it: retried after the delay it asked for.
+    let failed = api
+        .ok(
+            Method::POST,
+            &format!("/api/v1/jobs/{id}/fail"),
+            Some(json!({"token": new, "error": "boom", "retry_in": "5s"})),
+        )
+        .await;
+    assert_eq!(failed["outcome"], "retry");
+    let shown = api
+        .ok(Method::GET, &format!("/api/v1/jobs/{id}"), None)
+        .await;
+    assert_eq!(shown["reported_state"], "retrying");
+    assert_eq!(
+        shown["errors"].as_array().unwrap().len(),
+        2,
+        "rescue and failure: {shown}"
+    );
+    clock.advance(Duration::from_secs(6));
+    let third = api
+        .ok(Method::POST, "/api/v1/queues/w/claim", Some(json!({})))
+        .await;
+    let t3 = third["jobs"][0]["token"].clone();
+    let done = api
+        .ok(
+            Method::POST,
+            &format!("/api/v1/jobs/{id}/complete"),
+            Some(json!({"token": t3, "result": {"sent": 1}})),
+        )
+        .await;
+    assert_eq!(done["outcome"], "completed");
+    let shown = api
+        .ok(Method::GET, &format!("/api/v1/jobs/{id}"), None)
+        .await;
+    assert_eq!(
+        (&shown["state"], &shown["result"]),
+        (&json!("completed"), &json!({"sent": 1}))
+    );
+
+    // Batch completion, and a discard that makes a job dead at once.
+    let ids: Vec<i64> = api
+        .ok(Method::POST, "/api/v1/jobs/batch", Some(json!({"jobs": [
+            {"queue": "w", "payload": 1}, {"queue": "w", "payload": 2}, {"queue": "w", "payload": 3}]})))
+        .await["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_i64().unwrap())
+        .collect();
+    let got = api
+        .ok(
+            Method::POST,
+            "/api/v1/queues/w/claim",
+            Some(json!({"limit": 3})),
+        )
+        .await;
+    let got = got["jobs"].as_array().unwrap();
+    assert_eq!(got.len(), 3);
+    let refs: Vec<Value> = got[..2]
+        .iter()
+        .map(|j| json!({"id": j["id"], "token": j["token"]}))
+        .collect();
+    let batch = api
+        .ok(
+            Method::POST,
+            "/api/v1/queues/w/complete",
+            Some(json!({"jobs": refs})),
+        )
+        .await;
+    assert_eq!(batch["completed"].as_array().unwrap().len(), 2);
+    let last = &got[2];
+    let dead = api
+        .ok(
+            Method::POST,
+            &format!("/api/v1/jobs/{}/fail", last["id"]),
+            Some(json!({"token": last["token"], "error": "bad input", "discard": true})),
+        )
+        .await;
+    assert_eq!(dead["outcome"], "dead");
+    let dead_list = api.ok(Method::GET, "/api/v1/queues/w/dead", None).await;
+    assert_eq!(dead_list["jobs"][0]["id"], last["id"]);
+    assert_eq!(ids.len(), 3);
+    api.done().await;
+}
+
+async fn queue_administration(engine: Engine) {
+    let api = Api::new(engine).await;
+    let q = api
+        .ok(
+            Method::PATCH,
+            "/api/v1/queues/reports",
+            Some(
+                json!({"max_attempts": 2, "backoff_base": "2s", "backoff_max": "1m", "lease": "45s",
+                        "order": "lifo", "retention": "archive", "concurrency": 4}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        q["settings"],
+        json!({"name": "reports", "paused": false, "max_attempts": 2, "backoff_base": "2s",
+               "backoff_max": "1m", "lease": "45s", "order": "lifo", "retention": "archive",
+               "concurrency": 4})
+    );
+    // A partial change keeps the rest.
+    let q = api
+        .ok(
+            Method::PATCH,
+            "/api/v1/queues/reports",
+            Some(json!({"order": "fifo"})),
+        )
+        .await;
+    assert_eq!(
+        (&q["settings"]["order"], &q["settings"]["max_attempts"]),
+        (&json!("fifo"), &json!(2))
+    );
+
+    api.ok(
+        Method::POST,
+        "/api/v1/jobs",
+        Some(json!({"queue": "reports", "payload": {}})),
+    )
+    .await;
+    let paused = api
+        .ok(Method::POST, "/api/v1/queues/reports/pause", None)
+        .await;
+    assert_eq!(paused["settings"]["paused"], true);
+    let none = api
+        .ok(
+            Method::POST,
+            "/api/v1/queues/reports/claim",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(none["jobs"], json!([]), "a paused queue hands out nothing");
+    let list = api.ok(Method::GET, "/api/v1/queues", None).await;
+    let reports = list["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["settings"]["name"] == "reports")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (
+            &reports["settings"]["paused"],
+            &reports["stats"]["available"]
+        ),
+        (&json!(true), &json!(1))
+    );
+    api.ok(Method::POST, "/api/v1/queues/reports/resume", None)
+        .await;
+
+    // Operator actions on one job: hold, release, cancel, retry; a wrong state is 409.
+    let id = api
+        .ok(
+            Method::POST,
+            "/api/v1/jobs",
+            Some(json!({"queue": "ops", "payload": {}})),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let path = |a: &str| format!("/api/v1/jobs/{id}/{a}");
+    assert_eq!(
+        api.ok(Method::POST, &path("hold"), None).await["state"],
+        "held"
+    );
+    api.fails(
+        Method::POST,
+        &path("hold"),
+        None,
+        StatusCode::CONFLICT,
+        "job_state_conflict",
+    )
+    .await;
+    assert_eq!(
+        api.ok(Method::POST, &path("release"), None).await["state"],
+        "available"
+    );
+    assert_eq!(
+        api.ok(Method::POST, &path("cancel"), None).await["state"],
+        "cancelled"
+    );
+    assert_eq!(
+        api.ok(Method::POST, &path("retry"), None).await["state"],
+        "available"
+    );
+    api.fails(
+        Method::POST,
+        "/api/v1/jobs/424242/retry",
+        None,
+        StatusCode::NOT_FOUND,
+        "job_not_found",
+    )
+    .await;
+
+    // Dead letters and redrive.
+    for _ in 0..3 {
+        api.ok(
+            Method::POST,
+            "/api/v1/jobs",
+            Some(json!({"queue": "dl", "payload": {}, "max_attempts": 1})),
+        )
+        .await;
+    }
+    let claimed = api
+        .ok(
+            Method::POST,
+            "/api/v1/queues/dl/claim",
+            Some(json!({"limit": 3})),
+        )
+        .await;
+    for j in claimed["jobs"].as_array().unwrap() {
+        let v = api
+            .ok(
+                Method::POST,
+                &format!("/api/v1/jobs/{}/fail", j["id"]),
+                Some(json!({"token": j["token"], "error": "nope"})),
+            )
+            .await;
+        assert_eq!(v["outcome"], "dead", "max attempts 1");
+    }
+    let dead = api
+        .ok(Method::GET, "/api/v1/queues/dl/dead?limit=2", None)
+        .await;
+    assert_eq!(dead["jobs"].as_array().unwrap().len(), 2);
+    assert_eq!(dead["jobs"][0]["errors"][0]["error"], "nope");
+    let rest = api
+        .ok(
+            Method::GET,
+            &format!("/api/v1/queues/dl/dead?after={}", dead["next"]),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (rest["jobs"].as_array().unwrap().len(), &rest["next"]),
+        (1, &Value::Null)
+    );
+    let r = api
+        .ok(
+            Method::POST,
+            "/api/v1/queues/dl/redrive",
+            Some(json!({"limit": 2})),
+        )
+        .await;
+    assert_eq!(r["redriven"], 2);
+    let r = api
+        .ok(Method::POST, "/api/v1/queues/dl/redrive", Some(json!({})))
+        .await;
+    assert_eq!(r["redriven"], 1);
+    let stats = api.ok(Method::GET, "/api/v1/stats?queue=dl", None).await;
+    assert_eq!(
+        (&stats["dl"]["available"], &stats["dl"]["dead"]),
+        (&json!(3), &json!(0))
+    );
+    api.done().await;
+}
+
+/// Bad input of every kind: the right status and code, and nothing changed.
+async fn bad_input_changes_nothing(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let client = Arc::new(
+        Client::connect(&db.url)
+            .await
+            .unwrap()
+            .with_payload_limit(1024),
+    );
+    let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+    config.body_limit = 64 * 1024;
+    let api = Api::with(db, client, config);
+    api.ok(
+        Method::PATCH,
+        "/api/v1/queues/q",
+        Some(json!({"max_attempts": 5})),
+    )
+    .await;
+    let before_settings = api.ok(Method::GET, "/api/v1/queues/q", None).await;
+    use StatusCode as S;
+    let cases: Vec<(Method, &str, Value, S, &str)> = vec![
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"payload": {}}),
+            S::BAD_REQUEST,
+            "body_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "q"}),
+            S::BAD_REQUEST,
+            "body_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": 7, "payload": {}}),
+            S::BAD_REQUEST,
+            "body_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "q", "payload": {}, "priority": "high"}),
+            S::BAD_REQUEST,
+            "body_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "q", "payload": {}, "colour": "red"}),
+            S::BAD_REQUEST,
+            "body_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "q; DROP TABLE backlog_job", "payload": {}}),
+            S::BAD_REQUEST,
+            "queue_name_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "", "payload": {}}),
+            S::BAD_REQUEST,
+            "queue_name_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "q", "payload": {}, "kind": "a b"}),
+            S::BAD_REQUEST,
+            "kind_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "q", "payload": {}, "delay": "soon"}),
+            S::BAD_REQUEST,
+            "duration_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "q", "payload": {}, "max_attempts": 0}),
+            S::BAD_REQUEST,
+            "value_out_of_range",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "q", "payload": {}, "unique_key": ""}),
+            S::BAD_REQUEST,
+            "unique_key_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "q", "payload": "x".repeat(2000)}),
+            S::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "q", "payload": "x".repeat(70_000)}),
+            S::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs/batch",
+            json!({"jobs": []}),
+            S::BAD_REQUEST,
+            "batch_size_invalid",
+        ),
+        // One bad job fails the whole batch before anything is written.
+        (
+            Method::POST,
+            "/api/v1/jobs/batch",
+            json!({"jobs": [{"queue": "q", "payload": 1}, {"queue": "q!", "payload": 2}]}),
+            S::BAD_REQUEST,
+            "queue_name_invalid",
+        ),
+        (
+            Method::GET,
+            "/api/v1/jobs?state=done",
+            Value::Null,
+            S::BAD_REQUEST,
+            "state_invalid",
+        ),
+        (
+            Method::GET,
+            "/api/v1/jobs?limit=0",
+            Value::Null,
+            S::BAD_REQUEST,
+            "value_out_of_range",
+        ),
+        (
+            Method::GET,
+            "/api/v1/jobs?limit=abc",
+            Value::Null,
+            S::BAD_REQUEST,
+            "query_invalid",
+        ),
+        (
+            Method::GET,
+            "/api/v1/jobs?bogus=1",
+            Value::Null,
+            S::BAD_REQUEST,
+            "query_invalid",
+        ),
+        (
+            Method::GET,
+            "/api/v1/jobs/abc",
+            Value::Null,
+            S::BAD_REQUEST,
+            "path_invalid",
+        ),
+        (
+            Method::GET,
+            "/api/v1/queues/bad%20name",
+            Value::Null,
+            S::BAD_REQUEST,
+            "queue_name_invalid",
+        ),
+        (
+            Method::PATCH,
+            "/api/v1/queues/q",
+            json!({"max_attempts": 0}),
+            S::BAD_REQUEST,
+            "value_out_of_range",
+        ),
+        (
+            Method::PATCH,
+            "/api/v1/queues/q",
+            json!({"retention": "forever"}),
+            S::BAD_REQUEST,
+            "option_invalid",
+        ),
+        (
+            Method::PATCH,
+            "/api/v1/queues/q",
+            json!({"lease": "-1s"}),
+            S::BAD_REQUEST,
+            "duration_invalid",
+        ),
+        (
+            Method::PATCH,
+            "/api/v1/queues/q",
+            json!({"backoff_base": "2h", "backoff_max": "1h"}),
+            S::BAD_REQUEST,
+            "option_invalid",
+        ),
+        (
+            Method::PATCH,
+            "/api/v1/queues/q",
+            json!({"speed": "fast"}),
+            S::BAD_REQUEST,
+            "body_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/queues/q/redrive",
+            json!({"limit": 0}),
+            S::BAD_REQUEST,
+            "value_out_of_range",
+        ),
+        (
+            Method::POST,
+            "/api/v1/queues/q/claim",
+            json!({"limit": 0}),
+            S::BAD_REQUEST,
+            "value_out_of_range",
+        ),
+        (
+            Method::POST,
+            "/api/v1/queues/q/claim",
+            json!({"lease": "0s"}),
+            S::BAD_REQUEST,
+            "value_out_of_range",
+        ),
+        (
+            Method::POST,
+            "/api/v1/queues/q/claim",
+            json!({"kinds": ["a b"]}),
+            S::BAD_REQUEST,
+            "kind_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/queues/q/complete",
+            json!({"jobs": [{"id": 1, "token": "not-a-token"}]}),
+            S::BAD_REQUEST,
+            "token_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs/1/fail",
+            json!({"token": "1", "error": "x", "discard": true, "retry_in": "1s"}),
+            S::BAD_REQUEST,
+            "body_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs/1/heartbeat",
+            json!({}),
+            S::BAD_REQUEST,
+            "body_invalid",
+        ),
+    ];
+    for (method, path, body, status, code) in cases {
+        let body = (!body.is_null()).then_some(body);
+        api.fails(method, path, body, status, code).await;
+    }
+    // Not JSON at all, and JSON without its content type.
+    let (s, v) = api
+        .raw(
+            None,
+            Method::POST,
+            "/api/v1/jobs",
+            Some("{not json".into()),
+            "application/json",
+        )
+        .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (S::BAD_REQUEST, Some("body_invalid"))
+    );
+    let (s, v) = api
+        .raw(
+            None,
+            Method::POST,
+            "/api/v1/jobs",
+            Some(r#"{"queue":"q","payload":1}"#.into()),
+            "text/plain",
+        )
+        .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (S::UNSUPPORTED_MEDIA_TYPE, Some("content_type_invalid"))
+    );
+
+    assert_eq!(api.total_jobs().await, 0, "no bad request created a job");
+    assert_eq!(
+        api.ok(Method::GET, "/api/v1/queues/q", None).await,
+        before_settings
+    );
+    api.done().await;
+}
+
+/// Without a token: 401; with the wrong scope: 403; each scope does what it names.
+async fn tokens_and_scopes(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let client = db.client.clone();
+    let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+    config.tokens = common::tokens();
+    let api = Api::with(db, client, config);
+    let enqueue = json!({"queue": "s", "payload": {}});
+    let (s, v) = api.call_as(None, Method::GET, "/api/v1/stats", None).await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("unauthorized"))
+    );
+    let (s, _) = api
+        .call_as(
+            Some("wrong-secret-0123456789"),
+            Method::GET,
+            "/api/v1/stats",
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _) = api.call_as(None, Method::GET, "/metrics", None).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    // Health checks need no token.
+    assert_eq!(
+        api.call_as(None, Method::GET, "/healthz", None).await.0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        api.call_as(None, Method::GET, "/readyz", None).await.0,
+        StatusCode::OK
+    );
+
+    // read: inspect only.
+    assert_eq!(
+        api.call_as(Some(READ), Method::GET, "/api/v1/stats", None)
+            .await
+            .0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        api.call_as(Some(READ), Method::GET, "/metrics", None)
+            .await
+            .0,
+        StatusCode::OK
+    );
+    let (s, v) = api
+        .call_as(
+            Some(READ),
+            Method::POST,
+            "/api/v1/jobs",
+            Some(enqueue.clone()),
+        )
+        .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("forbidden"))
+    );
+    // produce: enqueue and work, not inspect or operate.
+    let (s, v) = api
+        .call_as(
+            Some(PRODUCE),
+            Method::POST,
+            "/api/v1/jobs",
+            Some(enqueue.clone()),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let id = v["id"].as_i64().unwrap();
+    assert_eq!(
+        api.call_as(Some(PRODUCE), Method::GET, "/api/v1/stats", None)
+            .await
+            .0,
+        StatusCode::FORBIDDEN
+    );
+    for path in [
+        format!("/api/v1/jobs/{id}/hold"),
+        "/api/v1/queues/s/pause".into(),
+        "/api/v1/queues/s/redrive".into(),
+    ] {
+        let body = path.ends_with("redrive").then(|| json!({}));
+        let (s, _) = api
+            .call_as(Some(PRODUCE), Method::POST, &path, body.clone())
+            .await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "{path}");
+        let (s, _) = api.call_as(Some(READ), Method::POST, &path, body).await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "{path}");
+    }
+    let claimed = api
+        .call_as(
+            Some(PRODUCE),
+            Method::POST,
+            "/api/v1/queues/s/claim",
+            Some(json!({})),
+        )
+        .await
+        .1;
+    assert_eq!(claimed["jobs"][0]["id"], id);
+    // admin: everything.
+    let (s, _) = api
+        .call_as(Some(ADMIN), Method::POST, "/api/v1/queues/s/pause", None)
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let (_, v) = api
+        .call_as(Some(READ), Method::GET, &format!("/api/v1/jobs/{id}"), None)
+        .await;
+    assert_eq!(v["state"], "running");
+    assert_eq!(api.total_jobs().await, 1, "refused calls changed nothing");
+    api.done().await;
+}
+
+async fn metrics_and_readiness(engine: Engine) {
+    let api = Api::new(engine).await;
+    for i in 0..3 {
+        api.ok(
+            Method::POST,
+            "/api/v1/jobs",
+            Some(json!({"queue": "m", "payload": i})),
+        )
+        .await;
+    }
+    api.ok(
+        Method::POST,
+        "/api/v1/jobs",
+        Some(json!({"queue": "m", "payload": 9, "delay": "1h"})),
+    )
+    .await;
+    api.ok(Method::POST, "/api/v1/queues/m/claim", Some(json!({})))
+        .await;
+    api.ok(Method::POST, "/api/v1/queues/idle/pause", None)
+        .await;
+    let (s, body) = api.get("/metrics").await;
+    assert_eq!(s, StatusCode::OK);
+    let text = body.as_str().unwrap();
+    for line in [
+        r#"backlog_jobs{queue="m",state="available"} 2"#,
+        r#"backlog_jobs{queue="m",state="running"} 1"#,
+        r#"backlog_jobs{queue="m",state="scheduled"} 1"#,
+        r#"backlog_queue_paused{queue="idle"} 1"#,
+        r#"backlog_queue_paused{queue="m"} 0"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
+    let lag = text
+        .lines()
+        .find_map(|l| l.strip_prefix(r#"backlog_queue_lag_seconds{queue="m"} "#))
+        .expect("a lag for m")
+        .parse::<f64>()
+        .unwrap();
+    assert!((0.0..60.0).contains(&lag), "{lag}");
+    let ready = api.ok(Method::GET, "/readyz", None).await;
+    assert_eq!(ready["schema_version"], backlog::SCHEMA_VERSION);
+    api.done().await;
+}
+
+per_backend!(
+    enqueue_show_list_and_page,
+    worker_protocol_is_fenced,
+    queue_administration,
+    bad_input_changes_nothing,
+    tokens_and_scopes,
+    metrics_and_readiness,
+);
