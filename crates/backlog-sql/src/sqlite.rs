@@ -9,10 +9,10 @@ use async_trait::async_trait;
 use backlog_core::{
     AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
     EnqueueOutcome, Error, Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
-    JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams,
-    JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob,
-    QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Result, Retention,
-    TxClaim,
+    JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
+    JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, LeaderParams,
+    MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats,
+    Result, Retention, TxClaim,
 };
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{AssertSqlSafe, Connection, Row, SqliteConnection, SqlitePool};
@@ -736,10 +736,12 @@ impl Backend for SqliteBackend {
         shared::admin_result(id, action, res.rows_affected(), job)
     }
 
-    async fn job_count_pending(&self, queues: &[QueueName]) -> Result<i64> {
-        let names: Vec<&str> = queues.iter().map(|q| q.as_str()).collect();
+    async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {
+        let names: Vec<&str> = p.queues.iter().map(|q| q.as_str()).collect();
         sqlx::query_scalar(q!("job_count_pending"))
             .bind(serde_json::to_string(&names).expect("strings serialize"))
+            .bind(shared::kinds_json(&p.kinds))
+            .bind(p.due_by)
             .fetch_one(&self.pool)
             .await
             .db()
