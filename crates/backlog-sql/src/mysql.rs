@@ -1095,6 +1095,8 @@ impl Backend for MySqlBackend {
         let rows = sqlx::query(q!("queue_stats"))
             .bind(now)
             .bind(name.clone())
+            .bind(name.clone())
+            .bind(name.clone())
             .bind(name)
             .fetch_all(&self.pool)
             .await
@@ -1106,7 +1108,8 @@ impl Backend for MySqlBackend {
                     r.try_get::<String, _>(0)?,
                     r.try_get::<String, _>(1)?,
                     r.try_get::<i64, _>(2)? != 0,
-                    r.try_get::<i64, _>(3)?,
+                    r.try_get::<i64, _>(3)? != 0,
+                    r.try_get::<i64, _>(4)?,
                 ))
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()

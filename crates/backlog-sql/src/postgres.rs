@@ -1228,7 +1228,8 @@ impl Backend for PgBackend {
                     r.try_get::<String, _>(0)?,
                     r.try_get::<String, _>(1)?,
                     r.try_get::<bool, _>(2)?,
-                    r.try_get::<i64, _>(3)?,
+                    r.try_get::<bool, _>(3)?,
+                    r.try_get::<i64, _>(4)?,
                 ))
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()

@@ -856,7 +856,8 @@ impl Backend for SqliteBackend {
                     r.try_get::<String, _>(0)?,
                     r.try_get::<String, _>(1)?,
                     r.try_get::<i64, _>(2)? != 0,
-                    r.try_get::<i64, _>(3)?,
+                    r.try_get::<i64, _>(3)? != 0,
+                    r.try_get::<i64, _>(4)?,
                 ))
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()

@@ -1106,12 +1106,63 @@ async fn stats_and_lists(db: Db) {
             completed: 1,
             dead: 0,
             cancelled: 0,
-            held: 1
+            held: 1,
+            archived: 0,
         }
     );
     assert!(
         all.iter()
             .any(|(n, s)| n == "empty" && *s == QueueStats::default())
+    );
+    // Jobs the archive retention (or an archiving prune) moved out are counted as archived,
+    // whatever state they finished in, and no longer under that state.
+    let sa = ids(&db, (0..4).map(|_| job("sa", "{}")).collect(), now).await;
+    let c =
+        db.b.job_claim(&claim("sa", 4, now, db.strategy()))
+            .await
+            .unwrap();
+    let by_id = |i: i64| c.iter().find(|x| x.id == i).unwrap().job_ref();
+    complete(
+        &db,
+        vec![by_id(sa[0]), by_id(sa[1])],
+        now,
+        Retention::Archive,
+    )
+    .await;
+    complete(&db, vec![by_id(sa[2])], now, Retention::Keep).await;
+    db.b.job_fail(JobFailParams {
+        job: by_id(sa[3]),
+        now,
+        error: "no".into(),
+        retry_at: None,
+        cancelled: false,
+    })
+    .await
+    .unwrap();
+    let pruned =
+        db.b.job_prune(JobPruneParams {
+            queue: q("sa"),
+            state: JobState::Dead,
+            finished_before: now + 1,
+            limit: 10,
+            archive: true,
+        })
+        .await
+        .unwrap();
+    assert_eq!(pruned, 1);
+    let archived = QueueStats {
+        completed: 1,
+        archived: 3,
+        ..QueueStats::default()
+    };
+    let one = db.b.queue_stats(Some(&q("sa")), now).await.unwrap();
+    assert_eq!(one, vec![("sa".to_string(), archived.clone())]);
+    let all = db.b.queue_stats(None, now).await.unwrap();
+    assert_eq!(all.iter().find(|(n, _)| n == "sa").unwrap().1, archived);
+    assert_eq!(
+        all.iter().find(|(n, _)| n == "st").unwrap().1.archived,
+        0,
+        "another queue's archive is not counted"
     );
     let list = |state: Option<StateFilter>| {
         let b = db.b.clone();
