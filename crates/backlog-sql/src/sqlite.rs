@@ -400,6 +400,22 @@ impl Backend for SqliteBackend {
     }
 
     async fn migrate(&self) -> Result<MigrateReport> {
+        // A schema already current is read without the write lock: the `backlog` command
+        // migrates the embedded database before every command, and should not queue behind a
+        // busy worker for nothing. Anything else (no table yet, a version missing) takes the
+        // locked path below, which decides under the lock.
+        let done: std::result::Result<Vec<i64>, _> =
+            sqlx::query_scalar("SELECT version FROM backlog_migration")
+                .fetch_all(&self.pool)
+                .await;
+        if let Ok(done) = done
+            && MIGRATIONS.iter().all(|m| done.contains(&m.version))
+        {
+            return Ok(MigrateReport {
+                applied: vec![],
+                current: crate::SCHEMA_VERSION,
+            });
+        }
         let mut conn = self.pool.acquire().await.db()?;
         // BEGIN IMMEDIATE takes the write lock up front: concurrent migrators queue behind it.
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
