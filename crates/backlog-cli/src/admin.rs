@@ -35,10 +35,9 @@ pub async fn stats(client: &Client, queue: Option<String>, json: bool) -> anyhow
     let q = queue.as_deref().map(queue_name).transpose()?;
     let rows = client.stats(q.as_ref()).await?;
     if json {
-        let map: serde_json::Map<String, serde_json::Value> = rows
-            .iter()
-            .map(|(n, s)| Ok((n.clone(), serde_json::to_value(s)?)))
-            .collect::<anyhow::Result<_>>()?;
+        // Queues by name, each with its counts in the order of the text columns.
+        let map: std::collections::BTreeMap<&str, &backlog::QueueStats> =
+            rows.iter().map(|(n, s)| (n.as_str(), s)).collect();
         print_json(&map)?;
     } else {
         print!("{}", output::stats(&rows));
