@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use backlog::{Client, JobState, QueueSettings, StateFilter};
 
 use crate::cli::{DeadCommand, JobCommand, QueueCommand, QueueSetArgs, queue_name};
+use crate::json::JobView;
 use crate::output;
 
 fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
@@ -34,10 +35,9 @@ pub async fn stats(client: &Client, queue: Option<String>, json: bool) -> anyhow
     let q = queue.as_deref().map(queue_name).transpose()?;
     let rows = client.stats(q.as_ref()).await?;
     if json {
-        let map: serde_json::Map<String, serde_json::Value> = rows
-            .iter()
-            .map(|(n, s)| Ok((n.clone(), serde_json::to_value(s)?)))
-            .collect::<anyhow::Result<_>>()?;
+        // Queues by name, each with its counts in the order of the text columns.
+        let map: std::collections::BTreeMap<&str, &backlog::QueueStats> =
+            rows.iter().map(|(n, s)| (n.as_str(), s)).collect();
         print_json(&map)?;
     } else {
         print!("{}", output::stats(&rows));
@@ -52,9 +52,7 @@ pub async fn job(client: &Client, cmd: JobCommand) -> anyhow::Result<ExitCode> {
         JobCommand::Show { id, json } => {
             let j = client.job(id).await?;
             if json {
-                let mut v = serde_json::to_value(&j)?;
-                v["reported_state"] = j.reported_state(now).into();
-                print_json(&v)?;
+                print_json(&JobView::of(&j, now)?)?;
             } else {
                 print!("{}", output::job(&j, now));
             }
@@ -69,7 +67,7 @@ pub async fn job(client: &Client, cmd: JobCommand) -> anyhow::Result<ExitCode> {
             let state = state.map(|s| s.parse::<StateFilter>()).transpose()?;
             let list = client.jobs(Some(&q), state, 0, limit).await?;
             if json {
-                print_json(&list)?;
+                print_json(&JobView::list(&list, now)?)?;
             } else {
                 print!("{}", output::jobs(&list, now));
             }
@@ -99,10 +97,11 @@ pub async fn dead(client: &Client, cmd: DeadCommand) -> anyhow::Result<ExitCode>
                     limit,
                 )
                 .await?;
+            let now = client.now();
             if json {
-                print_json(&list)?;
+                print_json(&JobView::list(&list, now)?)?;
             } else {
-                print!("{}", output::jobs(&list, client.now()));
+                print!("{}", output::jobs(&list, now));
             }
         }
         DeadCommand::Redrive { queue, limit } => {

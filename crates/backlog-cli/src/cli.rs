@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use backlog::{Client, Kind, QueueName, StateFilter};
+use backlog::{Client, Kind, QueueName, SqlBackend, StateFilter};
 use clap::{Args, Parser, Subcommand};
 
 use crate::{admin, bench, demo, enqueue, serve, work};
@@ -372,6 +372,24 @@ pub fn kinds(v: &[String]) -> anyhow::Result<Vec<Kind>> {
     v.iter().map(|k| Ok(Kind::new(k.as_str())?)).collect()
 }
 
+/// The embedded SQLite database is the command's own file: its schema is created (or upgraded)
+/// on first use rather than after an error telling the user to run `backlog migrate`. A server
+/// database's schema belongs to whoever runs it, so PostgreSQL and MySQL keep requiring an
+/// explicit `backlog migrate` (and say so).
+async fn migrate_embedded(client: &Client, url: &str) -> anyhow::Result<()> {
+    if !matches!(client.sql(), Some(SqlBackend::Sqlite(_))) {
+        return Ok(());
+    }
+    let r = client.migrate().await?;
+    if !r.applied.is_empty() {
+        eprintln!(
+            "note: migrated {url} to schema version {} (applied {:?})",
+            r.current, r.applied
+        );
+    }
+    Ok(())
+}
+
 async fn connect(cli: &Cli) -> anyhow::Result<Client> {
     let client = Client::connect(&cli.database_url).await?;
     Ok(client.with_payload_limit(cli.payload_limit as usize))
@@ -413,6 +431,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return serve::token(c);
     }
     let client = connect(&cli).await?;
+    if !matches!(cli.command, Command::Migrate) {
+        migrate_embedded(&client, &cli.database_url).await?;
+    }
     let code = match cli.command {
         Command::Migrate => {
             let r = client.migrate().await?;

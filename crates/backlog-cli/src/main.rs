@@ -5,6 +5,7 @@ mod bench;
 mod cli;
 mod demo;
 mod enqueue;
+mod json;
 mod output;
 mod serve;
 mod work;

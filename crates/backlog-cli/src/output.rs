@@ -90,16 +90,33 @@ pub fn jobs(list: &[Job], now: i64) -> String {
     s
 }
 
-/// `stats`.
+/// `stats`. ARCHIVED counts the jobs moved to `backlog_job_archive`, which the other columns no
+/// longer show.
 pub fn stats(rows: &[(String, QueueStats)]) -> String {
     let mut s = format!(
-        "{:<24} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8}\n",
-        "QUEUE", "AVAILABLE", "SCHEDULED", "RUNNING", "COMPLETED", "DEAD", "CANCELLED", "HELD"
+        "{:<24} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}\n",
+        "QUEUE",
+        "AVAILABLE",
+        "SCHEDULED",
+        "RUNNING",
+        "COMPLETED",
+        "DEAD",
+        "CANCELLED",
+        "HELD",
+        "ARCHIVED"
     );
     for (q, st) in rows {
         s.push_str(&format!(
-            "{:<24} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8}\n",
-            q, st.available, st.scheduled, st.running, st.completed, st.dead, st.cancelled, st.held
+            "{:<24} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}\n",
+            q,
+            st.available,
+            st.scheduled,
+            st.running,
+            st.completed,
+            st.dead,
+            st.cancelled,
+            st.held,
+            st.archived
         ));
     }
     s

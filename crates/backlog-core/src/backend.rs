@@ -277,6 +277,19 @@ pub struct JobListParams {
     pub now: i64,
 }
 
+/// Input of [`Backend::job_count_pending`].
+#[derive(Debug, Clone)]
+pub struct JobCountPendingParams {
+    /// Jobs of these queues.
+    pub queues: Vec<QueueName>,
+    /// Only jobs of these kinds (empty: any kind), as a worker limited to them claims: a job
+    /// without a kind is then left out too.
+    pub kinds: Vec<Kind>,
+    /// Count an available job only when it is due by this time; `None` counts it whenever it
+    /// is due (scheduled jobs and jobs waiting to retry included). Running jobs always count.
+    pub due_by: Option<i64>,
+}
+
 /// Input of [`Backend::queue_redrive`].
 #[derive(Debug, Clone)]
 pub struct QueueRedriveParams {
@@ -425,8 +438,9 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     async fn job_list(&self, params: JobListParams) -> Result<Vec<Job>>;
     /// An operator's action on a job that is not running.
     async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job>;
-    /// Jobs of these queues that are available, scheduled, waiting to retry or running.
-    async fn job_count_pending(&self, queues: &[QueueName]) -> Result<i64>;
+    /// Jobs of the queues and kinds that are available (due, scheduled or waiting to retry) or
+    /// running: what a worker of those queues and kinds has left to do.
+    async fn job_count_pending(&self, params: &JobCountPendingParams) -> Result<i64>;
     /// Moves a queue's dead jobs back to available.
     async fn queue_redrive(&self, params: QueueRedriveParams) -> Result<u64>;
     /// A queue's stored settings.

@@ -23,10 +23,10 @@ mod validate;
 
 pub use backend::{
     AdminAction, Backend, Capabilities, ClaimStrategy, CompleteClaimed, CronFireParams,
-    JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobFailParams, JobHeartbeatParams,
-    JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobReleaseParams,
-    JobRescueParams, JobVacuumParams, LeaderParams, MigrateReport, QueueRedriveParams, TxClaim,
-    WakeFn, complete_then_claim,
+    JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams,
+    JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams,
+    JobPruneParams, JobReleaseParams, JobRescueParams, JobVacuumParams, LeaderParams,
+    MigrateReport, QueueRedriveParams, TxClaim, WakeFn, complete_then_claim,
 };
 pub use backoff::backoff_delay;
 pub use clock::{Clock, ManualClock, SystemClock, now_micros};

@@ -9,10 +9,10 @@ use async_trait::async_trait;
 use backlog_core::{
     AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
     DbErrorKind, EnqueueOutcome, Error, Job, JobClaimParams, JobCompleteClaimParams,
-    JobCompleteParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
-    JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, LeaderParams,
-    MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats,
-    Result, Retention, TxClaim,
+    JobCompleteParams, JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams,
+    JobListParams, JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams,
+    LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams, QueueSettings,
+    QueueStats, Result, Retention, TxClaim,
 };
 use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlPoolOptions};
 use sqlx::query::Query;
@@ -1010,15 +1010,23 @@ impl Backend for MySqlBackend {
         shared::admin_result(id, action, res.rows_affected(), job)
     }
 
-    async fn job_count_pending(&self, queues: &[QueueName]) -> Result<i64> {
-        if queues.is_empty() {
+    async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {
+        if p.queues.is_empty() {
             return Ok(0);
         }
-        let sql = with_list(q!("job_count_pending"), "/*QUEUES*/", queues.len());
-        let q = padded(queues).fold(sqlx::query_scalar(sql), |q, name| {
-            q.bind(name.as_str().to_owned())
-        });
-        q.fetch_one(&self.pool).await.db()
+        let sql = with_list(q!("job_count_pending"), "/*QUEUES*/", p.queues.len());
+        let kinds = shared::kinds_json(&p.kinds);
+        padded(&p.queues)
+            .fold(sqlx::query_scalar(sql), |q, name| {
+                q.bind(name.as_str().to_owned())
+            })
+            .bind(kinds.as_deref())
+            .bind(kinds.as_deref())
+            .bind(p.due_by)
+            .bind(p.due_by)
+            .fetch_one(&self.pool)
+            .await
+            .db()
     }
 
     async fn queue_redrive(&self, p: QueueRedriveParams) -> Result<u64> {
@@ -1124,6 +1132,8 @@ impl Backend for MySqlBackend {
         let rows = sqlx::query(q!("queue_stats"))
             .bind(now)
             .bind(name.clone())
+            .bind(name.clone())
+            .bind(name.clone())
             .bind(name)
             .fetch_all(&self.pool)
             .await
@@ -1135,7 +1145,8 @@ impl Backend for MySqlBackend {
                     r.try_get::<String, _>(0)?,
                     r.try_get::<String, _>(1)?,
                     r.try_get::<i64, _>(2)? != 0,
-                    r.try_get::<i64, _>(3)?,
+                    r.try_get::<i64, _>(3)? != 0,
+                    r.try_get::<i64, _>(4)?,
                 ))
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()

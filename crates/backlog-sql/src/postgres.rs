@@ -8,11 +8,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use backlog_core::{
     AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
-    EnqueueOutcome, Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobFailParams,
-    JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
-    JobReleaseParams, JobRescueParams, JobVacuumParams, LeaderParams, MigrateReport, NewJob,
-    QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Result, Retention,
-    TxClaim, WakeFn,
+    EnqueueOutcome, Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
+    JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
+    JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, JobVacuumParams,
+    LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams, QueueSettings,
+    QueueStats, Result, Retention, TxClaim, WakeFn,
 };
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Row, Transaction};
@@ -1128,10 +1128,12 @@ impl Backend for PgBackend {
         shared::admin_result(id, action, res.rows_affected(), job)
     }
 
-    async fn job_count_pending(&self, queues: &[QueueName]) -> Result<i64> {
-        let names: Vec<String> = queues.iter().map(|q| q.as_str().to_owned()).collect();
+    async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {
+        let names: Vec<&str> = p.queues.iter().map(|q| q.as_str()).collect();
         sqlx::query_scalar(q!("job_count_pending"))
             .bind(names)
+            .bind(shared::kinds_vec(&p.kinds))
+            .bind(p.due_by)
             .fetch_one(&self.pool)
             .await
             .db()
@@ -1246,7 +1248,8 @@ impl Backend for PgBackend {
                     r.try_get::<String, _>(0)?,
                     r.try_get::<String, _>(1)?,
                     r.try_get::<bool, _>(2)?,
-                    r.try_get::<i64, _>(3)?,
+                    r.try_get::<bool, _>(3)?,
+                    r.try_get::<i64, _>(4)?,
                 ))
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()

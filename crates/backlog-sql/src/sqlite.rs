@@ -9,10 +9,10 @@ use async_trait::async_trait;
 use backlog_core::{
     AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
     EnqueueOutcome, Error, Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
-    JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams,
-    JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob,
-    QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Result, Retention,
-    TxClaim,
+    JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
+    JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, LeaderParams,
+    MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats,
+    Result, Retention, TxClaim,
 };
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{AssertSqlSafe, Connection, Row, SqliteConnection, SqlitePool};
@@ -401,6 +401,22 @@ impl Backend for SqliteBackend {
     }
 
     async fn migrate(&self) -> Result<MigrateReport> {
+        // A schema already current is read without the write lock: the `backlog` command
+        // migrates the embedded database before every command, and should not queue behind a
+        // busy worker for nothing. Anything else (no table yet, a version missing) takes the
+        // locked path below, which decides under the lock.
+        let done: std::result::Result<Vec<i64>, _> =
+            sqlx::query_scalar("SELECT version FROM backlog_migration")
+                .fetch_all(&self.pool)
+                .await;
+        if let Ok(done) = done
+            && MIGRATIONS.iter().all(|m| done.contains(&m.version))
+        {
+            return Ok(MigrateReport {
+                applied: vec![],
+                current: crate::SCHEMA_VERSION,
+            });
+        }
         let mut conn = self.pool.acquire().await.db()?;
         // BEGIN IMMEDIATE takes the write lock up front: concurrent migrators queue behind it.
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
@@ -757,10 +773,12 @@ impl Backend for SqliteBackend {
         shared::admin_result(id, action, res.rows_affected(), job)
     }
 
-    async fn job_count_pending(&self, queues: &[QueueName]) -> Result<i64> {
-        let names: Vec<&str> = queues.iter().map(|q| q.as_str()).collect();
+    async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {
+        let names: Vec<&str> = p.queues.iter().map(|q| q.as_str()).collect();
         sqlx::query_scalar(q!("job_count_pending"))
             .bind(serde_json::to_string(&names).expect("strings serialize"))
+            .bind(shared::kinds_json(&p.kinds))
+            .bind(p.due_by)
             .fetch_one(&self.pool)
             .await
             .db()
@@ -875,7 +893,8 @@ impl Backend for SqliteBackend {
                     r.try_get::<String, _>(0)?,
                     r.try_get::<String, _>(1)?,
                     r.try_get::<i64, _>(2)? != 0,
-                    r.try_get::<i64, _>(3)?,
+                    r.try_get::<i64, _>(3)? != 0,
+                    r.try_get::<i64, _>(4)?,
                 ))
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()

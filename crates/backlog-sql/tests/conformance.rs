@@ -72,6 +72,17 @@ async fn complete(db: &Db, refs: Vec<JobRef>, now: i64, retention: Retention) ->
     .unwrap()
 }
 
+/// Jobs of the queues left to do, of any kind and whenever due.
+async fn pending(db: &Db, queues: &[&str]) -> i64 {
+    db.b.job_count_pending(&JobCountPendingParams {
+        queues: queues.iter().map(|n| q(n)).collect(),
+        kinds: vec![],
+        due_by: None,
+    })
+    .await
+    .unwrap()
+}
+
 async fn migrate_is_idempotent_and_concurrent(db: Db) {
     let mut handles = vec![];
     for _ in 0..4 {
@@ -386,6 +397,57 @@ async fn kinds_filter_claims(db: Db) {
     assert_eq!(all.len(), 3);
 }
 
+async fn pending_counts_by_kind_and_due_time(db: Db) {
+    let now = db.now;
+    let kind = |k: &str| Kind::new(k).unwrap();
+    let of = |k: Option<&str>, run_at: i64| {
+        let mut j = job("pk", "{}");
+        j.kind = k.map(kind);
+        j.run_at = Some(run_at);
+        j
+    };
+    let later = now + 100 * SEC;
+    ids(
+        &db,
+        vec![
+            of(Some("a"), now),
+            of(Some("b"), now),
+            of(Some("b"), later),
+            of(None, now),
+            of(Some("c"), now),
+        ],
+        now,
+    )
+    .await;
+    // The "c" job runs; the others wait.
+    let mut p = claim("pk", 1, now, db.strategy());
+    p.kinds = vec![kind("c")];
+    assert_eq!(db.b.job_claim(&p).await.unwrap().len(), 1);
+    let count = |queues: &[&str], kinds: &[&str], due_by: Option<i64>| {
+        let params = JobCountPendingParams {
+            queues: queues.iter().map(|n| q(n)).collect(),
+            kinds: kinds.iter().map(|k| kind(k)).collect(),
+            due_by,
+        };
+        let b = db.b.clone();
+        async move { b.job_count_pending(&params).await.unwrap() }
+    };
+    assert_eq!(count(&["pk"], &[], None).await, 5);
+    assert_eq!(count(&["pk"], &[], Some(now)).await, 4, "not yet due");
+    // A worker of kind "a" has one job left although four others wait in its queue.
+    assert_eq!(count(&["pk"], &["a"], None).await, 1);
+    assert_eq!(count(&["pk"], &["b"], None).await, 2);
+    assert_eq!(count(&["pk"], &["b"], Some(now)).await, 1);
+    assert_eq!(
+        count(&["pk"], &["a", "b", "c"], None).await,
+        4,
+        "running counts"
+    );
+    assert_eq!(count(&["pk"], &["zzz"], None).await, 0);
+    assert_eq!(count(&["other"], &["a"], None).await, 0);
+    assert_eq!(count(&[], &[], None).await, 0);
+}
+
 async fn completion_retention(db: Db) {
     let now = db.now;
     let id = ids(&db, vec![job("r", "1"), job("r", "2"), job("r", "3")], now).await;
@@ -421,7 +483,7 @@ async fn completion_retention(db: Db) {
     // Moved out of the hot table; `job_get` still finds it in the archive.
     assert_eq!(db.archived(id[2]).await, Some("completed".to_string()));
     assert_eq!(state_of(&db, id[2]).await, JobState::Completed);
-    assert_eq!(db.b.job_count_pending(&[q("r")]).await.unwrap(), 0);
+    assert_eq!(pending(&db, &["r"]).await, 0);
     // A completed job is never handed out again.
     assert!(
         db.b.job_claim(&claim("r", 3, now + 10 * SEC, db.strategy()))
@@ -544,7 +606,7 @@ async fn complete_claim_completes_then_claims(db: Db) {
                 r.claimed.unwrap().is_empty(),
                 "a paused queue hands out nothing"
             );
-            assert_eq!(db.b.job_count_pending(&[q(&qn)]).await.unwrap(), 1);
+            assert_eq!(pending(&db, &[&qn]).await, 1);
         }
     }
 }
@@ -1005,10 +1067,7 @@ async fn operator_actions(db: Db) {
         1
     );
     assert_eq!(state_of(&db, id[2]).await, JobState::Available);
-    assert_eq!(
-        db.b.job_count_pending(&[q("ad"), q("none")]).await.unwrap(),
-        3
-    );
+    assert_eq!(pending(&db, &["ad", "none"]).await, 3);
 }
 
 async fn redrive_skips_taken_unique_keys(db: Db) {
@@ -1087,12 +1146,63 @@ async fn stats_and_lists(db: Db) {
             completed: 1,
             dead: 0,
             cancelled: 0,
-            held: 1
+            held: 1,
+            archived: 0,
         }
     );
     assert!(
         all.iter()
             .any(|(n, s)| n == "empty" && *s == QueueStats::default())
+    );
+    // Jobs the archive retention (or an archiving prune) moved out are counted as archived,
+    // whatever state they finished in, and no longer under that state.
+    let sa = ids(&db, (0..4).map(|_| job("sa", "{}")).collect(), now).await;
+    let c =
+        db.b.job_claim(&claim("sa", 4, now, db.strategy()))
+            .await
+            .unwrap();
+    let by_id = |i: i64| c.iter().find(|x| x.id == i).unwrap().job_ref();
+    complete(
+        &db,
+        vec![by_id(sa[0]), by_id(sa[1])],
+        now,
+        Retention::Archive,
+    )
+    .await;
+    complete(&db, vec![by_id(sa[2])], now, Retention::Keep).await;
+    db.b.job_fail(JobFailParams {
+        job: by_id(sa[3]),
+        now,
+        error: "no".into(),
+        retry_at: None,
+        cancelled: false,
+    })
+    .await
+    .unwrap();
+    let pruned =
+        db.b.job_prune(JobPruneParams {
+            queue: q("sa"),
+            state: JobState::Dead,
+            finished_before: now + 1,
+            limit: 10,
+            archive: true,
+        })
+        .await
+        .unwrap();
+    assert_eq!(pruned, 1);
+    let archived = QueueStats {
+        completed: 1,
+        archived: 3,
+        ..QueueStats::default()
+    };
+    let one = db.b.queue_stats(Some(&q("sa")), now).await.unwrap();
+    assert_eq!(one, vec![("sa".to_string(), archived.clone())]);
+    let all = db.b.queue_stats(None, now).await.unwrap();
+    assert_eq!(all.iter().find(|(n, _)| n == "sa").unwrap().1, archived);
+    assert_eq!(
+        all.iter().find(|(n, _)| n == "st").unwrap().1.archived,
+        0,
+        "another queue's archive is not counted"
     );
     let list = |state: Option<StateFilter>| {
         let b = db.b.clone();
@@ -1329,7 +1439,7 @@ async fn concurrent_complete_claim_loops(db: Db) {
             completed, n,
             "a claimed job could not be completed ({strategy:?})"
         );
-        assert_eq!(db.b.job_count_pending(&[q(&qn)]).await.unwrap(), 0);
+        assert_eq!(pending(&db, &[&qn]).await, 0);
     }
 }
 
@@ -1749,6 +1859,7 @@ harness::conformance!(
     delayed_jobs_wait_for_run_at,
     paused_queues_hand_out_nothing,
     kinds_filter_claims,
+    pending_counts_by_kind_and_due_time,
     completion_retention,
     complete_claim_completes_then_claims,
     one_claims_batch_is_fenced_job_by_job,

@@ -9,8 +9,8 @@ use backlog_sql::{JobConnection, JobTx, SqlBackend};
 
 use backlog_core::{
     AdminAction, Backend, ClaimStrategy, ClaimedJob, Clock, CompleteClaimed, EnqueueOutcome, Error,
-    Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobFailParams,
-    JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobRef,
+    Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams,
+    JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobRef,
     JobReleaseParams, JobRescueParams, JobState, Kind, MigrateReport, NewJob, Payload, QueueInfo,
     QueueName, QueueRedriveParams, QueueSettings, QueueStats, Result, StateFilter, SystemClock,
     TxClaim, backoff_delay,
@@ -747,9 +747,28 @@ impl Client {
             .await
     }
 
-    /// Jobs of these queues that are available, scheduled, waiting to retry or running.
-    pub async fn pending(&self, queues: &[QueueName]) -> Result<i64> {
-        self.backend.job_count_pending(queues).await
+    /// Jobs of these queues and kinds (empty: any kind) that are available, scheduled, waiting
+    /// to retry or running.
+    pub async fn pending(&self, queues: &[QueueName], kinds: &[Kind]) -> Result<i64> {
+        self.backend
+            .job_count_pending(&JobCountPendingParams {
+                queues: queues.to_vec(),
+                kinds: kinds.to_vec(),
+                due_by: None,
+            })
+            .await
+    }
+
+    /// Jobs of these queues and kinds (empty: any kind) that are due now or running: what is
+    /// left once jobs scheduled for later are set aside.
+    pub async fn pending_due(&self, queues: &[QueueName], kinds: &[Kind]) -> Result<i64> {
+        self.backend
+            .job_count_pending(&JobCountPendingParams {
+                queues: queues.to_vec(),
+                kinds: kinds.to_vec(),
+                due_by: Some(self.now()),
+            })
+            .await
     }
 
     /// Job counts per queue and state.
