@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use backlog::{Client, JobState, QueueSettings, StateFilter};
 
 use crate::cli::{DeadCommand, JobCommand, QueueCommand, QueueSetArgs, queue_name};
-use crate::json::JobView;
 use crate::output;
+use backlog::view::JobView;
 
 fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(v)?);

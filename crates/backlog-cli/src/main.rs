@@ -5,7 +5,6 @@ mod bench;
 mod cli;
 mod demo;
 mod enqueue;
-mod json;
 mod output;
 mod serve;
 mod work;

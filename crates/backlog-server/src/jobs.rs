@@ -10,7 +10,8 @@ use utoipa::{IntoParams, ToSchema};
 use crate::AppState;
 use crate::auth::{Admin, Producer, Reader};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody};
-use crate::view::{EnqueuedView, JobPage, JobView};
+use crate::view::{EnqueuedView, JobPage};
+use backlog::view::JobView;
 
 /// Most jobs one batch enqueue takes.
 pub const MAX_BATCH: usize = 10_000;
@@ -178,7 +179,7 @@ pub async fn page(state: &AppState, opts: JobListOpts) -> ApiResult<JobPage> {
         .then(|| jobs.last().map(|j| j.id))
         .flatten();
     Ok(JobPage {
-        jobs: jobs.iter().map(|j| JobView::new(j, now)).collect(),
+        jobs: JobView::list(&jobs, now)?,
         next,
     })
 }
@@ -207,7 +208,7 @@ pub async fn show(
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<ApiJson<JobView>> {
     let j = state.client.job(id).await?;
-    Ok(ApiJson(JobView::new(&j, state.client.now())))
+    Ok(ApiJson(JobView::of(&j, state.client.now())?))
 }
 
 macro_rules! admin_action {
@@ -225,7 +226,7 @@ macro_rules! admin_action {
         ) -> ApiResult<ApiJson<JobView>> {
             let j = state.client.$method(id).await?;
             tracing::info!(actor = %who.name, job = id, action = stringify!($name), "job action");
-            Ok(ApiJson(JobView::new(&j, state.client.now())))
+            Ok(ApiJson(JobView::of(&j, state.client.now())?))
         }
     };
 }

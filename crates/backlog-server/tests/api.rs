@@ -47,7 +47,7 @@ async fn enqueue_show_list_and_page(engine: Engine) {
         (&job["max_attempts"], &job["unique_key"]),
         (&json!(3), &json!("user-1"))
     );
-    assert!(job["created_at_time"].as_str().unwrap().ends_with('Z'));
+    assert!(job["created_at_rfc3339"].as_str().unwrap().ends_with('Z'));
 
     // The same unique key while the job is pending: 409, naming the holder.
     let taken = api

@@ -12,6 +12,7 @@
 //!   ([`Outcome::CompleteInTx`]), wake-ups, and leader-run maintenance with periodic jobs.
 //! - Messaging: [`Client::subscribe`] / [`Client::publish`] (fan-out copies per subscribed queue)
 //!   and [`Client::wait_for`] (a producer waiting for a job's outcome, across processes).
+//! - [`view`]: the JSON shape of a job, shared by `--json` output and the HTTP API.
 //! - [`testing`]: run a job inline, drain a queue, assert that a job was enqueued.
 //! - The core types re-exported from `backlog-core`: [`NewJob`], [`ClaimedJob`], [`Job`],
 //!   [`JobState`], [`QueueSettings`], [`Error`] …
@@ -77,6 +78,7 @@ mod client;
 mod messaging;
 pub mod testing;
 mod typed;
+pub mod view;
 mod worker;
 
 pub use backlog_core::{
