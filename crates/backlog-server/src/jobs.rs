@@ -225,7 +225,8 @@ macro_rules! admin_action {
             ApiPath(id): ApiPath<i64>,
         ) -> ApiResult<ApiJson<JobView>> {
             let j = state.client.$method(id).await?;
-            tracing::info!(actor = %who.name, job = id, action = stringify!($name), "job action");
+            let action = concat!("job.", stringify!($name));
+            crate::audit(&state, &who, action, Some(&j.queue), Some(id), serde_json::json!({"state": j.state.as_str()})).await;
             Ok(ApiJson(JobView::of(&j, state.client.now())?))
         }
     };

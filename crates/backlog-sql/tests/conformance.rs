@@ -696,7 +696,8 @@ async fn fencing_after_lease_takeover(db: Db) {
             limit: 100
         })
         .await
-        .unwrap(),
+        .unwrap()
+        .len(),
         0
     );
     let later = now + 2 * SEC;
@@ -706,7 +707,8 @@ async fn fencing_after_lease_takeover(db: Db) {
             limit: 100
         })
         .await
-        .unwrap(),
+        .unwrap()
+        .len(),
         1
     );
     let rescued = db.b.job_get(id).await.unwrap().unwrap();
@@ -892,7 +894,8 @@ async fn release_and_heartbeat(db: Db) {
             limit: 10
         })
         .await
-        .unwrap(),
+        .unwrap()
+        .len(),
         0
     );
     assert_eq!(state_of(&db, id).await, JobState::Running);
@@ -913,7 +916,8 @@ async fn rescue_of_last_attempt_is_dead(db: Db) {
             limit: 10
         })
         .await
-        .unwrap(),
+        .unwrap()
+        .len(),
         1
     );
     let j = db.b.job_get(id).await.unwrap().unwrap();
@@ -941,8 +945,8 @@ async fn rescue_and_redrive_stay_within_their_limit(db: Db) {
             limit,
         })
     };
-    assert_eq!(rescue(2).await.unwrap(), 2);
-    assert_eq!(rescue(2).await.unwrap(), 1);
+    assert_eq!(rescue(2).await.unwrap().len(), 2);
+    assert_eq!(rescue(2).await.unwrap().len(), 1);
     for id in &id {
         assert_eq!(state_of(&db, *id).await, JobState::Dead);
     }
@@ -1299,6 +1303,133 @@ async fn schema_version_and_oldest_due(db: Db) {
     assert_eq!(oldest, vec![("lag_a".to_owned(), now - 5 * SEC)]);
 }
 
+async fn stats_history_and_audit(db: Db) {
+    let m1 = minute_of(db.now);
+    let m2 = m1 + 60 * SEC;
+    let row = |queue: &str, minute, f: &dyn Fn(&mut StatCounts)| {
+        let mut counts = StatCounts::default();
+        f(&mut counts);
+        StatRow {
+            queue: queue.into(),
+            minute,
+            counts,
+            depth: None,
+        }
+    };
+    db.b.stat_add(&[
+        row("s1", m1, &|c| {
+            c.enqueued = 3;
+            c.record_wait(500);
+        }),
+        row("s1", m2, &|c| c.completed = 4),
+    ])
+    .await
+    .unwrap();
+    // Another process adds to the same minute.
+    db.b.stat_add(&[
+        row("s1", m1, &|c| c.enqueued = 2),
+        row("s2", m2, &|c| {
+            c.failed = 1;
+            c.dead = 1;
+            c.record_wait(120 * SEC);
+        }),
+    ])
+    .await
+    .unwrap();
+    let depth = StatDepth {
+        available: 1,
+        scheduled: 2,
+        running: 3,
+        dead: 4,
+    };
+    db.b.stat_snapshot(m2, &[("s1".into(), depth)])
+        .await
+        .unwrap();
+
+    let all = db.b.stat_history(None, m1).await.unwrap();
+    let keys: Vec<(&str, i64)> = all.iter().map(|r| (r.queue.as_str(), r.minute)).collect();
+    assert_eq!(keys, vec![("s1", m1), ("s1", m2), ("s2", m2)]);
+    assert_eq!(all[0].counts.enqueued, 5);
+    assert_eq!((all[0].counts.wait[0], all[0].counts.wait_sum_us), (1, 500));
+    assert_eq!(all[0].depth, None);
+    assert_eq!((all[1].counts.completed, all[1].depth), (4, Some(depth)));
+    assert_eq!(all[2].counts.wait[6], 1, "over 60 s");
+    let s2 = db.b.stat_history(Some(&q("s2")), m1).await.unwrap();
+    assert_eq!((s2.len(), s2[0].counts.dead), (1, 1));
+    assert_eq!(db.b.stat_history(None, m2).await.unwrap().len(), 2);
+
+    let totals = |t: Vec<StatRow>| -> Vec<(String, i64, i64, i64)> {
+        t.into_iter()
+            .map(|r| {
+                (
+                    r.queue,
+                    r.counts.enqueued,
+                    r.counts.completed,
+                    r.counts.failed,
+                )
+            })
+            .collect()
+    };
+    let before = totals(db.b.stat_totals().await.unwrap());
+    assert_eq!(before, vec![("s1".into(), 5, 4, 0), ("s2".into(), 0, 0, 1)]);
+    // Pruning folds old minutes into minute 0: history loses them, totals do not change.
+    assert_eq!(db.b.stat_prune(m2).await.unwrap(), 1);
+    assert_eq!(totals(db.b.stat_totals().await.unwrap()), before);
+    assert_eq!(db.b.stat_history(None, 1).await.unwrap().len(), 2);
+    assert_eq!(db.b.stat_prune(m2).await.unwrap(), 0);
+    assert_eq!(totals(db.b.stat_totals().await.unwrap()), before);
+
+    // The audit log, newest first, paged and filtered by queue.
+    let mut ids = vec![];
+    for (i, (action, queue)) in [
+        ("queue.pause", "a1"),
+        ("job.retry", "a2"),
+        ("queue.settings", "a1"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let e = AuditEntry {
+            id: 0,
+            at: db.now + i as i64,
+            actor: "ops".into(),
+            action: action.into(),
+            queue: Some(queue.into()),
+            job_id: (action == "job.retry").then_some(42),
+            detail: format!(r#"{{"n": {i}}}"#),
+        };
+        ids.push(db.b.audit_add(&e).await.unwrap());
+    }
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    let list = |before_id, queue: Option<&str>, limit| AuditListParams {
+        before_id,
+        queue: queue.map(q),
+        limit,
+    };
+    let newest = db.b.audit_list(&list(i64::MAX, None, 2)).await.unwrap();
+    assert_eq!(
+        newest.iter().map(|e| e.action.as_str()).collect::<Vec<_>>(),
+        vec!["queue.settings", "job.retry"]
+    );
+    assert_eq!(newest[1].job_id, Some(42));
+    let detail: serde_json::Value = serde_json::from_str(&newest[0].detail).unwrap();
+    assert_eq!(detail, serde_json::json!({"n": 2}));
+    let older =
+        db.b.audit_list(&list(newest[1].id, None, 10))
+            .await
+            .unwrap();
+    assert_eq!((older.len(), older[0].id), (1, ids[0]));
+    let a1 =
+        db.b.audit_list(&list(i64::MAX, Some("a1"), 10))
+            .await
+            .unwrap();
+    assert_eq!(a1.len(), 2);
+    assert!(
+        a1.iter()
+            .all(|e| e.queue.as_deref() == Some("a1") && e.actor == "ops")
+    );
+}
+
 async fn queue_settings_round_trip(db: Db) {
     let now = db.now;
     assert!(db.b.queue_get(&q("cfg")).await.unwrap().is_none());
@@ -1519,7 +1650,8 @@ async fn transaction_claim_never_stalls_others(db: Db) {
     )
     .await
     .expect("the rescue waited on the row a transaction claim holds")
-    .unwrap();
+    .unwrap()
+    .len();
     assert_eq!(rescued, 1, "only the lease-mode job is rescued");
     assert_eq!(state_of(&db, lost).await, JobState::Available);
     for strategy in db.strategies() {
@@ -1873,6 +2005,7 @@ harness::conformance!(
     stats_and_lists,
     queue_settings_round_trip,
     schema_version_and_oldest_due,
+    stats_history_and_audit,
     concurrent_claimers_never_share_a_job,
     concurrent_complete_claim_loops,
     transaction_claim_mode,

@@ -76,16 +76,18 @@
 
 mod client;
 mod messaging;
+mod stats;
 pub mod testing;
 mod typed;
 pub mod view;
 mod worker;
 
 pub use backlog_core::{
-    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, Clock, CompleteClaimed,
-    DEFAULT_PAYLOAD_LIMIT, DbErrorKind, EnqueueOutcome, Error, ErrorRecord, Job, JobRef, JobState,
-    Kind, ManualClock, NewJob, Ordering, Payload, QueueInfo, QueueName, QueueSettings, QueueStats,
-    Result, Retention, StateFilter, SystemClock, UniqueKey, format_duration, parse_duration,
+    AdminAction, AuditEntry, AuditListParams, Backend, Capabilities, ClaimStrategy, ClaimedJob,
+    Clock, CompleteClaimed, DEFAULT_PAYLOAD_LIMIT, DbErrorKind, EnqueueOutcome, Error, ErrorRecord,
+    Job, JobRef, JobState, Kind, ManualClock, NewJob, Ordering, Payload, QueueInfo, QueueName,
+    QueueSettings, QueueStats, Result, Retention, StatCounts, StatDepth, StatRow, StateFilter,
+    SystemClock, UniqueKey, WAIT_BOUNDS_US, format_duration, minute_of, parse_duration,
 };
 pub use backlog_sql::{BackendConfig, SCHEMA_VERSION, redact_url};
 pub use backlog_sql::{JobConnection, JobTx, MySqlBackend, PgBackend, SqlBackend, SqliteBackend};
