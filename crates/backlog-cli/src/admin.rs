@@ -72,16 +72,80 @@ pub async fn job(client: &Client, cmd: JobCommand) -> anyhow::Result<ExitCode> {
                 print!("{}", output::jobs(&list, now));
             }
         }
-        JobCommand::Retry { id } => report(client.retry(id).await?),
-        JobCommand::Cancel { id } => report(client.cancel(id).await?),
-        JobCommand::Hold { id } => report(client.hold(id).await?),
-        JobCommand::Release { id } => report(client.unhold(id).await?),
+        JobCommand::Retry { id } => report(client, "job.retry", client.retry(id).await?).await,
+        JobCommand::Cancel { id } => report(client, "job.cancel", client.cancel(id).await?).await,
+        JobCommand::Hold { id } => report(client, "job.hold", client.hold(id).await?).await,
+        JobCommand::Release { id } => report(client, "job.release", client.unhold(id).await?).await,
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn report(j: backlog::Job) {
+/// Who the command acts as in the audit log: `cli:USER`.
+fn actor() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
+    format!("cli:{user}")
+}
+
+/// Records an action that has happened; a failure to record it is a warning, not an error.
+async fn audit(
+    client: &Client,
+    action: &str,
+    queue: &str,
+    job_id: Option<i64>,
+    detail: serde_json::Value,
+) {
+    if let Err(e) = client
+        .audit(&actor(), action, Some(queue), job_id, detail)
+        .await
+    {
+        eprintln!("warning: the audit log could not record {action}: {e}");
+    }
+}
+
+async fn report(client: &Client, action: &str, j: backlog::Job) {
+    let detail = serde_json::json!({"state": j.state.as_str()});
+    audit(client, action, &j.queue, Some(j.id), detail).await;
     println!("job {} is now {}", j.id, j.state);
+}
+
+/// `audit`: the operators' actions, newest first.
+pub async fn audit_log(
+    client: &Client,
+    queue: Option<String>,
+    limit: u32,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let entries = client
+        .audit_log(&backlog::AuditListParams {
+            before_id: i64::MAX,
+            queue: queue.as_deref().map(queue_name).transpose()?,
+            limit,
+        })
+        .await?;
+    if json {
+        let rows: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "id": e.id,
+                    "at": e.at,
+                    "at_rfc3339": backlog::view::rfc3339(e.at),
+                    "actor": e.actor,
+                    "action": e.action,
+                    "queue": e.queue,
+                    "job_id": e.job_id,
+                    "detail": serde_json::from_str::<serde_json::Value>(&e.detail)
+                        .unwrap_or(serde_json::Value::String(e.detail.clone())),
+                })
+            })
+            .collect();
+        print_json(&rows)?;
+    } else {
+        print!("{}", output::audit(&entries));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `dead …`.
@@ -106,6 +170,8 @@ pub async fn dead(client: &Client, cmd: DeadCommand) -> anyhow::Result<ExitCode>
         }
         DeadCommand::Redrive { queue, limit } => {
             let n = client.redrive(&queue_name(&queue)?, limit).await?;
+            let detail = serde_json::json!({"limit": limit, "redriven": n});
+            audit(client, "queue.redrive", &queue, None, detail).await;
             println!("{n}");
         }
     }
@@ -125,10 +191,12 @@ pub async fn queue(client: &Client, cmd: QueueCommand) -> anyhow::Result<ExitCod
         }
         QueueCommand::Pause { queue } => {
             client.queue_set_paused(&queue_name(&queue)?, true).await?;
+            audit(client, "queue.pause", &queue, None, serde_json::json!({})).await;
             println!("queue {queue} is paused");
         }
         QueueCommand::Resume { queue } => {
             client.queue_set_paused(&queue_name(&queue)?, false).await?;
+            audit(client, "queue.resume", &queue, None, serde_json::json!({})).await;
             println!("queue {queue} is running");
         }
         QueueCommand::Set(a) => {
@@ -160,6 +228,8 @@ pub async fn queue(client: &Client, cmd: QueueCommand) -> anyhow::Result<ExitCod
                 s.concurrency = Some(v);
             }
             client.queue_configure(&s).await?;
+            let detail = serde_json::to_value(&s)?;
+            audit(client, "queue.settings", s.name.as_str(), None, detail).await;
             print!("{}", output::settings(&s));
         }
         QueueCommand::Show { queue, json } => {

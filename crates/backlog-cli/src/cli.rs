@@ -58,6 +58,19 @@ pub enum Command {
     Bench(BenchArgs),
     /// Serves the HTTP API, Prometheus /metrics and health checks.
     Serve(ServeArgs),
+    /// The audit log: operators' actions (retry, cancel, hold, release, redrive, pause, resume,
+    /// settings), newest first, with who and when.
+    Audit {
+        /// Only this queue's.
+        #[arg(long)]
+        queue: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        limit: u32,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Bearer tokens for `serve`.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -417,7 +430,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         | Command::Dead(DeadCommand::Redrive { queue: q, .. })
         | Command::Queue(QueueCommand::Pause { queue: q })
         | Command::Queue(QueueCommand::Resume { queue: q })
-        | Command::Queue(QueueCommand::Show { queue: q, .. }) => {
+        | Command::Queue(QueueCommand::Show { queue: q, .. })
+        | Command::Audit { queue: Some(q), .. } => {
             queue_name(q)?;
         }
         Command::Queue(QueueCommand::Set(a)) => admin::check_set(a)?,
@@ -454,6 +468,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dead(c) => admin::dead(&client, c).await?,
         Command::Queue(c) => admin::queue(&client, c).await?,
         Command::Demo { jobs } => demo::run(client, jobs).await?,
+        Command::Audit { queue, limit, json } => {
+            admin::audit_log(&client, queue, limit, json).await?
+        }
         Command::Serve(_) => serve::run(client, serve_config.expect("checked above")).await?,
         Command::Token(_) => unreachable!("handled before connecting"),
         Command::Bench(a) => {

@@ -160,3 +160,24 @@ pub fn queues(list: &[QueueInfo]) -> String {
     }
     s
 }
+
+/// `audit`.
+pub fn audit(entries: &[backlog::AuditEntry]) -> String {
+    let mut s = format!(
+        "{:>6}  {:<24} {:<16} {:<15} {:<16} {:>8}  {}\n",
+        "ID", "AT", "ACTOR", "ACTION", "QUEUE", "JOB", "DETAIL"
+    );
+    for e in entries {
+        s.push_str(&format!(
+            "{:>6}  {:<24} {:<16} {:<15} {:<16} {:>8}  {}\n",
+            e.id,
+            time(e.at),
+            e.actor,
+            e.action,
+            e.queue.as_deref().unwrap_or("-"),
+            e.job_id.map_or("-".into(), |j| j.to_string()),
+            e.detail
+        ));
+    }
+    s
+}
