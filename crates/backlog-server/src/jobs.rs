@@ -4,7 +4,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use backlog::{JobListOpts, Kind, NewJob, QueueName, StateFilter, UniqueKey, parse_duration};
 use serde::Deserialize;
-use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::AppState;
@@ -24,8 +23,9 @@ pub const MAX_PAGE: u32 = 1_000;
 pub struct EnqueueRequest {
     /// The queue (created on first use).
     pub queue: String,
-    /// Any JSON value.
-    pub payload: Value,
+    /// Any JSON value. Kept as the text sent (no tree is built): stored as it came.
+    #[schema(value_type = serde_json::Value)]
+    pub payload: Box<serde_json::value::RawValue>,
     /// A kind, for typed handlers and filters.
     pub kind: Option<String>,
     /// Lower runs first (default 0).
@@ -41,7 +41,7 @@ pub struct EnqueueRequest {
 impl EnqueueRequest {
     fn into_job(self, state: &AppState) -> backlog::Result<NewJob> {
         let client = &state.client;
-        let mut job = client.new_job(&self.queue, &self.payload)?;
+        let mut job = client.new_job(&self.queue, &*self.payload)?;
         job.kind = self.kind.map(Kind::new).transpose()?;
         job.priority = self.priority.unwrap_or(0);
         job.max_attempts = self.max_attempts;

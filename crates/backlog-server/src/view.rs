@@ -33,8 +33,9 @@ pub struct ClaimedView {
     pub queue: String,
     /// Its kind.
     pub kind: Option<String>,
-    /// The payload.
-    pub payload: Value,
+    /// The payload, as stored.
+    #[schema(value_type = serde_json::Value)]
+    pub payload: Box<serde_json::value::RawValue>,
     /// Its priority.
     pub priority: i16,
     /// This attempt's number (1 for the first).
@@ -57,7 +58,9 @@ impl From<&ClaimedJob> for ClaimedView {
             id: c.id,
             queue: c.queue.clone(),
             kind: c.kind.clone(),
-            payload: json(&c.payload),
+            payload: backlog::view::raw_json(c.id, "payload", &c.payload).unwrap_or_else(|_| {
+                serde_json::value::to_raw_value(&c.payload).expect("a string serializes")
+            }),
             priority: c.priority,
             attempt: c.attempt,
             max_attempts: c.max_attempts,
