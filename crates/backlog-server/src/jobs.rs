@@ -8,7 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::AppState;
 use crate::auth::{Admin, Producer, Reader};
-use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody};
+use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody, count};
 use crate::view::{EnqueuedView, JobPage};
 use backlog::view::JobView;
 
@@ -147,16 +147,8 @@ pub struct ListQuery {
 
 impl ListQuery {
     /// The library's filter, checked.
-    pub fn opts(&self) -> backlog::Result<JobListOpts> {
-        let limit = self.limit.unwrap_or(100);
-        if !(1..=MAX_PAGE).contains(&limit) {
-            return Err(backlog::Error::ValueOutOfRange {
-                what: "limit",
-                value: limit as i64,
-                min: 1,
-                max: MAX_PAGE as i64,
-            });
-        }
+    pub fn opts(&self) -> ApiResult<JobListOpts> {
+        let limit = count("limit", self.limit, 100, MAX_PAGE)?;
         Ok(JobListOpts {
             queue: self.queue.clone().map(QueueName::new).transpose()?,
             state: self
