@@ -139,6 +139,8 @@ pub struct ListQuery {
     pub state: Option<String>,
     /// Only this kind.
     pub kind: Option<String>,
+    /// Only jobs with this unique key (any queue unless `queue` is given).
+    pub unique_key: Option<String>,
     /// Only ids after this one (the `next` of the previous page).
     pub after: Option<i64>,
     /// At most this many (1 to 1,000; default 100).
@@ -157,6 +159,7 @@ impl ListQuery {
                 .map(str::parse::<StateFilter>)
                 .transpose()?,
             kind: self.kind.clone().map(Kind::new).transpose()?,
+            unique_key: self.unique_key.clone().map(UniqueKey::new).transpose()?,
             after_id: self.after.unwrap_or(0),
             limit,
         })

@@ -225,6 +225,7 @@ pub async fn dead(
         queue: Some(QueueName::new(queue)?),
         state: Some(StateFilter::Stored(JobState::Dead)),
         kind: None,
+        unique_key: None,
         after_id: q.after.unwrap_or(0),
         limit,
     };

@@ -1006,6 +1006,8 @@ impl Backend for MySqlBackend {
             .bind(p.now)
             .bind(p.kind.as_ref().map(|k| k.as_str()))
             .bind(p.kind.as_ref().map(|k| k.as_str()))
+            .bind(p.unique_key.as_deref())
+            .bind(p.unique_key.as_deref())
             .bind(p.limit as i64)
             .fetch_all(&self.pool)
             .await

@@ -1115,6 +1115,7 @@ impl Backend for PgBackend {
             .bind(p.now)
             .bind(p.limit as i64)
             .bind(p.kind.as_ref().map(|k| k.as_str()))
+            .bind(p.unique_key.as_deref())
             .fetch_all(&self.pool)
             .await
             .db()?;
