@@ -270,6 +270,21 @@ pub struct Rescued {
     pub dead: bool,
 }
 
+/// The oldest open transaction of another session: while it stays open the database keeps every
+/// row version it might see (PostgreSQL's xmin horizon, InnoDB's purge), so finished jobs leave
+/// dead rows that slow claims until it ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OldestTransaction {
+    /// The session's process id (PostgreSQL) or connection id (MySQL).
+    pub pid: i64,
+    /// How long its transaction has been open.
+    pub age: Duration,
+    /// What the session is doing (`idle in transaction`, `active`, …).
+    pub state: String,
+    /// The application name or user it reported.
+    pub client: String,
+}
+
 /// Input of [`Backend::job_list`].
 #[derive(Debug, Clone)]
 pub struct JobListParams {
@@ -419,6 +434,12 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     async fn schema_version(&self) -> Result<i64>;
     /// Per queue, the `run_at` of its oldest due available job (queues with none are left out).
     async fn queue_oldest_due(&self, now: i64) -> Result<Vec<(String, i64)>>;
+    /// The oldest transaction another session holds open, where the database keeps row versions
+    /// for it (PostgreSQL, MySQL); `None` when there is none, or on an engine without the
+    /// problem (SQLite).
+    async fn db_oldest_transaction(&self) -> Result<Option<OldestTransaction>> {
+        Ok(None)
+    }
     /// Takes or renews the leadership of `name`: returns the term when `holder` leads.
     async fn leader_elect(&self, params: &LeaderParams) -> Result<Option<i64>>;
     /// Gives up the leadership of `name` if `holder` has it.

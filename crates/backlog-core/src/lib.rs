@@ -27,7 +27,8 @@ pub use backend::{
     JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams,
     JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams,
     JobPruneParams, JobReleaseParams, JobRescueParams, JobVacuumParams, LeaderParams,
-    MigrateReport, QueueRedriveParams, Rescued, TxClaim, WakeFn, complete_then_claim,
+    MigrateReport, OldestTransaction, QueueRedriveParams, Rescued, TxClaim, WakeFn,
+    complete_then_claim,
 };
 pub use backoff::backoff_delay;
 pub use clock::{Clock, ManualClock, SystemClock, now_micros};

@@ -202,6 +202,27 @@ pub async fn metrics(State(state): State<AppState>, _who: Reader) -> ApiResult<R
         archived,
     );
     register_totals(&mut registry, &client.totals().await?);
+    // Reading other sessions may need a privilege the database user lacks (MySQL: PROCESS):
+    // then this one metric is left out, not the whole scrape.
+    let oldest = client.oldest_transaction().await.unwrap_or_else(|e| {
+        tracing::debug!(error = %e, "oldest transaction not readable");
+        None
+    });
+    if let Some(t) = oldest {
+        let oldest = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        oldest
+            .get_or_create(&vec![
+                ("pid", t.pid.to_string()),
+                ("state", t.state),
+                ("client", t.client),
+            ])
+            .set(t.age.as_secs_f64());
+        registry.register(
+            "db_oldest_transaction_seconds",
+            "Age of the oldest transaction another session holds open (it keeps completed jobs' rows from being reclaimed)",
+            oldest,
+        );
+    }
 
     let mut body = String::new();
     encode(&mut body, &registry).map_err(|e| {

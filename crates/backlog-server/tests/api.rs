@@ -1000,6 +1000,24 @@ async fn metrics_and_readiness(engine: Engine) {
         .parse::<f64>()
         .unwrap();
     assert!((0.0..60.0).contains(&lag), "{lag}");
+    // A session idle in a transaction shows, with its pid, where the database keeps rows for it.
+    if engine == Engine::Postgres {
+        use sqlx::Connection as _;
+        let mut c = sqlx::PgConnection::connect(&api.db.url).await.unwrap();
+        sqlx::raw_sql("BEGIN; SELECT txid_current();")
+            .execute(&mut c)
+            .await
+            .unwrap();
+        let (_, body) = api.get("/metrics").await;
+        let text = body.as_str().unwrap();
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("backlog_db_oldest_transaction_seconds{")
+                    && l.contains("pid=")),
+            "{text}"
+        );
+        c.close().await.unwrap();
+    }
     let ready = api.ok(Method::GET, "/readyz", None).await;
     assert_eq!(ready["schema_version"], backlog::SCHEMA_VERSION);
     api.done().await;

@@ -11,9 +11,9 @@ use backlog_core::{
     CompleteClaimed, CronFireParams, DbErrorKind, EnqueueOutcome, Error, Job, JobClaimParams,
     JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams, JobFailParams,
     JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
-    JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName,
-    QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result, Retention, StatDepth, StatRow,
-    TxClaim,
+    JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob, OldestTransaction,
+    QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result,
+    Retention, StatDepth, StatRow, TxClaim,
 };
 use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlPoolOptions};
 use sqlx::query::Query;
@@ -829,6 +829,19 @@ impl Backend for MySqlBackend {
             .fetch_all(&self.pool)
             .await
             .db()
+    }
+
+    async fn db_oldest_transaction(&self) -> Result<Option<OldestTransaction>> {
+        let row: Option<(i64, f64, String, String)> = sqlx::query_as(q!("db_oldest_transaction"))
+            .fetch_optional(&self.pool)
+            .await
+            .db()?;
+        Ok(row.map(|(pid, age_s, state, client)| OldestTransaction {
+            pid,
+            age: std::time::Duration::from_secs_f64(age_s.max(0.0)),
+            state,
+            client,
+        }))
     }
 
     async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {

@@ -11,8 +11,9 @@ use backlog_core::{
     CompleteClaimed, CronFireParams, EnqueueOutcome, Job, JobClaimParams, JobCompleteClaimParams,
     JobCompleteParams, JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams,
     JobListParams, JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams,
-    JobVacuumParams, LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams,
-    QueueSettings, QueueStats, Rescued, Result, Retention, StatDepth, StatRow, TxClaim, WakeFn,
+    JobVacuumParams, LeaderParams, MigrateReport, NewJob, OldestTransaction, QueueInfo, QueueName,
+    QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result, Retention, StatDepth, StatRow,
+    TxClaim, WakeFn,
 };
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Row, Transaction};
@@ -978,6 +979,19 @@ impl Backend for PgBackend {
             .fetch_all(&self.pool)
             .await
             .db()
+    }
+
+    async fn db_oldest_transaction(&self) -> Result<Option<OldestTransaction>> {
+        let row: Option<(i64, f64, String, String)> = sqlx::query_as(q!("db_oldest_transaction"))
+            .fetch_optional(&self.pool)
+            .await
+            .db()?;
+        Ok(row.map(|(pid, age_s, state, client)| OldestTransaction {
+            pid,
+            age: std::time::Duration::from_secs_f64(age_s.max(0.0)),
+            state,
+            client,
+        }))
     }
 
     async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {

@@ -1453,6 +1453,55 @@ async fn stats_history_and_audit(db: Db) {
     );
 }
 
+/// A session idle in a transaction is seen, with its age: it keeps completed jobs' rows from
+/// being reclaimed. Other tests' sessions may be older; the one reported is never younger.
+async fn oldest_open_transaction(db: Db) {
+    use sqlx::Connection as _;
+    match db.engine {
+        harness::Engine::Sqlite => {
+            assert_eq!(db.b.db_oldest_transaction().await.unwrap(), None);
+        }
+        harness::Engine::Postgres => {
+            let mut c = sqlx::PgConnection::connect(&db.url).await.unwrap();
+            sqlx::raw_sql("BEGIN; SELECT txid_current();")
+                .execute(&mut c)
+                .await
+                .unwrap();
+            let ours: f64 = sqlx::query_scalar(
+                "SELECT EXTRACT(EPOCH FROM (clock_timestamp() - xact_start))::float8 \
+                 FROM pg_stat_activity WHERE pid = pg_backend_pid()",
+            )
+            .fetch_one(&mut c)
+            .await
+            .unwrap();
+            let t =
+                db.b.db_oldest_transaction()
+                    .await
+                    .unwrap()
+                    .expect("ours is open");
+            assert!(
+                t.age.as_secs_f64() >= ours,
+                "{t:?} younger than ours ({ours} s)"
+            );
+            c.close().await.unwrap();
+        }
+        harness::Engine::MySql => {
+            let mut c = sqlx::MySqlConnection::connect(&db.url).await.unwrap();
+            sqlx::raw_sql("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                .execute(&mut c)
+                .await
+                .unwrap();
+            let t =
+                db.b.db_oldest_transaction()
+                    .await
+                    .unwrap()
+                    .expect("ours is open");
+            assert!(t.pid > 0, "{t:?}");
+            c.close().await.unwrap();
+        }
+    }
+}
+
 async fn queue_settings_round_trip(db: Db) {
     let now = db.now;
     assert!(db.b.queue_get(&q("cfg")).await.unwrap().is_none());
@@ -2030,6 +2079,7 @@ harness::conformance!(
     queue_settings_round_trip,
     schema_version_and_oldest_due,
     stats_history_and_audit,
+    oldest_open_transaction,
     concurrent_claimers_never_share_a_job,
     concurrent_complete_claim_loops,
     transaction_claim_mode,

@@ -929,6 +929,12 @@ impl Client {
         self.backend.audit_list(params).await
     }
 
+    /// The oldest transaction another session holds open, where the database keeps row versions
+    /// for it (PostgreSQL, MySQL): the usual reason claims slow down while dead rows pile up.
+    pub async fn oldest_transaction(&self) -> Result<Option<backlog_core::OldestTransaction>> {
+        self.backend.db_oldest_transaction().await
+    }
+
     /// Every known queue.
     pub async fn queues(&self) -> Result<Vec<QueueInfo>> {
         self.backend.queue_list().await

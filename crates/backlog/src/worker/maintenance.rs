@@ -50,6 +50,10 @@ pub struct MaintenanceConfig {
     pub sample_every: Duration,
     /// Minutes of `backlog_stat` older than this are folded into each queue's all-time row.
     pub keep_history: Duration,
+    /// The leader warns (in its log, each prune pass) when another session has held a
+    /// transaction open longer than this: while it does, the database cannot reclaim completed
+    /// jobs' rows and claims slow down (PostgreSQL, MySQL). `None`: never.
+    pub warn_transaction_age: Option<Duration>,
 }
 
 impl Default for MaintenanceConfig {
@@ -67,6 +71,7 @@ impl Default for MaintenanceConfig {
             vacuum_min_dead: 10_000,
             sample_every: Duration::from_secs(60),
             keep_history: Duration::from_secs(7 * 24 * 3600),
+            warn_transaction_age: Some(Duration::from_secs(300)),
         }
     }
 }
@@ -230,6 +235,7 @@ impl Maintainer {
             self.prune(now).await?;
             let before = minute_of(now - self.cfg.keep_history.as_micros() as i64);
             self.client.backend().stat_prune(before).await?;
+            self.warn_long_transaction().await?;
             self.next_prune = now + self.cfg.prune_every.as_micros() as i64;
         }
         if now >= self.next_sample {
@@ -286,6 +292,39 @@ impl Maintainer {
                 );
             }
             self.last_fired.insert(p.name.clone(), tick);
+        }
+        Ok(())
+    }
+
+    /// Says so when another session's open transaction holds back the reclaiming of rows.
+    async fn warn_long_transaction(&self) -> Result<()> {
+        let Some(limit) = self.cfg.warn_transaction_age else {
+            return Ok(());
+        };
+        // Reading other sessions may need a privilege this user lacks (MySQL: PROCESS).
+        let oldest = match self.client.oldest_transaction().await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::debug!("cannot read the oldest transaction: {e}");
+                None
+            }
+        };
+        if let Some(t) = oldest
+            && t.age > limit
+        {
+            tracing::warn!(
+                pid = t.pid,
+                age_s = t.age.as_secs(),
+                state = %t.state,
+                client = %t.client,
+                "session {} ({}) has held a transaction open for {} s ({}): the database keeps \
+                 the rows of completed jobs until it ends, and claims slow down; end it, or set \
+                 idle_in_transaction_session_timeout (PostgreSQL) / wait_timeout (MySQL)",
+                t.pid,
+                t.client,
+                t.age.as_secs(),
+                t.state
+            );
         }
         Ok(())
     }
