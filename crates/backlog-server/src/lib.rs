@@ -5,7 +5,7 @@
 //! Map:
 //! - [`ServerConfig`] and [`serve`]: listen, authenticate, answer, shut down gracefully.
 //! - [`router`]: the routes, for embedding in your own axum app or testing in-process.
-//! - [`auth`]: bearer tokens with `read`, `produce` and `admin` scopes.
+//! - [`auth`]: bearer tokens with `read`, `produce` and `admin` scopes; `/api/v1/me`.
 //! - `jobs`, `queues`, `worker`, `ops`: the handlers; [`view`]: the JSON shapes they answer with.
 //! - [`error`]: every error as `{"error": {"code", "message"}}` with a status that means it.
 //!
@@ -154,6 +154,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))
         .routes(routes!(ops::openapi))
+        .routes(routes!(auth::me))
         .split_for_parts()
 }
 
