@@ -6,6 +6,7 @@ use backlog::{Client, JobState, QueueSettings, StateFilter};
 
 use crate::cli::{DeadCommand, JobCommand, QueueCommand, QueueSetArgs, queue_name};
 use crate::output;
+use backlog::view::JobView;
 
 fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(v)?);
@@ -34,10 +35,9 @@ pub async fn stats(client: &Client, queue: Option<String>, json: bool) -> anyhow
     let q = queue.as_deref().map(queue_name).transpose()?;
     let rows = client.stats(q.as_ref()).await?;
     if json {
-        let map: serde_json::Map<String, serde_json::Value> = rows
-            .iter()
-            .map(|(n, s)| Ok((n.clone(), serde_json::to_value(s)?)))
-            .collect::<anyhow::Result<_>>()?;
+        // Queues by name, each with its counts in the order of the text columns.
+        let map: std::collections::BTreeMap<&str, &backlog::QueueStats> =
+            rows.iter().map(|(n, s)| (n.as_str(), s)).collect();
         print_json(&map)?;
     } else {
         print!("{}", output::stats(&rows));
@@ -52,9 +52,7 @@ pub async fn job(client: &Client, cmd: JobCommand) -> anyhow::Result<ExitCode> {
         JobCommand::Show { id, json } => {
             let j = client.job(id).await?;
             if json {
-                let mut v = serde_json::to_value(&j)?;
-                v["reported_state"] = j.reported_state(now).into();
-                print_json(&v)?;
+                print_json(&JobView::of(&j, now)?)?;
             } else {
                 print!("{}", output::job(&j, now));
             }
@@ -69,21 +67,85 @@ pub async fn job(client: &Client, cmd: JobCommand) -> anyhow::Result<ExitCode> {
             let state = state.map(|s| s.parse::<StateFilter>()).transpose()?;
             let list = client.jobs(Some(&q), state, 0, limit).await?;
             if json {
-                print_json(&list)?;
+                print_json(&JobView::list(&list, now)?)?;
             } else {
                 print!("{}", output::jobs(&list, now));
             }
         }
-        JobCommand::Retry { id } => report(client.retry(id).await?),
-        JobCommand::Cancel { id } => report(client.cancel(id).await?),
-        JobCommand::Hold { id } => report(client.hold(id).await?),
-        JobCommand::Release { id } => report(client.unhold(id).await?),
+        JobCommand::Retry { id } => report(client, "job.retry", client.retry(id).await?).await,
+        JobCommand::Cancel { id } => report(client, "job.cancel", client.cancel(id).await?).await,
+        JobCommand::Hold { id } => report(client, "job.hold", client.hold(id).await?).await,
+        JobCommand::Release { id } => report(client, "job.release", client.unhold(id).await?).await,
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn report(j: backlog::Job) {
+/// Who the command acts as in the audit log: `cli:USER`.
+fn actor() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
+    format!("cli:{user}")
+}
+
+/// Records an action that has happened; a failure to record it is a warning, not an error.
+async fn audit(
+    client: &Client,
+    action: &str,
+    queue: &str,
+    job_id: Option<i64>,
+    detail: serde_json::Value,
+) {
+    if let Err(e) = client
+        .audit(&actor(), action, Some(queue), job_id, detail)
+        .await
+    {
+        eprintln!("warning: the audit log could not record {action}: {e}");
+    }
+}
+
+async fn report(client: &Client, action: &str, j: backlog::Job) {
+    let detail = serde_json::json!({"state": j.state.as_str()});
+    audit(client, action, &j.queue, Some(j.id), detail).await;
     println!("job {} is now {}", j.id, j.state);
+}
+
+/// `audit`: the operators' actions, newest first.
+pub async fn audit_log(
+    client: &Client,
+    queue: Option<String>,
+    limit: u32,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let entries = client
+        .audit_log(&backlog::AuditListParams {
+            before_id: i64::MAX,
+            queue: queue.as_deref().map(queue_name).transpose()?,
+            limit,
+        })
+        .await?;
+    if json {
+        let rows: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "id": e.id,
+                    "at": e.at,
+                    "at_rfc3339": backlog::view::rfc3339(e.at),
+                    "actor": e.actor,
+                    "action": e.action,
+                    "queue": e.queue,
+                    "job_id": e.job_id,
+                    "detail": serde_json::from_str::<serde_json::Value>(&e.detail)
+                        .unwrap_or(serde_json::Value::String(e.detail.clone())),
+                })
+            })
+            .collect();
+        print_json(&rows)?;
+    } else {
+        print!("{}", output::audit(&entries));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `dead …`.
@@ -99,14 +161,17 @@ pub async fn dead(client: &Client, cmd: DeadCommand) -> anyhow::Result<ExitCode>
                     limit,
                 )
                 .await?;
+            let now = client.now();
             if json {
-                print_json(&list)?;
+                print_json(&JobView::list(&list, now)?)?;
             } else {
-                print!("{}", output::jobs(&list, client.now()));
+                print!("{}", output::jobs(&list, now));
             }
         }
         DeadCommand::Redrive { queue, limit } => {
             let n = client.redrive(&queue_name(&queue)?, limit).await?;
+            let detail = serde_json::json!({"limit": limit, "redriven": n});
+            audit(client, "queue.redrive", &queue, None, detail).await;
             println!("{n}");
         }
     }
@@ -126,10 +191,12 @@ pub async fn queue(client: &Client, cmd: QueueCommand) -> anyhow::Result<ExitCod
         }
         QueueCommand::Pause { queue } => {
             client.queue_set_paused(&queue_name(&queue)?, true).await?;
+            audit(client, "queue.pause", &queue, None, serde_json::json!({})).await;
             println!("queue {queue} is paused");
         }
         QueueCommand::Resume { queue } => {
             client.queue_set_paused(&queue_name(&queue)?, false).await?;
+            audit(client, "queue.resume", &queue, None, serde_json::json!({})).await;
             println!("queue {queue} is running");
         }
         QueueCommand::Set(a) => {
@@ -161,6 +228,8 @@ pub async fn queue(client: &Client, cmd: QueueCommand) -> anyhow::Result<ExitCod
                 s.concurrency = Some(v);
             }
             client.queue_configure(&s).await?;
+            let detail = serde_json::to_value(&s)?;
+            audit(client, "queue.settings", s.name.as_str(), None, detail).await;
             print!("{}", output::settings(&s));
         }
         QueueCommand::Show { queue, json } => {

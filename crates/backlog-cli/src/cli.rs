@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use backlog::{Client, Kind, QueueName, StateFilter};
+use backlog::{Client, Kind, QueueName, SqlBackend, StateFilter};
 use clap::{Args, Parser, Subcommand};
 
 use crate::{admin, bench, demo, enqueue, serve, work};
@@ -58,6 +58,19 @@ pub enum Command {
     Bench(BenchArgs),
     /// Serves the HTTP API, Prometheus /metrics and health checks.
     Serve(ServeArgs),
+    /// The audit log: operators' actions (retry, cancel, hold, release, redrive, pause, resume,
+    /// settings), newest first, with who and when.
+    Audit {
+        /// Only this queue's.
+        #[arg(long)]
+        queue: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        limit: u32,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Bearer tokens for `serve`.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -372,6 +385,24 @@ pub fn kinds(v: &[String]) -> anyhow::Result<Vec<Kind>> {
     v.iter().map(|k| Ok(Kind::new(k.as_str())?)).collect()
 }
 
+/// The embedded SQLite database is the command's own file: its schema is created (or upgraded)
+/// on first use rather than after an error telling the user to run `backlog migrate`. A server
+/// database's schema belongs to whoever runs it, so PostgreSQL and MySQL keep requiring an
+/// explicit `backlog migrate` (and say so).
+async fn migrate_embedded(client: &Client, url: &str) -> anyhow::Result<()> {
+    if !matches!(client.sql(), Some(SqlBackend::Sqlite(_))) {
+        return Ok(());
+    }
+    let r = client.migrate().await?;
+    if !r.applied.is_empty() {
+        eprintln!(
+            "note: migrated {url} to schema version {} (applied {:?})",
+            r.current, r.applied
+        );
+    }
+    Ok(())
+}
+
 async fn connect(cli: &Cli) -> anyhow::Result<Client> {
     let client = Client::connect(&cli.database_url).await?;
     Ok(client.with_payload_limit(cli.payload_limit as usize))
@@ -399,7 +430,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         | Command::Dead(DeadCommand::Redrive { queue: q, .. })
         | Command::Queue(QueueCommand::Pause { queue: q })
         | Command::Queue(QueueCommand::Resume { queue: q })
-        | Command::Queue(QueueCommand::Show { queue: q, .. }) => {
+        | Command::Queue(QueueCommand::Show { queue: q, .. })
+        | Command::Audit { queue: Some(q), .. } => {
             queue_name(q)?;
         }
         Command::Queue(QueueCommand::Set(a)) => admin::check_set(a)?,
@@ -413,6 +445,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return serve::token(c);
     }
     let client = connect(&cli).await?;
+    if !matches!(cli.command, Command::Migrate) {
+        migrate_embedded(&client, &cli.database_url).await?;
+    }
     let code = match cli.command {
         Command::Migrate => {
             let r = client.migrate().await?;
@@ -433,6 +468,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dead(c) => admin::dead(&client, c).await?,
         Command::Queue(c) => admin::queue(&client, c).await?,
         Command::Demo { jobs } => demo::run(client, jobs).await?,
+        Command::Audit { queue, limit, json } => {
+            admin::audit_log(&client, queue, limit, json).await?
+        }
         Command::Serve(_) => serve::run(client, serve_config.expect("checked above")).await?,
         Command::Token(_) => unreachable!("handled before connecting"),
         Command::Bench(a) => {

@@ -90,16 +90,33 @@ pub fn jobs(list: &[Job], now: i64) -> String {
     s
 }
 
-/// `stats`.
+/// `stats`. ARCHIVED counts the jobs moved to `backlog_job_archive`, which the other columns no
+/// longer show.
 pub fn stats(rows: &[(String, QueueStats)]) -> String {
     let mut s = format!(
-        "{:<24} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8}\n",
-        "QUEUE", "AVAILABLE", "SCHEDULED", "RUNNING", "COMPLETED", "DEAD", "CANCELLED", "HELD"
+        "{:<24} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}\n",
+        "QUEUE",
+        "AVAILABLE",
+        "SCHEDULED",
+        "RUNNING",
+        "COMPLETED",
+        "DEAD",
+        "CANCELLED",
+        "HELD",
+        "ARCHIVED"
     );
     for (q, st) in rows {
         s.push_str(&format!(
-            "{:<24} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8}\n",
-            q, st.available, st.scheduled, st.running, st.completed, st.dead, st.cancelled, st.held
+            "{:<24} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}\n",
+            q,
+            st.available,
+            st.scheduled,
+            st.running,
+            st.completed,
+            st.dead,
+            st.cancelled,
+            st.held,
+            st.archived
         ));
     }
     s
@@ -139,6 +156,27 @@ pub fn queues(list: &[QueueInfo]) -> String {
             q.order.as_str(),
             q.retention.as_str(),
             q.max_attempts
+        ));
+    }
+    s
+}
+
+/// `audit`.
+pub fn audit(entries: &[backlog::AuditEntry]) -> String {
+    let mut s = format!(
+        "{:>6}  {:<24} {:<16} {:<15} {:<16} {:>8}  {}\n",
+        "ID", "AT", "ACTOR", "ACTION", "QUEUE", "JOB", "DETAIL"
+    );
+    for e in entries {
+        s.push_str(&format!(
+            "{:>6}  {:<24} {:<16} {:<15} {:<16} {:>8}  {}\n",
+            e.id,
+            time(e.at),
+            e.actor,
+            e.action,
+            e.queue.as_deref().unwrap_or("-"),
+            e.job_id.map_or("-".into(), |j| j.to_string()),
+            e.detail
         ));
     }
     s

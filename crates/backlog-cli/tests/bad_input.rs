@@ -180,18 +180,86 @@ fn bad_input_is_refused_and_changes_nothing() {
     );
 }
 
+/// A server database's schema is its owner's: without it every command says to migrate, and
+/// creates nothing.
+fn a_server_without_the_schema_says_to_migrate(engine: Engine) {
+    let db = TestDb::unmigrated(engine);
+    for args in [
+        &["stats"][..],
+        &["enqueue", "q", "{}"],
+        &["job", "list", "q", "--json"],
+        &["work", "q", "--drain", "--", "true"],
+    ] {
+        db.fails(args, "run `backlog migrate`");
+    }
+    let tables = match engine {
+        Engine::Postgres => "SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema()",
+        _ => "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE()",
+    };
+    assert_eq!(
+        db.sql(tables).trim(),
+        "0",
+        "a refused command created tables"
+    );
+    db.ok(&["migrate"]);
+    db.ok(&["enqueue", "q", "{}"]);
+    assert_eq!(db.stats()["q"]["available"], 1);
+}
+
 #[test]
-fn a_database_without_the_schema_says_to_migrate() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("empty.db").display());
-    let out = std::process::Command::new(common::BIN)
-        .args(["--database-url", &url, "stats"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
+fn postgres_without_the_schema_says_to_migrate() {
+    a_server_without_the_schema_says_to_migrate(Engine::Postgres);
+}
+
+#[test]
+fn mysql_without_the_schema_says_to_migrate() {
+    a_server_without_the_schema_says_to_migrate(Engine::MySql);
+}
+
+/// The embedded SQLite database migrates itself on first use: the first command on a fresh
+/// path works, says once on stderr what it did, and later commands say nothing.
+#[test]
+fn sqlite_migrates_itself_on_first_use() {
+    let db = TestDb::unmigrated(Engine::Sqlite);
+    assert!(!db.path("t.db").exists());
+    let out = db.run(&["enqueue", "q", r#"{"a":1}"#]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let id: i64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("run `backlog migrate`"),
+        err.contains(&format!("migrated {} to schema version", db.url)),
+        "{err}"
+    );
+    let out = db.run(&["job", "show", &id.to_string(), "--json"]);
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(job["payload"]["a"], 1);
+    assert_eq!(
+        db.ok(&["migrate"]).trim(),
+        format!(
+            "schema is at version {} (nothing to do)",
+            backlog::SCHEMA_VERSION
+        )
+    );
+
+    // Any command, on the default database in the working directory too.
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(common::BIN)
+        .args(["stats", "--json"])
+        .env_remove("BACKLOG_DATABASE_URL")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{}");
+    assert!(dir.path().join("backlog.db").exists());
 }

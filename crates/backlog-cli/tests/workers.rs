@@ -292,6 +292,97 @@ fn demo_runs_on_the_sqlite_default() {
     );
 }
 
+/// Waits for a process to exit by itself; kills it and fails the test after `limit`.
+fn exits_within(mut child: std::process::Child, limit: Duration) -> std::process::Output {
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// `work --kind a --drain` exits once no job of kind a is left, although jobs of other kinds
+/// (and one without a kind) still wait in the queue for a worker that takes them.
+fn drain_of_some_kinds(engine: Engine) {
+    let db = TestDb::new(engine);
+    db.ok(&["enqueue", "mixed", r#"{"n":1}"#, "--kind", "a"]);
+    db.ok(&["enqueue", "mixed", r#"{"n":2}"#, "--kind", "b"]);
+    db.ok(&["enqueue", "mixed", r#"{"n":3}"#]);
+    db.ok(&[
+        "enqueue",
+        "mixed",
+        r#"{"n":4}"#,
+        "--kind",
+        "a",
+        "--delay",
+        "1s",
+    ]);
+    let out = db.path("ran.txt");
+    let script = format!("cat >> {}; echo >> {}", out.display(), out.display());
+    let worker = db
+        .cmd(&[
+            "work", "mixed", "--kind", "a", "--drain", "--poll", "50ms", "--", "sh", "-c", &script,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let done = exits_within(worker, Duration::from_secs(30));
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    // Both jobs of kind a ran (the delayed one too: a drain waits for scheduled jobs), no other.
+    let mut ran: Vec<i64> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["n"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    ran.sort_unstable();
+    assert_eq!(ran, [1, 4]);
+    let stats = db.stats();
+    assert_eq!(stats["mixed"]["completed"], 2, "{stats}");
+    assert_eq!(stats["mixed"]["available"], 2, "{stats}");
+
+    // A worker of every kind takes the rest.
+    let worker = db
+        .cmd(&["work", "mixed", "--drain", "--poll", "50ms", "--", "true"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        exits_within(worker, Duration::from_secs(30))
+            .status
+            .success()
+    );
+    assert_eq!(db.stats()["mixed"]["completed"], 4);
+}
+
+#[test]
+fn sqlite_drain_of_some_kinds() {
+    drain_of_some_kinds(Engine::Sqlite);
+}
+
+#[test]
+fn postgres_drain_of_some_kinds() {
+    drain_of_some_kinds(Engine::Postgres);
+}
+
+#[test]
+fn mysql_drain_of_some_kinds() {
+    drain_of_some_kinds(Engine::MySql);
+}
+
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {

@@ -5,8 +5,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::{
-    ClaimedJob, EnqueueOutcome, Job, JobRef, JobState, Kind, NewJob, Ordering, QueueInfo,
-    QueueName, QueueSettings, QueueStats, Result, Retention, StateFilter,
+    AuditEntry, AuditListParams, ClaimedJob, EnqueueOutcome, Job, JobRef, JobState, Kind, NewJob,
+    Ordering, QueueInfo, QueueName, QueueSettings, QueueStats, Result, Retention, StatDepth,
+    StatRow, StateFilter,
 };
 
 /// Called with a queue name when jobs arrive in it.
@@ -260,6 +261,15 @@ pub struct JobRescueParams {
     pub limit: u32,
 }
 
+/// A job [`Backend::job_rescue`] made available again (or dead).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rescued {
+    /// Its queue.
+    pub queue: String,
+    /// It was on its last attempt and is dead now.
+    pub dead: bool,
+}
+
 /// Input of [`Backend::job_list`].
 #[derive(Debug, Clone)]
 pub struct JobListParams {
@@ -275,6 +285,19 @@ pub struct JobListParams {
     pub limit: u32,
     /// Now (to tell available from scheduled).
     pub now: i64,
+}
+
+/// Input of [`Backend::job_count_pending`].
+#[derive(Debug, Clone)]
+pub struct JobCountPendingParams {
+    /// Jobs of these queues.
+    pub queues: Vec<QueueName>,
+    /// Only jobs of these kinds (empty: any kind), as a worker limited to them claims: a job
+    /// without a kind is then left out too.
+    pub kinds: Vec<Kind>,
+    /// Count an available job only when it is due by this time; `None` counts it whenever it
+    /// is due (scheduled jobs and jobs waiting to retry included). Running jobs always count.
+    pub due_by: Option<i64>,
 }
 
 /// Input of [`Backend::queue_redrive`].
@@ -417,16 +440,18 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
         let _ = wake;
         Ok(false)
     }
-    /// Makes running jobs whose lease expired available again (or dead when out of attempts).
-    async fn job_rescue(&self, params: JobRescueParams) -> Result<u64>;
+    /// Makes running jobs whose lease expired available again (or dead when out of attempts);
+    /// one entry per job rescued.
+    async fn job_rescue(&self, params: JobRescueParams) -> Result<Vec<Rescued>>;
     /// One job by id.
     async fn job_get(&self, id: i64) -> Result<Option<Job>>;
     /// Jobs by queue and state, by id.
     async fn job_list(&self, params: JobListParams) -> Result<Vec<Job>>;
     /// An operator's action on a job that is not running.
     async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job>;
-    /// Jobs of these queues that are available, scheduled, waiting to retry or running.
-    async fn job_count_pending(&self, queues: &[QueueName]) -> Result<i64>;
+    /// Jobs of the queues and kinds that are available (due, scheduled or waiting to retry) or
+    /// running: what a worker of those queues and kinds has left to do.
+    async fn job_count_pending(&self, params: &JobCountPendingParams) -> Result<i64>;
     /// Moves a queue's dead jobs back to available.
     async fn queue_redrive(&self, params: QueueRedriveParams) -> Result<u64>;
     /// A queue's stored settings.
@@ -445,6 +470,21 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
         queue: Option<&QueueName>,
         now: i64,
     ) -> Result<Vec<(String, QueueStats)>>;
+    /// Adds counts to `backlog_stat`, each row to its queue and minute (depth is not written).
+    async fn stat_add(&self, rows: &[StatRow]) -> Result<()>;
+    /// Stores each queue's depth in its row of `minute`.
+    async fn stat_snapshot(&self, minute: i64, depths: &[(String, StatDepth)]) -> Result<()>;
+    /// The rows of minutes from `since` on (of one queue, or of all), oldest first.
+    async fn stat_history(&self, queue: Option<&QueueName>, since: i64) -> Result<Vec<StatRow>>;
+    /// Per queue, the sums over every row (its minute is 0, its depth `None`).
+    async fn stat_totals(&self) -> Result<Vec<StatRow>>;
+    /// Folds the rows of minutes before `before` into each queue's row of minute 0 and deletes
+    /// them, in one transaction (the totals do not change); returns the rows removed.
+    async fn stat_prune(&self, before: i64) -> Result<u64>;
+    /// Records an operator's action; returns its id.
+    async fn audit_add(&self, entry: &AuditEntry) -> Result<i64>;
+    /// Recorded actions, newest first.
+    async fn audit_list(&self, params: &AuditListParams) -> Result<Vec<AuditEntry>>;
     /// Closes the pool.
     async fn close(&self);
 }

@@ -18,15 +18,16 @@ mod duration;
 mod error;
 mod job;
 mod queue;
+mod stat;
 mod state;
 mod validate;
 
 pub use backend::{
     AdminAction, Backend, Capabilities, ClaimStrategy, CompleteClaimed, CronFireParams,
-    JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobFailParams, JobHeartbeatParams,
-    JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobReleaseParams,
-    JobRescueParams, JobVacuumParams, LeaderParams, MigrateReport, QueueRedriveParams, TxClaim,
-    WakeFn, complete_then_claim,
+    JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams,
+    JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams,
+    JobPruneParams, JobReleaseParams, JobRescueParams, JobVacuumParams, LeaderParams,
+    MigrateReport, QueueRedriveParams, Rescued, TxClaim, WakeFn, complete_then_claim,
 };
 pub use backoff::backoff_delay;
 pub use clock::{Clock, ManualClock, SystemClock, now_micros};
@@ -34,6 +35,9 @@ pub use duration::{format_duration, parse_duration};
 pub use error::{DbErrorKind, Error, Result};
 pub use job::{ClaimedJob, EnqueueOutcome, ErrorRecord, Job, JobRef, NewJob};
 pub use queue::{Ordering, QueueInfo, QueueSettings, QueueStats, Retention};
+pub use stat::{
+    AuditEntry, AuditListParams, StatCounts, StatDepth, StatRow, WAIT_BOUNDS_US, minute_of,
+};
 pub use state::{JobState, StateFilter};
 pub use validate::{
     DEFAULT_PAYLOAD_LIMIT, Kind, MAX_NAME_LEN, MAX_UNIQUE_KEY_LEN, Payload, QueueName, UniqueKey,

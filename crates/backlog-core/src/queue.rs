@@ -165,4 +165,7 @@ pub struct QueueStats {
     pub cancelled: i64,
     /// Held.
     pub held: i64,
+    /// Moved to `backlog_job_archive` (the queue's `archive` retention, or an archiving prune),
+    /// whatever state they finished in; these are no longer counted under their state.
+    pub archived: i64,
 }

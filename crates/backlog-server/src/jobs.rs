@@ -4,13 +4,13 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use backlog::{JobListOpts, Kind, NewJob, QueueName, StateFilter, UniqueKey, parse_duration};
 use serde::Deserialize;
-use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::AppState;
 use crate::auth::{Admin, Producer, Reader};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody};
-use crate::view::{EnqueuedView, JobPage, JobView};
+use crate::view::{EnqueuedView, JobPage};
+use backlog::view::JobView;
 
 /// Most jobs one batch enqueue takes.
 pub const MAX_BATCH: usize = 10_000;
@@ -23,8 +23,9 @@ pub const MAX_PAGE: u32 = 1_000;
 pub struct EnqueueRequest {
     /// The queue (created on first use).
     pub queue: String,
-    /// Any JSON value.
-    pub payload: Value,
+    /// Any JSON value. Kept as the text sent (no tree is built): stored as it came.
+    #[schema(value_type = serde_json::Value)]
+    pub payload: Box<serde_json::value::RawValue>,
     /// A kind, for typed handlers and filters.
     pub kind: Option<String>,
     /// Lower runs first (default 0).
@@ -40,7 +41,7 @@ pub struct EnqueueRequest {
 impl EnqueueRequest {
     fn into_job(self, state: &AppState) -> backlog::Result<NewJob> {
         let client = &state.client;
-        let mut job = client.new_job(&self.queue, &self.payload)?;
+        let mut job = client.new_job(&self.queue, &*self.payload)?;
         job.kind = self.kind.map(Kind::new).transpose()?;
         job.priority = self.priority.unwrap_or(0);
         job.max_attempts = self.max_attempts;
@@ -178,7 +179,7 @@ pub async fn page(state: &AppState, opts: JobListOpts) -> ApiResult<JobPage> {
         .then(|| jobs.last().map(|j| j.id))
         .flatten();
     Ok(JobPage {
-        jobs: jobs.iter().map(|j| JobView::new(j, now)).collect(),
+        jobs: JobView::list(&jobs, now)?,
         next,
     })
 }
@@ -207,7 +208,7 @@ pub async fn show(
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<ApiJson<JobView>> {
     let j = state.client.job(id).await?;
-    Ok(ApiJson(JobView::new(&j, state.client.now())))
+    Ok(ApiJson(JobView::of(&j, state.client.now())?))
 }
 
 macro_rules! admin_action {
@@ -224,8 +225,9 @@ macro_rules! admin_action {
             ApiPath(id): ApiPath<i64>,
         ) -> ApiResult<ApiJson<JobView>> {
             let j = state.client.$method(id).await?;
-            tracing::info!(actor = %who.name, job = id, action = stringify!($name), "job action");
-            Ok(ApiJson(JobView::new(&j, state.client.now())))
+            let action = concat!("job.", stringify!($name));
+            crate::audit(&state, &who, action, Some(&j.queue), Some(id), serde_json::json!({"state": j.state.as_str()})).await;
+            Ok(ApiJson(JobView::of(&j, state.client.now())?))
         }
     };
 }

@@ -23,6 +23,7 @@
 pub mod auth;
 mod dashboard;
 pub mod error;
+mod history;
 mod jobs;
 mod ops;
 mod queues;
@@ -129,6 +130,26 @@ impl utoipa::Modify for BearerAuth {
     }
 }
 
+/// Records an operator's action in the audit log. The action has happened: a failure to record
+/// it is logged, not answered.
+pub(crate) async fn audit(
+    state: &AppState,
+    who: &auth::Caller,
+    action: &str,
+    queue: Option<&str>,
+    job_id: Option<i64>,
+    detail: serde_json::Value,
+) {
+    tracing::info!(actor = %who.name, action, queue, job_id, "operator action");
+    if let Err(e) = state
+        .client
+        .audit(&who.name, action, queue, job_id, detail)
+        .await
+    {
+        tracing::error!(error = %e, action, "the audit log could not record an action");
+    }
+}
+
 /// Every route, and the OpenAPI document made from the same list (a route cannot be served
 /// without being documented).
 fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
@@ -153,6 +174,8 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(worker::claim))
         .routes(routes!(worker::complete_many))
         .routes(routes!(queues::stats))
+        .routes(routes!(history::history))
+        .routes(routes!(history::audit))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))

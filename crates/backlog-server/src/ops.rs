@@ -60,9 +60,91 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult<ApiJson<Ready>> 
 
 type Labels = Vec<(&'static str, String)>;
 
+/// A histogram whose buckets were counted elsewhere (in `backlog_stat`, by every process).
+/// Set once per scrape, behind a lock because a family hands its metrics out shared.
+#[derive(Debug, Default)]
+struct Counted(std::sync::Mutex<CountedData>);
+
+#[derive(Debug, Default)]
+struct CountedData {
+    sum: f64,
+    count: u64,
+    /// (upper bound in seconds, jobs in this bucket alone), the last bound infinite.
+    buckets: Vec<(f64, u64)>,
+}
+
+impl prometheus_client::encoding::EncodeMetric for Counted {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::MetricEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        let d = self.0.lock().expect("lock");
+        encoder.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            d.sum, d.count, &d.buckets, None,
+        )
+    }
+
+    fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+        prometheus_client::metrics::MetricType::Histogram
+    }
+}
+
+impl prometheus_client::metrics::TypedMetric for Counted {
+    const TYPE: prometheus_client::metrics::MetricType =
+        prometheus_client::metrics::MetricType::Histogram;
+}
+
+/// Registers the all-time counts of every queue: counters, and the wait histogram.
+fn register_totals(registry: &mut Registry, totals: &[backlog::StatRow]) {
+    use prometheus_client::metrics::counter::Counter;
+    type Count = fn(&backlog::StatCounts) -> i64;
+    let counters: [(&str, &str, Count); 6] = [
+        ("jobs_enqueued", "Jobs created", |c| c.enqueued),
+        ("jobs_started", "Attempts started (claims)", |c| c.started),
+        ("jobs_completed", "Jobs completed", |c| c.completed),
+        ("jobs_failed", "Failed attempts (retried or dead)", |c| {
+            c.failed
+        }),
+        ("jobs_dead", "Jobs that ended dead", |c| c.dead),
+        ("jobs_rescued", "Expired leases rescued", |c| c.rescued),
+    ];
+    for (name, help, get) in counters {
+        let family = Family::<Labels, Counter>::default();
+        for r in totals {
+            family
+                .get_or_create(&vec![("queue", r.queue.clone())])
+                .inc_by(get(&r.counts).max(0) as u64);
+        }
+        registry.register(name, help, family);
+    }
+    let waits = Family::<Labels, Counted>::default();
+    for r in totals {
+        let c = &r.counts;
+        let bounds = backlog::WAIT_BOUNDS_US
+            .iter()
+            .map(|us| *us as f64 / 1e6)
+            .chain([f64::MAX]); // printed as +Inf
+        let buckets: Vec<(f64, u64)> = bounds
+            .zip(c.wait.iter().map(|n| (*n).max(0) as u64))
+            .collect();
+        let m = waits.get_or_create(&vec![("queue", r.queue.clone())]);
+        *m.0.lock().expect("lock") = CountedData {
+            sum: c.wait_sum_us as f64 / 1e6,
+            count: buckets.iter().map(|b| b.1).sum(),
+            buckets,
+        };
+    }
+    registry.register(
+        "job_wait_seconds",
+        "Time from a job being due to its attempt starting",
+        waits,
+    );
+}
+
 /// Prometheus metrics, read from the database at each scrape so that every `serve` process
 /// reports the same numbers: jobs per queue and state, how long each queue's oldest due job has
-/// waited, and which queues are paused.
+/// waited, which queues are paused, and counters of what every process did (enqueued, started,
+/// completed, failed, dead, rescued) with the wait from due to start as a histogram.
 #[utoipa::path(get, path = "/metrics", tag = "ops",
     responses((status = 200, description = "Prometheus text exposition format", content_type = "text/plain")),
     security(("bearer" = [])))]
@@ -71,7 +153,11 @@ pub async fn metrics(State(state): State<AppState>, _who: Reader) -> ApiResult<R
     let mut registry = Registry::with_prefix("backlog");
 
     let jobs = Family::<Labels, Gauge>::default();
+    let archived = Family::<Labels, Gauge>::default();
     for (queue, s) in client.stats(None).await? {
+        archived
+            .get_or_create(&vec![("queue", queue.clone())])
+            .set(s.archived);
         for (st, n) in [
             ("available", s.available),
             ("scheduled", s.scheduled),
@@ -110,6 +196,12 @@ pub async fn metrics(State(state): State<AppState>, _who: Reader) -> ApiResult<R
         lag,
     );
     registry.register("queue_paused", "1 when the queue is paused", paused);
+    registry.register(
+        "jobs_archived",
+        "Jobs moved to backlog_job_archive by retention archive",
+        archived,
+    );
+    register_totals(&mut registry, &client.totals().await?);
 
     let mut body = String::new();
     encode(&mut body, &registry).map_err(|e| {

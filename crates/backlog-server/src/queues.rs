@@ -136,8 +136,18 @@ pub async fn configure(
     let mut s = state.client.queue_settings_stored(&name).await?;
     req.apply(&mut s)?;
     state.client.queue_configure(&s).await?;
-    tracing::info!(actor = %who.name, queue = %name.as_str(), "queue settings changed");
-    Ok(ApiJson(view(&state, &name).await?))
+    let v = view(&state, &name).await?;
+    let detail = serde_json::to_value(&v.settings).unwrap_or_default();
+    crate::audit(
+        &state,
+        &who,
+        "queue.settings",
+        Some(name.as_str()),
+        None,
+        detail,
+    )
+    .await;
+    Ok(ApiJson(v))
 }
 
 /// Pause a queue: it hands out no jobs until resumed (running jobs go on).
@@ -152,7 +162,15 @@ pub async fn pause(
 ) -> ApiResult<ApiJson<QueueView>> {
     let name = QueueName::new(queue)?;
     state.client.queue_set_paused(&name, true).await?;
-    tracing::info!(actor = %who.name, queue = %name.as_str(), "queue paused");
+    crate::audit(
+        &state,
+        &who,
+        "queue.pause",
+        Some(name.as_str()),
+        None,
+        serde_json::json!({}),
+    )
+    .await;
     Ok(ApiJson(view(&state, &name).await?))
 }
 
@@ -168,7 +186,15 @@ pub async fn resume(
 ) -> ApiResult<ApiJson<QueueView>> {
     let name = QueueName::new(queue)?;
     state.client.queue_set_paused(&name, false).await?;
-    tracing::info!(actor = %who.name, queue = %name.as_str(), "queue resumed");
+    crate::audit(
+        &state,
+        &who,
+        "queue.resume",
+        Some(name.as_str()),
+        None,
+        serde_json::json!({}),
+    )
+    .await;
     Ok(ApiJson(view(&state, &name).await?))
 }
 
@@ -252,7 +278,16 @@ pub async fn redrive(
         }));
     }
     let n = state.client.redrive(&name, limit).await?;
-    tracing::info!(actor = %who.name, queue = %name.as_str(), redriven = n, "dead jobs redriven");
+    let detail = serde_json::json!({"limit": limit, "redriven": n});
+    crate::audit(
+        &state,
+        &who,
+        "queue.redrive",
+        Some(name.as_str()),
+        None,
+        detail,
+    )
+    .await;
     Ok(ApiJson(RedriveResponse { redriven: n }))
 }
 

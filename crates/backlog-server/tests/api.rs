@@ -47,7 +47,7 @@ async fn enqueue_show_list_and_page(engine: Engine) {
         (&job["max_attempts"], &job["unique_key"]),
         (&json!(3), &json!("user-1"))
     );
-    assert!(job["created_at_time"].as_str().unwrap().ends_with('Z'));
+    assert!(job["created_at_rfc3339"].as_str().unwrap().ends_with('Z'));
 
     // The same unique key while the job is pending: 409, naming the holder.
     let taken = api
@@ -949,6 +949,15 @@ async fn tokens_and_scopes(engine: Engine) {
         .call_as(Some(ADMIN), Method::POST, "/api/v1/queues/s/pause", None)
         .await;
     assert_eq!(s, StatusCode::OK);
+    let (_, log) = api
+        .call_as(Some(READ), Method::GET, "/api/v1/audit", None)
+        .await;
+    let entries = log["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "refused actions are not recorded: {log}");
+    assert_eq!(
+        (&entries[0]["actor"], &entries[0]["action"]),
+        (&json!("ops"), &json!("queue.pause"))
+    );
     let (_, v) = api
         .call_as(Some(READ), Method::GET, &format!("/api/v1/jobs/{id}"), None)
         .await;
@@ -1007,7 +1016,150 @@ async fn metrics_and_readiness(engine: Engine) {
     api.done().await;
 }
 
+/// Counters and history come from what every process recorded in the database; every admin
+/// action lands in the audit log with who did it.
+async fn counters_history_and_audit(engine: Engine) {
+    let api = Api::new(engine).await;
+    let jobs: Vec<Value> = (0..3)
+        .map(|i| json!({"queue": "h", "payload": i}))
+        .collect();
+    api.ok(
+        Method::POST,
+        "/api/v1/jobs/batch",
+        Some(json!({ "jobs": jobs })),
+    )
+    .await;
+    let claimed = api
+        .ok(
+            Method::POST,
+            "/api/v1/queues/h/claim",
+            Some(json!({"limit": 3})),
+        )
+        .await;
+    let c = claimed["jobs"].as_array().unwrap();
+    let refs: Vec<Value> = c[..2]
+        .iter()
+        .map(|j| json!({"id": j["id"], "token": j["token"]}))
+        .collect();
+    api.ok(
+        Method::POST,
+        "/api/v1/queues/h/complete",
+        Some(json!({ "jobs": refs })),
+    )
+    .await;
+    api.ok(
+        Method::POST,
+        &format!("/api/v1/jobs/{}/fail", c[2]["id"]),
+        Some(json!({"token": c[2]["token"], "error": "no", "discard": true})),
+    )
+    .await;
+    api.db.client.flush_stats().await.unwrap();
+
+    let (_, body) = api.get("/metrics").await;
+    let text = body.as_str().unwrap();
+    for line in [
+        r#"backlog_jobs_enqueued_total{queue="h"} 3"#,
+        r#"backlog_jobs_started_total{queue="h"} 3"#,
+        r#"backlog_jobs_completed_total{queue="h"} 2"#,
+        r#"backlog_jobs_failed_total{queue="h"} 1"#,
+        r#"backlog_jobs_dead_total{queue="h"} 1"#,
+        r#"backlog_jobs_rescued_total{queue="h"} 0"#,
+        r#"backlog_job_wait_seconds_count{queue="h"} 3"#,
+        r#"backlog_job_wait_seconds_bucket{le="+Inf",queue="h"} 3"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
+
+    let h = api
+        .ok(Method::GET, "/api/v1/history?queue=h&minutes=5", None)
+        .await;
+    let minutes = h["minutes"].as_array().unwrap();
+    assert_eq!(minutes.len(), 5);
+    let sum = |k: &str| minutes.iter().map(|m| m[k].as_i64().unwrap()).sum::<i64>();
+    assert_eq!((sum("enqueued"), sum("completed"), sum("dead")), (3, 2, 1));
+    assert!(
+        minutes
+            .windows(2)
+            .all(|w| w[1]["minute"].as_i64() > w[0]["minute"].as_i64())
+    );
+    let all = api.ok(Method::GET, "/api/v1/history", None).await;
+    assert_eq!(all["minutes"].as_array().unwrap().len(), 60);
+    api.fails(
+        Method::GET,
+        "/api/v1/history?minutes=0",
+        None,
+        StatusCode::BAD_REQUEST,
+        "value_out_of_range",
+    )
+    .await;
+    api.fails(
+        Method::GET,
+        "/api/v1/history?queue=a%20b",
+        None,
+        StatusCode::BAD_REQUEST,
+        "queue_name_invalid",
+    )
+    .await;
+
+    // Admin actions are recorded, newest first, with the actor.
+    api.ok(Method::POST, "/api/v1/queues/h/pause", None).await;
+    api.ok(
+        Method::PATCH,
+        "/api/v1/queues/h",
+        Some(json!({"max_attempts": 7})),
+    )
+    .await;
+    api.ok(Method::POST, "/api/v1/queues/h/redrive", Some(json!({})))
+        .await;
+    api.ok(
+        Method::POST,
+        &format!("/api/v1/jobs/{}/cancel", c[2]["id"]),
+        None,
+    )
+    .await;
+    let log = api.ok(Method::GET, "/api/v1/audit?limit=3", None).await;
+    let actions: Vec<&str> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        vec!["job.cancel", "queue.redrive", "queue.settings"]
+    );
+    let e = &log["entries"];
+    assert_eq!(
+        (&e[0]["actor"], &e[0]["job_id"], &e[0]["queue"]),
+        (&json!("local"), &c[2]["id"], &json!("h"))
+    );
+    assert_eq!(e[1]["detail"]["redriven"], 1);
+    assert_eq!(e[2]["detail"]["max_attempts"], 7);
+    let older = api
+        .ok(
+            Method::GET,
+            &format!("/api/v1/audit?before={}", log["next"]),
+            None,
+        )
+        .await;
+    assert_eq!(older["entries"][0]["action"], "queue.pause");
+    assert_eq!(
+        api.ok(Method::GET, "/api/v1/audit?queue=other", None).await["entries"],
+        json!([])
+    );
+    api.fails(
+        Method::GET,
+        "/api/v1/audit?limit=5000",
+        None,
+        StatusCode::BAD_REQUEST,
+        "value_out_of_range",
+    )
+    .await;
+    api.done().await;
+}
+
 per_backend!(
+    counters_history_and_audit,
     enqueue_show_list_and_page,
     worker_protocol_is_fenced,
     queue_administration,

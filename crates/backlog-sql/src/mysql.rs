@@ -7,12 +7,13 @@ use std::str::FromStr;
 
 use async_trait::async_trait;
 use backlog_core::{
-    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
-    DbErrorKind, EnqueueOutcome, Error, Job, JobClaimParams, JobCompleteClaimParams,
-    JobCompleteParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
-    JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, LeaderParams,
-    MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats,
-    Result, Retention, TxClaim,
+    AdminAction, AuditEntry, AuditListParams, Backend, Capabilities, ClaimStrategy, ClaimedJob,
+    CompleteClaimed, CronFireParams, DbErrorKind, EnqueueOutcome, Error, Job, JobClaimParams,
+    JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams, JobFailParams,
+    JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
+    JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName,
+    QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result, Retention, StatDepth, StatRow,
+    TxClaim,
 };
 use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlPoolOptions};
 use sqlx::query::Query;
@@ -20,7 +21,10 @@ use sqlx::{AssertSqlSafe, Connection, MySql, MySqlConnection, MySqlPool, Row, Tr
 
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::dberror::{DbResultExt, connect_error};
-use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, unique_slot};
+use crate::rows::{
+    assign_ids, audit_from_row, bind_stat_counts, claimed_from_row, job_from_row, queue_from_row,
+    stat_from_row, unique_slot,
+};
 use crate::sqltext::{Migration, Ordered, question_list, question_rows, split_statements};
 use crate::{BackendConfig, shared};
 
@@ -44,6 +48,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 4,
         name: "lease_index",
         sql: include_str!("../migrations/mysql/0004_lease_index.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "operator",
+        sql: include_str!("../migrations/mysql/0005_operator.sql"),
     },
 ];
 
@@ -922,7 +931,7 @@ impl Backend for MySqlBackend {
         names.into_iter().map(QueueName::new).collect()
     }
 
-    async fn job_rescue(&self, p: JobRescueParams) -> Result<u64> {
+    async fn job_rescue(&self, p: JobRescueParams) -> Result<Vec<Rescued>> {
         // Lock the expired rows first (SKIP LOCKED), then update those by id: one statement would
         // wait on any row a transaction-mode claim holds open.
         retry_deadlock(|| async {
@@ -935,18 +944,30 @@ impl Backend for MySqlBackend {
                 .db()?;
             if ids.is_empty() {
                 tx.commit().await.db()?;
-                return Ok(0);
+                return Ok(vec![]);
             }
             let sql = with_list(q!("job_rescue"), "/*IDS*/", ids.len());
             let q = sqlx::query(sql).bind(p.now).bind(p.now).bind(p.now);
-            let res = padded(&ids)
+            padded(&ids)
                 .fold(q, |q, id| q.bind(id))
                 .bind(p.now)
                 .execute(&mut *tx)
                 .await
                 .db()?;
+            let sql = with_list(q!("job_rescued"), "/*IDS*/", ids.len());
+            let rows: Vec<(String, i64)> = padded(&ids)
+                .fold(sqlx::query_as(sql), |q, id| q.bind(id))
+                .fetch_all(&mut *tx)
+                .await
+                .db()?;
             tx.commit().await.db()?;
-            Ok(res.rows_affected())
+            Ok(rows
+                .into_iter()
+                .map(|(queue, dead)| Rescued {
+                    queue,
+                    dead: dead != 0,
+                })
+                .collect())
         })
         .await
     }
@@ -1010,15 +1031,23 @@ impl Backend for MySqlBackend {
         shared::admin_result(id, action, res.rows_affected(), job)
     }
 
-    async fn job_count_pending(&self, queues: &[QueueName]) -> Result<i64> {
-        if queues.is_empty() {
+    async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {
+        if p.queues.is_empty() {
             return Ok(0);
         }
-        let sql = with_list(q!("job_count_pending"), "/*QUEUES*/", queues.len());
-        let q = padded(queues).fold(sqlx::query_scalar(sql), |q, name| {
-            q.bind(name.as_str().to_owned())
-        });
-        q.fetch_one(&self.pool).await.db()
+        let sql = with_list(q!("job_count_pending"), "/*QUEUES*/", p.queues.len());
+        let kinds = shared::kinds_json(&p.kinds);
+        padded(&p.queues)
+            .fold(sqlx::query_scalar(sql), |q, name| {
+                q.bind(name.as_str().to_owned())
+            })
+            .bind(kinds.as_deref())
+            .bind(kinds.as_deref())
+            .bind(p.due_by)
+            .bind(p.due_by)
+            .fetch_one(&self.pool)
+            .await
+            .db()
     }
 
     async fn queue_redrive(&self, p: QueueRedriveParams) -> Result<u64> {
@@ -1124,6 +1153,8 @@ impl Backend for MySqlBackend {
         let rows = sqlx::query(q!("queue_stats"))
             .bind(now)
             .bind(name.clone())
+            .bind(name.clone())
+            .bind(name.clone())
             .bind(name)
             .fetch_all(&self.pool)
             .await
@@ -1135,7 +1166,8 @@ impl Backend for MySqlBackend {
                     r.try_get::<String, _>(0)?,
                     r.try_get::<String, _>(1)?,
                     r.try_get::<i64, _>(2)? != 0,
-                    r.try_get::<i64, _>(3)?,
+                    r.try_get::<i64, _>(3)? != 0,
+                    r.try_get::<i64, _>(4)?,
                 ))
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()
@@ -1148,6 +1180,95 @@ impl Backend for MySqlBackend {
                 .db()?,
         };
         shared::fold_stats(names, counts)
+    }
+
+    async fn stat_history(&self, queue: Option<&QueueName>, since: i64) -> Result<Vec<StatRow>> {
+        let rows = sqlx::query(q!("stat_history"))
+            .bind(since)
+            .bind(queue.map(|q| q.as_str()))
+            .bind(queue.map(|q| q.as_str()))
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
+    }
+
+    async fn stat_totals(&self) -> Result<Vec<StatRow>> {
+        let rows = sqlx::query(q!("stat_totals"))
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
+    }
+
+    async fn stat_prune(&self, before: i64) -> Result<u64> {
+        let mut tx = self.pool.begin().await.db()?;
+        sqlx::query(q!("stat_fold"))
+            .bind(before)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        let res = sqlx::query(q!("stat_prune"))
+            .bind(before)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        tx.commit().await.db()?;
+        Ok(res.rows_affected())
+    }
+
+    async fn audit_list(&self, p: &AuditListParams) -> Result<Vec<AuditEntry>> {
+        let rows = sqlx::query(q!("audit_list"))
+            .bind(p.before_id)
+            .bind(p.queue.as_ref().map(|q| q.as_str()))
+            .bind(p.queue.as_ref().map(|q| q.as_str()))
+            .bind(p.limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        rows.iter().map(|r| Ok(audit_from_row!(r))).collect()
+    }
+
+    async fn stat_add(&self, rows: &[StatRow]) -> Result<()> {
+        let mut tx = self.pool.begin().await.db()?;
+        for r in rows {
+            bind_stat_counts!(sqlx::query(q!("stat_add")), r)
+                .execute(&mut *tx)
+                .await
+                .db()?;
+        }
+        tx.commit().await.db()
+    }
+
+    async fn stat_snapshot(&self, minute: i64, depths: &[(String, StatDepth)]) -> Result<()> {
+        let mut tx = self.pool.begin().await.db()?;
+        for (queue, d) in depths {
+            sqlx::query(q!("stat_snapshot"))
+                .bind(queue.as_str())
+                .bind(minute)
+                .bind(d.available)
+                .bind(d.scheduled)
+                .bind(d.running)
+                .bind(d.dead)
+                .execute(&mut *tx)
+                .await
+                .db()?;
+        }
+        tx.commit().await.db()
+    }
+
+    async fn audit_add(&self, e: &AuditEntry) -> Result<i64> {
+        let res = sqlx::query(q!("audit_add"))
+            .bind(e.at)
+            .bind(e.actor.as_str())
+            .bind(e.action.as_str())
+            .bind(e.queue.as_deref())
+            .bind(e.job_id)
+            .bind(e.detail.as_str())
+            .execute(&self.pool)
+            .await
+            .db()?;
+        Ok(res.last_insert_id() as i64)
     }
 
     async fn close(&self) {

@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use backlog_core::{
-    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
-    EnqueueOutcome, Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobFailParams,
-    JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
-    JobReleaseParams, JobRescueParams, JobVacuumParams, LeaderParams, MigrateReport, NewJob,
-    QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Result, Retention,
-    TxClaim, WakeFn,
+    AdminAction, AuditEntry, AuditListParams, Backend, Capabilities, ClaimStrategy, ClaimedJob,
+    CompleteClaimed, CronFireParams, EnqueueOutcome, Job, JobClaimParams, JobCompleteClaimParams,
+    JobCompleteParams, JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams,
+    JobListParams, JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams,
+    JobVacuumParams, LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName, QueueRedriveParams,
+    QueueSettings, QueueStats, Rescued, Result, Retention, StatDepth, StatRow, TxClaim, WakeFn,
 };
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Row, Transaction};
@@ -20,7 +20,10 @@ use sqlx::{Connection, PgConnection, PgPool, Postgres, Row, Transaction};
 use crate::BackendConfig;
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::dberror::{DbResultExt, connect_error};
-use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, unique_slot};
+use crate::rows::{
+    assign_ids, audit_from_row, bind_stat_counts, claimed_from_row, job_from_row, queue_from_row,
+    stat_from_row, unique_slot,
+};
 use crate::shared::{self, ByToken, Completions, Tokens};
 use crate::sqltext::{self, Migration, Ordered};
 
@@ -44,6 +47,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 4,
         name: "lease_index",
         sql: include_str!("../migrations/postgres/0004_lease_index.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "operator",
+        sql: include_str!("../migrations/postgres/0005_operator.sql"),
     },
 ];
 
@@ -1068,14 +1076,17 @@ impl Backend for PgBackend {
         Ok(true)
     }
 
-    async fn job_rescue(&self, p: JobRescueParams) -> Result<u64> {
-        let res = sqlx::query(q!("job_rescue"))
+    async fn job_rescue(&self, p: JobRescueParams) -> Result<Vec<Rescued>> {
+        let rows: Vec<(String, bool)> = sqlx::query_as(q!("job_rescue"))
             .bind(p.now)
             .bind(p.limit as i64)
-            .execute(&self.pool)
+            .fetch_all(&self.pool)
             .await
             .db()?;
-        Ok(res.rows_affected())
+        Ok(rows
+            .into_iter()
+            .map(|(queue, dead)| Rescued { queue, dead })
+            .collect())
     }
 
     async fn job_get(&self, id: i64) -> Result<Option<Job>> {
@@ -1128,10 +1139,12 @@ impl Backend for PgBackend {
         shared::admin_result(id, action, res.rows_affected(), job)
     }
 
-    async fn job_count_pending(&self, queues: &[QueueName]) -> Result<i64> {
-        let names: Vec<String> = queues.iter().map(|q| q.as_str().to_owned()).collect();
+    async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {
+        let names: Vec<&str> = p.queues.iter().map(|q| q.as_str()).collect();
         sqlx::query_scalar(q!("job_count_pending"))
             .bind(names)
+            .bind(shared::kinds_vec(&p.kinds))
+            .bind(p.due_by)
             .fetch_one(&self.pool)
             .await
             .db()
@@ -1246,7 +1259,8 @@ impl Backend for PgBackend {
                     r.try_get::<String, _>(0)?,
                     r.try_get::<String, _>(1)?,
                     r.try_get::<bool, _>(2)?,
-                    r.try_get::<i64, _>(3)?,
+                    r.try_get::<bool, _>(3)?,
+                    r.try_get::<i64, _>(4)?,
                 ))
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()
@@ -1259,6 +1273,92 @@ impl Backend for PgBackend {
                 .db()?,
         };
         shared::fold_stats(names, counts)
+    }
+
+    async fn stat_history(&self, queue: Option<&QueueName>, since: i64) -> Result<Vec<StatRow>> {
+        let rows = sqlx::query(q!("stat_history"))
+            .bind(since)
+            .bind(queue.map(|q| q.as_str()))
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
+    }
+
+    async fn stat_totals(&self) -> Result<Vec<StatRow>> {
+        let rows = sqlx::query(q!("stat_totals"))
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
+    }
+
+    async fn stat_prune(&self, before: i64) -> Result<u64> {
+        let mut tx = self.pool.begin().await.db()?;
+        sqlx::query(q!("stat_fold"))
+            .bind(before)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        let res = sqlx::query(q!("stat_prune"))
+            .bind(before)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        tx.commit().await.db()?;
+        Ok(res.rows_affected())
+    }
+
+    async fn audit_list(&self, p: &AuditListParams) -> Result<Vec<AuditEntry>> {
+        let rows = sqlx::query(q!("audit_list"))
+            .bind(p.before_id)
+            .bind(p.queue.as_ref().map(|q| q.as_str()))
+            .bind(p.limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        rows.iter().map(|r| Ok(audit_from_row!(r))).collect()
+    }
+
+    async fn stat_add(&self, rows: &[StatRow]) -> Result<()> {
+        let mut tx = self.pool.begin().await.db()?;
+        for r in rows {
+            bind_stat_counts!(sqlx::query(q!("stat_add")), r)
+                .execute(&mut *tx)
+                .await
+                .db()?;
+        }
+        tx.commit().await.db()
+    }
+
+    async fn stat_snapshot(&self, minute: i64, depths: &[(String, StatDepth)]) -> Result<()> {
+        let mut tx = self.pool.begin().await.db()?;
+        for (queue, d) in depths {
+            sqlx::query(q!("stat_snapshot"))
+                .bind(queue.as_str())
+                .bind(minute)
+                .bind(d.available)
+                .bind(d.scheduled)
+                .bind(d.running)
+                .bind(d.dead)
+                .execute(&mut *tx)
+                .await
+                .db()?;
+        }
+        tx.commit().await.db()
+    }
+
+    async fn audit_add(&self, e: &AuditEntry) -> Result<i64> {
+        sqlx::query_scalar(q!("audit_add"))
+            .bind(e.at)
+            .bind(e.actor.as_str())
+            .bind(e.action.as_str())
+            .bind(e.queue.as_deref())
+            .bind(e.job_id)
+            .bind(e.detail.as_str())
+            .fetch_one(&self.pool)
+            .await
+            .db()
     }
 
     async fn close(&self) {

@@ -130,3 +130,82 @@ pub(crate) fn assign_ids(
 pub(crate) fn unique_slot(queue: &str, key: &str) -> String {
     format!("{queue}\u{0}{key}")
 }
+
+/// A `backlog_stat` row, as stat_history and stat_totals select it: queue, minute, the counts
+/// in column order, then available, scheduled, running, dead_total (NULL: no sample).
+macro_rules! stat_from_row {
+    ($row:expr) => {{
+        use sqlx::Row as _;
+        let row = $row;
+        let n = |i: usize| -> backlog_core::Result<i64> {
+            Ok(row.try_get::<Option<i64>, _>(i).db()?.unwrap_or(0))
+        };
+        let available: Option<i64> = row.try_get(16).db()?;
+        backlog_core::StatRow {
+            queue: row.try_get(0).db()?,
+            minute: row.try_get(1).db()?,
+            counts: backlog_core::StatCounts {
+                enqueued: n(2)?,
+                started: n(3)?,
+                completed: n(4)?,
+                failed: n(5)?,
+                dead: n(6)?,
+                rescued: n(7)?,
+                wait_sum_us: n(8)?,
+                wait: [n(9)?, n(10)?, n(11)?, n(12)?, n(13)?, n(14)?, n(15)?],
+            },
+            depth: match available {
+                None => None,
+                Some(available) => Some(backlog_core::StatDepth {
+                    available,
+                    scheduled: n(17)?,
+                    running: n(18)?,
+                    dead: n(19)?,
+                }),
+            },
+        }
+    }};
+}
+
+/// Binds a stat row's queue, minute and counts, in stat_add's order.
+macro_rules! bind_stat_counts {
+    ($query:expr, $row:expr) => {{
+        let r: &backlog_core::StatRow = $row;
+        let c = &r.counts;
+        $query
+            .bind(r.queue.as_str())
+            .bind(r.minute)
+            .bind(c.enqueued)
+            .bind(c.started)
+            .bind(c.completed)
+            .bind(c.failed)
+            .bind(c.dead)
+            .bind(c.rescued)
+            .bind(c.wait_sum_us)
+            .bind(c.wait[0])
+            .bind(c.wait[1])
+            .bind(c.wait[2])
+            .bind(c.wait[3])
+            .bind(c.wait[4])
+            .bind(c.wait[5])
+            .bind(c.wait[6])
+    }};
+}
+
+/// An audit entry, as audit_list selects it: id, at, actor, action, queue, job_id, detail.
+macro_rules! audit_from_row {
+    ($row:expr) => {{
+        use sqlx::Row as _;
+        let row = $row;
+        backlog_core::AuditEntry {
+            id: row.try_get(0).db()?,
+            at: row.try_get(1).db()?,
+            actor: row.try_get(2).db()?,
+            action: row.try_get(3).db()?,
+            queue: row.try_get(4).db()?,
+            job_id: row.try_get(5).db()?,
+            detail: row.try_get(6).db()?,
+        }
+    }};
+}
+pub(crate) use {audit_from_row, bind_stat_counts, stat_from_row};

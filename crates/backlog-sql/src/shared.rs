@@ -233,17 +233,22 @@ pub(crate) fn merge_queue_list(
     Ok(out.into_values().collect())
 }
 
-/// Stats from (queue, state, not-yet-due, count) rows; `names` are queues to list even when empty.
+/// Stats from (queue, state, not-yet-due, archived, count) rows; `names` are queues to list even
+/// when empty. Archived rows count as archived whatever state they finished in.
 pub(crate) fn fold_stats(
     names: Vec<String>,
-    counts: Vec<(String, String, bool, i64)>,
+    counts: Vec<(String, String, bool, bool, i64)>,
 ) -> Result<Vec<(String, QueueStats)>> {
     let mut out: BTreeMap<String, QueueStats> = names
         .into_iter()
         .map(|n| (n, QueueStats::default()))
         .collect();
-    for (queue, state, future, n) in counts {
+    for (queue, state, future, archived, n) in counts {
         let s = out.entry(queue).or_default();
+        if archived {
+            s.archived += n;
+            continue;
+        }
         let slot = match state.parse::<JobState>()? {
             JobState::Available if future => &mut s.scheduled,
             JobState::Available => &mut s.available,

@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use backlog_core::{
-    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
-    EnqueueOutcome, Error, Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
-    JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams,
-    JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob,
-    QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Result, Retention,
+    AdminAction, AuditEntry, AuditListParams, Backend, Capabilities, ClaimStrategy, ClaimedJob,
+    CompleteClaimed, CronFireParams, EnqueueOutcome, Error, Job, JobClaimParams,
+    JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams, JobFailParams,
+    JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
+    JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName,
+    QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result, Retention, StatDepth, StatRow,
     TxClaim,
 };
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -20,7 +21,10 @@ use sqlx::{AssertSqlSafe, Connection, Row, SqliteConnection, SqlitePool};
 use crate::BackendConfig;
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::dberror::{DbResultExt, connect_error};
-use crate::rows::{assign_ids, claimed_from_row, job_from_row, queue_from_row, unique_slot};
+use crate::rows::{
+    assign_ids, audit_from_row, bind_stat_counts, claimed_from_row, job_from_row, queue_from_row,
+    stat_from_row, unique_slot,
+};
 use crate::shared::{self, ByToken, Completions, Tokens};
 use crate::sqltext::{self, Migration, Ordered, question_rows};
 
@@ -44,6 +48,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 4,
         name: "lease_index",
         sql: include_str!("../migrations/sqlite/0004_lease_index.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "operator",
+        sql: include_str!("../migrations/sqlite/0005_operator.sql"),
     },
 ];
 
@@ -401,6 +410,22 @@ impl Backend for SqliteBackend {
     }
 
     async fn migrate(&self) -> Result<MigrateReport> {
+        // A schema already current is read without the write lock: the `backlog` command
+        // migrates the embedded database before every command, and should not queue behind a
+        // busy worker for nothing. Anything else (no table yet, a version missing) takes the
+        // locked path below, which decides under the lock.
+        let done: std::result::Result<Vec<i64>, _> =
+            sqlx::query_scalar("SELECT version FROM backlog_migration")
+                .fetch_all(&self.pool)
+                .await;
+        if let Ok(done) = done
+            && MIGRATIONS.iter().all(|m| done.contains(&m.version))
+        {
+            return Ok(MigrateReport {
+                applied: vec![],
+                current: crate::SCHEMA_VERSION,
+            });
+        }
         let mut conn = self.pool.acquire().await.db()?;
         // BEGIN IMMEDIATE takes the write lock up front: concurrent migrators queue behind it.
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
@@ -697,14 +722,17 @@ impl Backend for SqliteBackend {
         names.into_iter().map(QueueName::new).collect()
     }
 
-    async fn job_rescue(&self, p: JobRescueParams) -> Result<u64> {
-        let res = sqlx::query(q!("job_rescue"))
+    async fn job_rescue(&self, p: JobRescueParams) -> Result<Vec<Rescued>> {
+        let rows: Vec<(String, bool)> = sqlx::query_as(q!("job_rescue"))
             .bind(p.now)
             .bind(p.limit as i64)
-            .execute(&self.pool)
+            .fetch_all(&self.pool)
             .await
             .db()?;
-        Ok(res.rows_affected())
+        Ok(rows
+            .into_iter()
+            .map(|(queue, dead)| Rescued { queue, dead })
+            .collect())
     }
 
     async fn job_get(&self, id: i64) -> Result<Option<Job>> {
@@ -757,10 +785,12 @@ impl Backend for SqliteBackend {
         shared::admin_result(id, action, res.rows_affected(), job)
     }
 
-    async fn job_count_pending(&self, queues: &[QueueName]) -> Result<i64> {
-        let names: Vec<&str> = queues.iter().map(|q| q.as_str()).collect();
+    async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {
+        let names: Vec<&str> = p.queues.iter().map(|q| q.as_str()).collect();
         sqlx::query_scalar(q!("job_count_pending"))
             .bind(serde_json::to_string(&names).expect("strings serialize"))
+            .bind(shared::kinds_json(&p.kinds))
+            .bind(p.due_by)
             .fetch_one(&self.pool)
             .await
             .db()
@@ -875,7 +905,8 @@ impl Backend for SqliteBackend {
                     r.try_get::<String, _>(0)?,
                     r.try_get::<String, _>(1)?,
                     r.try_get::<i64, _>(2)? != 0,
-                    r.try_get::<i64, _>(3)?,
+                    r.try_get::<i64, _>(3)? != 0,
+                    r.try_get::<i64, _>(4)?,
                 ))
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()
@@ -888,6 +919,92 @@ impl Backend for SqliteBackend {
                 .db()?,
         };
         shared::fold_stats(names, counts)
+    }
+
+    async fn stat_history(&self, queue: Option<&QueueName>, since: i64) -> Result<Vec<StatRow>> {
+        let rows = sqlx::query(q!("stat_history"))
+            .bind(since)
+            .bind(queue.map(|q| q.as_str()))
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
+    }
+
+    async fn stat_totals(&self) -> Result<Vec<StatRow>> {
+        let rows = sqlx::query(q!("stat_totals"))
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
+    }
+
+    async fn stat_prune(&self, before: i64) -> Result<u64> {
+        let mut tx = self.pool.begin().await.db()?;
+        sqlx::query(q!("stat_fold"))
+            .bind(before)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        let res = sqlx::query(q!("stat_prune"))
+            .bind(before)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        tx.commit().await.db()?;
+        Ok(res.rows_affected())
+    }
+
+    async fn audit_list(&self, p: &AuditListParams) -> Result<Vec<AuditEntry>> {
+        let rows = sqlx::query(q!("audit_list"))
+            .bind(p.before_id)
+            .bind(p.queue.as_ref().map(|q| q.as_str()))
+            .bind(p.limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        rows.iter().map(|r| Ok(audit_from_row!(r))).collect()
+    }
+
+    async fn stat_add(&self, rows: &[StatRow]) -> Result<()> {
+        let mut tx = self.pool.begin().await.db()?;
+        for r in rows {
+            bind_stat_counts!(sqlx::query(q!("stat_add")), r)
+                .execute(&mut *tx)
+                .await
+                .db()?;
+        }
+        tx.commit().await.db()
+    }
+
+    async fn stat_snapshot(&self, minute: i64, depths: &[(String, StatDepth)]) -> Result<()> {
+        let mut tx = self.pool.begin().await.db()?;
+        for (queue, d) in depths {
+            sqlx::query(q!("stat_snapshot"))
+                .bind(queue.as_str())
+                .bind(minute)
+                .bind(d.available)
+                .bind(d.scheduled)
+                .bind(d.running)
+                .bind(d.dead)
+                .execute(&mut *tx)
+                .await
+                .db()?;
+        }
+        tx.commit().await.db()
+    }
+
+    async fn audit_add(&self, e: &AuditEntry) -> Result<i64> {
+        sqlx::query_scalar(q!("audit_add"))
+            .bind(e.at)
+            .bind(e.actor.as_str())
+            .bind(e.action.as_str())
+            .bind(e.queue.as_deref())
+            .bind(e.job_id)
+            .bind(e.detail.as_str())
+            .fetch_one(&self.pool)
+            .await
+            .db()
     }
 
     async fn close(&self) {

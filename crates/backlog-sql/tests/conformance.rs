@@ -72,6 +72,17 @@ async fn complete(db: &Db, refs: Vec<JobRef>, now: i64, retention: Retention) ->
     .unwrap()
 }
 
+/// Jobs of the queues left to do, of any kind and whenever due.
+async fn pending(db: &Db, queues: &[&str]) -> i64 {
+    db.b.job_count_pending(&JobCountPendingParams {
+        queues: queues.iter().map(|n| q(n)).collect(),
+        kinds: vec![],
+        due_by: None,
+    })
+    .await
+    .unwrap()
+}
+
 async fn migrate_is_idempotent_and_concurrent(db: Db) {
     let mut handles = vec![];
     for _ in 0..4 {
@@ -386,6 +397,57 @@ async fn kinds_filter_claims(db: Db) {
     assert_eq!(all.len(), 3);
 }
 
+async fn pending_counts_by_kind_and_due_time(db: Db) {
+    let now = db.now;
+    let kind = |k: &str| Kind::new(k).unwrap();
+    let of = |k: Option<&str>, run_at: i64| {
+        let mut j = job("pk", "{}");
+        j.kind = k.map(kind);
+        j.run_at = Some(run_at);
+        j
+    };
+    let later = now + 100 * SEC;
+    ids(
+        &db,
+        vec![
+            of(Some("a"), now),
+            of(Some("b"), now),
+            of(Some("b"), later),
+            of(None, now),
+            of(Some("c"), now),
+        ],
+        now,
+    )
+    .await;
+    // The "c" job runs; the others wait.
+    let mut p = claim("pk", 1, now, db.strategy());
+    p.kinds = vec![kind("c")];
+    assert_eq!(db.b.job_claim(&p).await.unwrap().len(), 1);
+    let count = |queues: &[&str], kinds: &[&str], due_by: Option<i64>| {
+        let params = JobCountPendingParams {
+            queues: queues.iter().map(|n| q(n)).collect(),
+            kinds: kinds.iter().map(|k| kind(k)).collect(),
+            due_by,
+        };
+        let b = db.b.clone();
+        async move { b.job_count_pending(&params).await.unwrap() }
+    };
+    assert_eq!(count(&["pk"], &[], None).await, 5);
+    assert_eq!(count(&["pk"], &[], Some(now)).await, 4, "not yet due");
+    // A worker of kind "a" has one job left although four others wait in its queue.
+    assert_eq!(count(&["pk"], &["a"], None).await, 1);
+    assert_eq!(count(&["pk"], &["b"], None).await, 2);
+    assert_eq!(count(&["pk"], &["b"], Some(now)).await, 1);
+    assert_eq!(
+        count(&["pk"], &["a", "b", "c"], None).await,
+        4,
+        "running counts"
+    );
+    assert_eq!(count(&["pk"], &["zzz"], None).await, 0);
+    assert_eq!(count(&["other"], &["a"], None).await, 0);
+    assert_eq!(count(&[], &[], None).await, 0);
+}
+
 async fn completion_retention(db: Db) {
     let now = db.now;
     let id = ids(&db, vec![job("r", "1"), job("r", "2"), job("r", "3")], now).await;
@@ -421,7 +483,7 @@ async fn completion_retention(db: Db) {
     // Moved out of the hot table; `job_get` still finds it in the archive.
     assert_eq!(db.archived(id[2]).await, Some("completed".to_string()));
     assert_eq!(state_of(&db, id[2]).await, JobState::Completed);
-    assert_eq!(db.b.job_count_pending(&[q("r")]).await.unwrap(), 0);
+    assert_eq!(pending(&db, &["r"]).await, 0);
     // A completed job is never handed out again.
     assert!(
         db.b.job_claim(&claim("r", 3, now + 10 * SEC, db.strategy()))
@@ -544,7 +606,7 @@ async fn complete_claim_completes_then_claims(db: Db) {
                 r.claimed.unwrap().is_empty(),
                 "a paused queue hands out nothing"
             );
-            assert_eq!(db.b.job_count_pending(&[q(&qn)]).await.unwrap(), 1);
+            assert_eq!(pending(&db, &[&qn]).await, 1);
         }
     }
 }
@@ -634,7 +696,8 @@ async fn fencing_after_lease_takeover(db: Db) {
             limit: 100
         })
         .await
-        .unwrap(),
+        .unwrap()
+        .len(),
         0
     );
     let later = now + 2 * SEC;
@@ -644,7 +707,8 @@ async fn fencing_after_lease_takeover(db: Db) {
             limit: 100
         })
         .await
-        .unwrap(),
+        .unwrap()
+        .len(),
         1
     );
     let rescued = db.b.job_get(id).await.unwrap().unwrap();
@@ -830,7 +894,8 @@ async fn release_and_heartbeat(db: Db) {
             limit: 10
         })
         .await
-        .unwrap(),
+        .unwrap()
+        .len(),
         0
     );
     assert_eq!(state_of(&db, id).await, JobState::Running);
@@ -851,7 +916,8 @@ async fn rescue_of_last_attempt_is_dead(db: Db) {
             limit: 10
         })
         .await
-        .unwrap(),
+        .unwrap()
+        .len(),
         1
     );
     let j = db.b.job_get(id).await.unwrap().unwrap();
@@ -879,8 +945,8 @@ async fn rescue_and_redrive_stay_within_their_limit(db: Db) {
             limit,
         })
     };
-    assert_eq!(rescue(2).await.unwrap(), 2);
-    assert_eq!(rescue(2).await.unwrap(), 1);
+    assert_eq!(rescue(2).await.unwrap().len(), 2);
+    assert_eq!(rescue(2).await.unwrap().len(), 1);
     for id in &id {
         assert_eq!(state_of(&db, *id).await, JobState::Dead);
     }
@@ -1005,10 +1071,7 @@ async fn operator_actions(db: Db) {
         1
     );
     assert_eq!(state_of(&db, id[2]).await, JobState::Available);
-    assert_eq!(
-        db.b.job_count_pending(&[q("ad"), q("none")]).await.unwrap(),
-        3
-    );
+    assert_eq!(pending(&db, &["ad", "none"]).await, 3);
 }
 
 async fn redrive_skips_taken_unique_keys(db: Db) {
@@ -1087,12 +1150,63 @@ async fn stats_and_lists(db: Db) {
             completed: 1,
             dead: 0,
             cancelled: 0,
-            held: 1
+            held: 1,
+            archived: 0,
         }
     );
     assert!(
         all.iter()
             .any(|(n, s)| n == "empty" && *s == QueueStats::default())
+    );
+    // Jobs the archive retention (or an archiving prune) moved out are counted as archived,
+    // whatever state they finished in, and no longer under that state.
+    let sa = ids(&db, (0..4).map(|_| job("sa", "{}")).collect(), now).await;
+    let c =
+        db.b.job_claim(&claim("sa", 4, now, db.strategy()))
+            .await
+            .unwrap();
+    let by_id = |i: i64| c.iter().find(|x| x.id == i).unwrap().job_ref();
+    complete(
+        &db,
+        vec![by_id(sa[0]), by_id(sa[1])],
+        now,
+        Retention::Archive,
+    )
+    .await;
+    complete(&db, vec![by_id(sa[2])], now, Retention::Keep).await;
+    db.b.job_fail(JobFailParams {
+        job: by_id(sa[3]),
+        now,
+        error: "no".into(),
+        retry_at: None,
+        cancelled: false,
+    })
+    .await
+    .unwrap();
+    let pruned =
+        db.b.job_prune(JobPruneParams {
+            queue: q("sa"),
+            state: JobState::Dead,
+            finished_before: now + 1,
+            limit: 10,
+            archive: true,
+        })
+        .await
+        .unwrap();
+    assert_eq!(pruned, 1);
+    let archived = QueueStats {
+        completed: 1,
+        archived: 3,
+        ..QueueStats::default()
+    };
+    let one = db.b.queue_stats(Some(&q("sa")), now).await.unwrap();
+    assert_eq!(one, vec![("sa".to_string(), archived.clone())]);
+    let all = db.b.queue_stats(None, now).await.unwrap();
+    assert_eq!(all.iter().find(|(n, _)| n == "sa").unwrap().1, archived);
+    assert_eq!(
+        all.iter().find(|(n, _)| n == "st").unwrap().1.archived,
+        0,
+        "another queue's archive is not counted"
     );
     let list = |state: Option<StateFilter>| {
         let b = db.b.clone();
@@ -1187,6 +1301,133 @@ async fn schema_version_and_oldest_due(db: Db) {
     oldest.sort();
     // lag_b's only job is not due and lag_c's is running: neither is behind.
     assert_eq!(oldest, vec![("lag_a".to_owned(), now - 5 * SEC)]);
+}
+
+async fn stats_history_and_audit(db: Db) {
+    let m1 = minute_of(db.now);
+    let m2 = m1 + 60 * SEC;
+    let row = |queue: &str, minute, f: &dyn Fn(&mut StatCounts)| {
+        let mut counts = StatCounts::default();
+        f(&mut counts);
+        StatRow {
+            queue: queue.into(),
+            minute,
+            counts,
+            depth: None,
+        }
+    };
+    db.b.stat_add(&[
+        row("s1", m1, &|c| {
+            c.enqueued = 3;
+            c.record_wait(500);
+        }),
+        row("s1", m2, &|c| c.completed = 4),
+    ])
+    .await
+    .unwrap();
+    // Another process adds to the same minute.
+    db.b.stat_add(&[
+        row("s1", m1, &|c| c.enqueued = 2),
+        row("s2", m2, &|c| {
+            c.failed = 1;
+            c.dead = 1;
+            c.record_wait(120 * SEC);
+        }),
+    ])
+    .await
+    .unwrap();
+    let depth = StatDepth {
+        available: 1,
+        scheduled: 2,
+        running: 3,
+        dead: 4,
+    };
+    db.b.stat_snapshot(m2, &[("s1".into(), depth)])
+        .await
+        .unwrap();
+
+    let all = db.b.stat_history(None, m1).await.unwrap();
+    let keys: Vec<(&str, i64)> = all.iter().map(|r| (r.queue.as_str(), r.minute)).collect();
+    assert_eq!(keys, vec![("s1", m1), ("s1", m2), ("s2", m2)]);
+    assert_eq!(all[0].counts.enqueued, 5);
+    assert_eq!((all[0].counts.wait[0], all[0].counts.wait_sum_us), (1, 500));
+    assert_eq!(all[0].depth, None);
+    assert_eq!((all[1].counts.completed, all[1].depth), (4, Some(depth)));
+    assert_eq!(all[2].counts.wait[6], 1, "over 60 s");
+    let s2 = db.b.stat_history(Some(&q("s2")), m1).await.unwrap();
+    assert_eq!((s2.len(), s2[0].counts.dead), (1, 1));
+    assert_eq!(db.b.stat_history(None, m2).await.unwrap().len(), 2);
+
+    let totals = |t: Vec<StatRow>| -> Vec<(String, i64, i64, i64)> {
+        t.into_iter()
+            .map(|r| {
+                (
+                    r.queue,
+                    r.counts.enqueued,
+                    r.counts.completed,
+                    r.counts.failed,
+                )
+            })
+            .collect()
+    };
+    let before = totals(db.b.stat_totals().await.unwrap());
+    assert_eq!(before, vec![("s1".into(), 5, 4, 0), ("s2".into(), 0, 0, 1)]);
+    // Pruning folds old minutes into minute 0: history loses them, totals do not change.
+    assert_eq!(db.b.stat_prune(m2).await.unwrap(), 1);
+    assert_eq!(totals(db.b.stat_totals().await.unwrap()), before);
+    assert_eq!(db.b.stat_history(None, 1).await.unwrap().len(), 2);
+    assert_eq!(db.b.stat_prune(m2).await.unwrap(), 0);
+    assert_eq!(totals(db.b.stat_totals().await.unwrap()), before);
+
+    // The audit log, newest first, paged and filtered by queue.
+    let mut ids = vec![];
+    for (i, (action, queue)) in [
+        ("queue.pause", "a1"),
+        ("job.retry", "a2"),
+        ("queue.settings", "a1"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let e = AuditEntry {
+            id: 0,
+            at: db.now + i as i64,
+            actor: "ops".into(),
+            action: action.into(),
+            queue: Some(queue.into()),
+            job_id: (action == "job.retry").then_some(42),
+            detail: format!(r#"{{"n": {i}}}"#),
+        };
+        ids.push(db.b.audit_add(&e).await.unwrap());
+    }
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    let list = |before_id, queue: Option<&str>, limit| AuditListParams {
+        before_id,
+        queue: queue.map(q),
+        limit,
+    };
+    let newest = db.b.audit_list(&list(i64::MAX, None, 2)).await.unwrap();
+    assert_eq!(
+        newest.iter().map(|e| e.action.as_str()).collect::<Vec<_>>(),
+        vec!["queue.settings", "job.retry"]
+    );
+    assert_eq!(newest[1].job_id, Some(42));
+    let detail: serde_json::Value = serde_json::from_str(&newest[0].detail).unwrap();
+    assert_eq!(detail, serde_json::json!({"n": 2}));
+    let older =
+        db.b.audit_list(&list(newest[1].id, None, 10))
+            .await
+            .unwrap();
+    assert_eq!((older.len(), older[0].id), (1, ids[0]));
+    let a1 =
+        db.b.audit_list(&list(i64::MAX, Some("a1"), 10))
+            .await
+            .unwrap();
+    assert_eq!(a1.len(), 2);
+    assert!(
+        a1.iter()
+            .all(|e| e.queue.as_deref() == Some("a1") && e.actor == "ops")
+    );
 }
 
 async fn queue_settings_round_trip(db: Db) {
@@ -1329,7 +1570,7 @@ async fn concurrent_complete_claim_loops(db: Db) {
             completed, n,
             "a claimed job could not be completed ({strategy:?})"
         );
-        assert_eq!(db.b.job_count_pending(&[q(&qn)]).await.unwrap(), 0);
+        assert_eq!(pending(&db, &[&qn]).await, 0);
     }
 }
 
@@ -1409,7 +1650,8 @@ async fn transaction_claim_never_stalls_others(db: Db) {
     )
     .await
     .expect("the rescue waited on the row a transaction claim holds")
-    .unwrap();
+    .unwrap()
+    .len();
     assert_eq!(rescued, 1, "only the lease-mode job is rescued");
     assert_eq!(state_of(&db, lost).await, JobState::Available);
     for strategy in db.strategies() {
@@ -1749,6 +1991,7 @@ harness::conformance!(
     delayed_jobs_wait_for_run_at,
     paused_queues_hand_out_nothing,
     kinds_filter_claims,
+    pending_counts_by_kind_and_due_time,
     completion_retention,
     complete_claim_completes_then_claims,
     one_claims_batch_is_fenced_job_by_job,
@@ -1762,6 +2005,7 @@ harness::conformance!(
     stats_and_lists,
     queue_settings_round_trip,
     schema_version_and_oldest_due,
+    stats_history_and_audit,
     concurrent_claimers_never_share_a_job,
     concurrent_complete_claim_loops,
     transaction_claim_mode,

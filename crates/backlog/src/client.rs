@@ -9,8 +9,8 @@ use backlog_sql::{JobConnection, JobTx, SqlBackend};
 
 use backlog_core::{
     AdminAction, Backend, ClaimStrategy, ClaimedJob, Clock, CompleteClaimed, EnqueueOutcome, Error,
-    Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobFailParams,
-    JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobRef,
+    Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams,
+    JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobRef,
     JobReleaseParams, JobRescueParams, JobState, Kind, MigrateReport, NewJob, Payload, QueueInfo,
     QueueName, QueueRedriveParams, QueueSettings, QueueStats, Result, StateFilter, SystemClock,
     TxClaim, backoff_delay,
@@ -146,6 +146,8 @@ pub struct Client {
     last_queue: Mutex<Option<QueueName>>,
     last_rescue: AtomicI64,
     sql: Option<SqlBackend>,
+    /// Counts not yet added to `backlog_stat`.
+    stats: Arc<crate::stats::Recorder>,
     wakers: Arc<Wakers>,
     listening: tokio::sync::OnceCell<bool>,
 }
@@ -210,6 +212,7 @@ impl Client {
             last_queue: Mutex::new(None),
             last_rescue: AtomicI64::new(i64::MIN),
             sql: None,
+            stats: Arc::default(),
             wakers: Arc::new(Wakers::default()),
             listening: tokio::sync::OnceCell::new(),
         }
@@ -342,16 +345,21 @@ impl Client {
         }
         let queues: Vec<QueueName> = NewJob::queues_of(&jobs).into_iter().cloned().collect();
         self.ensure_queues(&queues).await?;
+        let runs = queue_runs(&jobs);
+        let now = self.now();
         let out = self
             .backend
-            .job_insert(JobInsertParams {
-                jobs,
-                now: self.now(),
-            })
+            .job_insert(JobInsertParams { jobs, now })
             .await?;
         // Workers of this process wake at once.
         for q in &queues {
             self.wakers.wake(q.as_str());
+        }
+        for (queue, range) in runs {
+            let created = out[range].iter().filter(|o| o.created).count() as i64;
+            if created > 0 {
+                self.record(queue.as_str(), now, |c| c.enqueued += created);
+            }
         }
         Ok(out)
     }
@@ -413,12 +421,21 @@ impl Client {
 
     /// Rescues expired leases now (up to 1,000 jobs).
     pub async fn rescue(&self) -> Result<u64> {
-        self.backend
+        let now = self.now();
+        let rescued = self
+            .backend
             .job_rescue(JobRescueParams {
-                now: self.now(),
+                now,
                 limit: RESCUE_BATCH,
             })
-            .await
+            .await?;
+        for r in &rescued {
+            self.record(&r.queue, now, |c| {
+                c.rescued += 1;
+                c.dead += i64::from(r.dead);
+            });
+        }
+        Ok(rescued.len() as u64)
     }
 
     fn claim_params(&self, opts: &ClaimOpts, settings: &QueueSettings) -> JobClaimParams {
@@ -440,9 +457,12 @@ impl Client {
     pub async fn claim(&self, opts: &ClaimOpts) -> Result<Vec<ClaimedJob>> {
         self.rescue_if_due().await?;
         let settings = self.queue_settings(&opts.queue).await?;
-        self.backend
+        let claimed = self
+            .backend
             .job_claim(&self.claim_params(opts, &settings))
-            .await
+            .await?;
+        self.record_started(&opts.queue, &claimed);
+        Ok(claimed)
     }
 
     /// Completes a worker's finished jobs of `opts.queue` and claims the next ones, in one
@@ -478,6 +498,13 @@ impl Client {
                 expect_jobs,
             })
             .await?;
+        if !r.completed.is_empty() {
+            let n = r.completed.len() as i64;
+            self.record(opts.queue.as_str(), self.now(), |c| c.completed += n);
+        }
+        if let Ok(claimed) = &r.claimed {
+            self.record_started(&opts.queue, claimed);
+        }
         let full = matches!(&r.claimed, Ok(c) if c.len() >= limit);
         if full != expect_jobs {
             let mut busy = self.busy.lock().expect("lock");
@@ -495,7 +522,11 @@ impl Client {
         let settings = self.queue_settings(&opts.queue).await?;
         let mut p = self.claim_params(opts, &settings);
         p.limit = 1;
-        self.backend.job_claim_tx(&p).await
+        let claim = self.backend.job_claim_tx(&p).await?;
+        if let Some(c) = &claim {
+            self.record_started(&opts.queue, std::slice::from_ref(c.job()));
+        }
+        Ok(claim)
     }
 
     /// Completes a job, fenced by its lease token (`LeaseLost` if the lease is gone).
@@ -517,15 +548,18 @@ impl Client {
         let mut done = vec![];
         for (queue, refs) in by_queue {
             let settings = self.queue_settings(&QueueName::new(queue)?).await?;
-            done.extend(
-                self.backend
-                    .job_complete(JobCompleteParams {
-                        jobs: refs,
-                        now: self.now(),
-                        retention: settings.retention,
-                    })
-                    .await?,
-            );
+            let now = self.now();
+            let completed = self
+                .backend
+                .job_complete(JobCompleteParams {
+                    jobs: refs,
+                    now,
+                    retention: settings.retention,
+                })
+                .await?;
+            let n = completed.len() as i64;
+            self.record(queue, now, |c| c.completed += n);
+            done.extend(completed);
         }
         Ok(done)
     }
@@ -538,13 +572,18 @@ impl Client {
             return Ok(vec![]);
         }
         let settings = self.queue_settings(queue).await?;
-        self.backend
+        let now = self.now();
+        let done = self
+            .backend
             .job_complete(JobCompleteParams {
                 jobs,
-                now: self.now(),
+                now,
                 retention: settings.retention,
             })
-            .await
+            .await?;
+        let n = done.len() as i64;
+        self.record(queue.as_str(), now, |c| c.completed += n);
+        Ok(done)
     }
 
     /// Records a failed attempt: retry after capped exponential backoff with jitter, or dead when
@@ -576,10 +615,11 @@ impl Client {
         error: &str,
         outcome: FailOutcome,
     ) -> Result<()> {
+        let now = self.now();
         self.backend
             .job_fail(JobFailParams {
                 job: job.job_ref(),
-                now: self.now(),
+                now,
                 error: error.to_owned(),
                 retry_at: match outcome {
                     FailOutcome::Retry { at } => Some(at),
@@ -587,7 +627,52 @@ impl Client {
                 },
                 cancelled: outcome == FailOutcome::Cancelled,
             })
-            .await
+            .await?;
+        self.record_failure(&job.queue, outcome);
+        Ok(())
+    }
+
+    /// Counts a failed attempt (a cancel is not one).
+    pub(crate) fn record_failure(&self, queue: &str, outcome: FailOutcome) {
+        match outcome {
+            FailOutcome::Retry { .. } => self.record(queue, self.now(), |c| c.failed += 1),
+            FailOutcome::Dead => self.record(queue, self.now(), |c| {
+                c.failed += 1;
+                c.dead += 1;
+            }),
+            FailOutcome::Cancelled => {}
+        }
+    }
+
+    /// Counts in this process's share of `backlog_stat` (flushed every few seconds).
+    pub(crate) fn record(
+        &self,
+        queue: &str,
+        now: i64,
+        f: impl FnOnce(&mut backlog_core::StatCounts),
+    ) {
+        self.stats.record(queue, now, f);
+        self.stats.start_flusher(&self.backend);
+    }
+
+    /// Counts claimed jobs as started, with each one's wait from due to start.
+    fn record_started(&self, queue: &QueueName, claimed: &[ClaimedJob]) {
+        if claimed.is_empty() {
+            return;
+        }
+        let now = self.now();
+        self.record(queue.as_str(), now, |c| {
+            c.started += claimed.len() as i64;
+            for j in claimed {
+                c.record_wait(now - j.run_at.max(j.created_at));
+            }
+        });
+    }
+
+    /// Adds this process's counts to `backlog_stat` now (a task also does every few seconds,
+    /// and [`Client::close`] once more). Counts that could not be written are kept.
+    pub async fn flush_stats(&self) -> Result<()> {
+        crate::stats::flush(&self.stats, &*self.backend).await
     }
 
     /// Puts a running job back to available after `delay`, without consuming an attempt
@@ -747,9 +832,28 @@ impl Client {
             .await
     }
 
-    /// Jobs of these queues that are available, scheduled, waiting to retry or running.
-    pub async fn pending(&self, queues: &[QueueName]) -> Result<i64> {
-        self.backend.job_count_pending(queues).await
+    /// Jobs of these queues and kinds (empty: any kind) that are available, scheduled, waiting
+    /// to retry or running.
+    pub async fn pending(&self, queues: &[QueueName], kinds: &[Kind]) -> Result<i64> {
+        self.backend
+            .job_count_pending(&JobCountPendingParams {
+                queues: queues.to_vec(),
+                kinds: kinds.to_vec(),
+                due_by: None,
+            })
+            .await
+    }
+
+    /// Jobs of these queues and kinds (empty: any kind) that are due now or running: what is
+    /// left once jobs scheduled for later are set aside.
+    pub async fn pending_due(&self, queues: &[QueueName], kinds: &[Kind]) -> Result<i64> {
+        self.backend
+            .job_count_pending(&JobCountPendingParams {
+                queues: queues.to_vec(),
+                kinds: kinds.to_vec(),
+                due_by: Some(self.now()),
+            })
+            .await
     }
 
     /// Job counts per queue and state.
@@ -771,6 +875,54 @@ impl Client {
             .into_iter()
             .map(|(q, at)| (q, Duration::from_micros((now - at).max(0) as u64)))
             .collect())
+    }
+
+    /// What happened per minute over the last `minutes` minutes (this one included), of one
+    /// queue or of all, oldest first; minutes nothing happened in have no row.
+    pub async fn history(
+        &self,
+        queue: Option<&QueueName>,
+        minutes: u32,
+    ) -> Result<Vec<backlog_core::StatRow>> {
+        let since = backlog_core::minute_of(self.now()) - (minutes.max(1) as i64 - 1) * 60_000_000;
+        self.backend.stat_history(queue, since).await
+    }
+
+    /// Per queue, everything counted since the queue began (counters that only grow), summed
+    /// over every process.
+    pub async fn totals(&self) -> Result<Vec<backlog_core::StatRow>> {
+        self.backend.stat_totals().await
+    }
+
+    /// Records an operator's action in the audit log (`backlog_audit`): who (`actor`), what
+    /// (`action`, e.g. `job.retry`), on which queue or job, with details as JSON.
+    pub async fn audit(
+        &self,
+        actor: &str,
+        action: &str,
+        queue: Option<&str>,
+        job_id: Option<i64>,
+        detail: serde_json::Value,
+    ) -> Result<i64> {
+        self.backend
+            .audit_add(&backlog_core::AuditEntry {
+                id: 0,
+                at: self.now(),
+                actor: actor.to_owned(),
+                action: action.to_owned(),
+                queue: queue.map(str::to_owned),
+                job_id,
+                detail: detail.to_string(),
+            })
+            .await
+    }
+
+    /// The audit log, newest first.
+    pub async fn audit_log(
+        &self,
+        params: &backlog_core::AuditListParams,
+    ) -> Result<Vec<backlog_core::AuditEntry>> {
+        self.backend.audit_list(params).await
     }
 
     /// Every known queue.
@@ -805,8 +957,23 @@ impl Client {
 
     /// Closes the connections.
     pub async fn close(&self) {
+        if let Err(e) = self.flush_stats().await {
+            tracing::warn!(error = %e, "could not write the last counts to backlog_stat");
+        }
         self.backend.close().await;
     }
+}
+
+/// The runs of one queue in a batch and where each lies, without a String per job.
+fn queue_runs(jobs: &[NewJob]) -> Vec<(QueueName, std::ops::Range<usize>)> {
+    let mut runs: Vec<(QueueName, std::ops::Range<usize>)> = vec![];
+    for (i, job) in jobs.iter().enumerate() {
+        match runs.last_mut() {
+            Some((q, r)) if *q == job.queue => r.end = i + 1,
+            _ => runs.push((job.queue.clone(), i..i + 1)),
+        }
+    }
+    runs
 }
 
 fn range(what: &'static str, value: i64, min: i64, max: i64) -> Result<()> {

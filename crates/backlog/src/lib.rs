@@ -12,6 +12,7 @@
 //!   ([`Outcome::CompleteInTx`]), wake-ups, and leader-run maintenance with periodic jobs.
 //! - Messaging: [`Client::subscribe`] / [`Client::publish`] (fan-out copies per subscribed queue)
 //!   and [`Client::wait_for`] (a producer waiting for a job's outcome, across processes).
+//! - [`view`]: the JSON shape of a job, shared by `--json` output and the HTTP API.
 //! - [`testing`]: run a job inline, drain a queue, assert that a job was enqueued.
 //! - The core types re-exported from `backlog-core`: [`NewJob`], [`ClaimedJob`], [`Job`],
 //!   [`JobState`], [`QueueSettings`], [`Error`] …
@@ -75,15 +76,18 @@
 
 mod client;
 mod messaging;
+mod stats;
 pub mod testing;
 mod typed;
+pub mod view;
 mod worker;
 
 pub use backlog_core::{
-    AdminAction, Backend, Capabilities, ClaimStrategy, ClaimedJob, Clock, CompleteClaimed,
-    DEFAULT_PAYLOAD_LIMIT, DbErrorKind, EnqueueOutcome, Error, ErrorRecord, Job, JobRef, JobState,
-    Kind, ManualClock, NewJob, Ordering, Payload, QueueInfo, QueueName, QueueSettings, QueueStats,
-    Result, Retention, StateFilter, SystemClock, UniqueKey, format_duration, parse_duration,
+    AdminAction, AuditEntry, AuditListParams, Backend, Capabilities, ClaimStrategy, ClaimedJob,
+    Clock, CompleteClaimed, DEFAULT_PAYLOAD_LIMIT, DbErrorKind, EnqueueOutcome, Error, ErrorRecord,
+    Job, JobRef, JobState, Kind, ManualClock, NewJob, Ordering, Payload, QueueInfo, QueueName,
+    QueueSettings, QueueStats, Result, Retention, StatCounts, StatDepth, StatRow, StateFilter,
+    SystemClock, UniqueKey, WAIT_BOUNDS_US, format_duration, minute_of, parse_duration,
 };
 pub use backlog_sql::{BackendConfig, SCHEMA_VERSION, redact_url};
 pub use backlog_sql::{JobConnection, JobTx, MySqlBackend, PgBackend, SqlBackend, SqliteBackend};

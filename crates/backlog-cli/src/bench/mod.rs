@@ -4,6 +4,7 @@
 
 mod baseline;
 mod grow;
+mod http;
 mod s2;
 
 use std::process::ExitCode;
@@ -35,6 +36,9 @@ pub enum Phase {
     Latency,
     /// The seed S2 replay.
     S2,
+    /// The HTTP API (`backlog serve`) beside the library: batched enqueue, claim and complete,
+    /// and job show while a drain runs.
+    Http,
 }
 
 /// What one run measures, and with what.
@@ -91,6 +95,19 @@ pub struct Report {
     pub s2_mean_ms: f64,
     pub s2_p99_ms: f64,
     pub s2_wall_s: f64,
+    /// Batched enqueue through `POST /api/v1/jobs/batch` (4 clients).
+    pub http_enqueue_batch_per_s: f64,
+    /// The same jobs through `Client::enqueue_many` (4 tasks).
+    pub http_enqueue_batch_library_per_s: f64,
+    pub http_enqueue_batch_ratio: f64,
+    /// Claim and complete through the API's worker protocol (4 loops).
+    pub http_drain_per_s: f64,
+    /// The same through `Client::claim` and `complete_refs` (4 loops).
+    pub http_drain_library_per_s: f64,
+    pub http_drain_ratio: f64,
+    /// `GET /api/v1/jobs/{id}` while the runtime drains a queue.
+    pub http_show_p50_ms: f64,
+    pub http_show_p99_ms: f64,
     pub params: Params,
 }
 
@@ -230,6 +247,10 @@ async fn measure(
         "drain_fold",
         "steady",
         "latency",
+        "http_api",
+        "http_lib",
+        "http_show",
+        "http_probe",
     ] {
         let mut s = QueueSettings::defaults(QueueName::new(q(name))?);
         s.retention = Retention::Delete; // the baseline completes by DELETE too
@@ -356,7 +377,21 @@ async fn measure(
         },
     };
 
+    let http = match on(Phase::Http) {
+        true => Some(http::measure(client, &q, p, bar).await?),
+        false => None,
+    };
+    let h = |f: fn(&http::Http) -> f64| http.as_ref().map_or(f64::NAN, f);
+
     Ok(Report {
+        http_enqueue_batch_per_s: h(|h| median(&h.enqueue)),
+        http_enqueue_batch_library_per_s: h(|h| median(&h.enqueue_lib)),
+        http_enqueue_batch_ratio: h(http::Http::enqueue_ratio),
+        http_drain_per_s: h(|h| median(&h.drain)),
+        http_drain_library_per_s: h(|h| median(&h.drain_lib)),
+        http_drain_ratio: h(http::Http::drain_ratio),
+        http_show_p50_ms: h(|h| h.show_p50_ms),
+        http_show_p99_ms: h(|h| h.show_p99_ms),
         enqueue_single_per_s: single,
         enqueue_single_baseline_per_s: single_base,
         enqueue_single_ratio: paired(&r.single, &r.single_base),
@@ -903,6 +938,30 @@ fn human(r: &Report) -> String {
             p.s2_sleep_ms,
             p.s2_concurrency,
             r.s2_wall_s
+        ));
+    }
+    if !r.http_enqueue_batch_per_s.is_nan() {
+        s.push_str(&format!(
+            "\n{:<34} {:>12} {:>12} {:>7}\n",
+            "HTTP API (backlog serve)", "API", "library", "ratio"
+        ));
+        row(
+            &mut s,
+            "enqueue, batched (4 clients)",
+            r.http_enqueue_batch_per_s,
+            r.http_enqueue_batch_library_per_s,
+            r.http_enqueue_batch_ratio,
+        );
+        row(
+            &mut s,
+            "claim and complete (4 loops)",
+            r.http_drain_per_s,
+            r.http_drain_library_per_s,
+            r.http_drain_ratio,
+        );
+        s.push_str(&format!(
+            "{:<34} p50 {:.2} ms, p99 {:.2} ms\n",
+            "job show while a drain runs", r.http_show_p50_ms, r.http_show_p99_ms
         ));
     }
     s

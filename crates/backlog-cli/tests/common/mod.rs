@@ -43,7 +43,15 @@ fn run_ok(cmd: &mut Command) -> String {
 }
 
 impl TestDb {
+    /// A fresh database, migrated.
     pub fn new(engine: Engine) -> TestDb {
+        let db = TestDb::unmigrated(engine);
+        db.ok(&["migrate"]);
+        db
+    }
+
+    /// A fresh database without the schema (an empty SQLite file path, schema or database).
+    pub fn unmigrated(engine: Engine) -> TestDb {
         let dir = tempfile::tempdir().unwrap();
         let name = format!("bl_c_{:016x}", rand_u64());
         let url = match engine {
@@ -72,14 +80,12 @@ impl TestDb {
                 format!("mysql://root@127.0.0.1:3306/{name}")
             }
         };
-        let db = TestDb {
+        TestDb {
             engine,
             url,
             dir,
             name,
-        };
-        db.ok(&["migrate"]);
-        db
+        }
     }
 
     pub fn all() -> Vec<TestDb> {

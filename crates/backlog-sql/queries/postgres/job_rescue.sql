@@ -1,4 +1,5 @@
 -- Expired leases: back to available, or dead when the attempt that died was the last one.
+-- Returns the queue of each job rescued and whether it ended dead (for the per-queue counts).
 -- SKIP LOCKED: a row held open by a transaction-mode claimer or another rescuer is passed over;
 -- the outer WHERE rechecks state and expiry on the row as it is once locked. = ANY(ARRAY(…)): the
 -- batch is locked once (an InitPlan); `id IN (SELECT … LIMIT … FOR UPDATE)` may be rescanned per
@@ -22,3 +23,4 @@ WHERE id = ANY(ARRAY(
     FOR UPDATE SKIP LOCKED
 ))
 AND state = 'running' AND lease_expires_at < $1
+RETURNING queue, state = 'dead' AS dead

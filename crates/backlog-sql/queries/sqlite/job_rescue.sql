@@ -1,4 +1,5 @@
 -- Expired leases: back to available, or dead when the attempt that died was the last one.
+-- Returns the queue of each job rescued and whether it ended dead (for the per-queue counts).
 UPDATE backlog_job
 SET state = CASE WHEN attempt >= COALESCE(max_attempts,
                      (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
@@ -16,3 +17,4 @@ WHERE id IN (
     ORDER BY lease_expires_at
     LIMIT ?2
 )
+RETURNING queue, state = 'dead' AS dead

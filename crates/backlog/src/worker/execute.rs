@@ -238,6 +238,7 @@ async fn report(
                 .await;
             if r.is_ok() {
                 counters.completed.fetch_add(1, Ordering::Relaxed);
+                client.record(&job.queue, client.now(), |c| c.completed += 1);
             }
             r
         }

@@ -10,7 +10,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::{Client, Error, JobState, NewJob, Result, Retention};
-use backlog_core::{CronFireParams, JobPruneParams, JobVacuumParams, LeaderParams};
+use backlog_core::{
+    CronFireParams, JobPruneParams, JobVacuumParams, LeaderParams, StatDepth, minute_of,
+};
 
 /// The name leaders are elected under.
 pub const LEADER_NAME: &str = "backlog_maintenance";
@@ -43,6 +45,11 @@ pub struct MaintenanceConfig {
     pub vacuum_every: Option<Duration>,
     /// Dead rows (beyond a tenth of the live ones) that the leader leaves alone.
     pub vacuum_min_dead: u64,
+    /// How often the leader stores each queue's depth in `backlog_stat` (the dashboard's depth
+    /// over time); at most once a minute is kept.
+    pub sample_every: Duration,
+    /// Minutes of `backlog_stat` older than this are folded into each queue's all-time row.
+    pub keep_history: Duration,
 }
 
 impl Default for MaintenanceConfig {
@@ -58,6 +65,8 @@ impl Default for MaintenanceConfig {
             prune_batch: 1000,
             vacuum_every: Some(Duration::from_secs(5)),
             vacuum_min_dead: 10_000,
+            sample_every: Duration::from_secs(60),
+            keep_history: Duration::from_secs(7 * 24 * 3600),
         }
     }
 }
@@ -140,6 +149,7 @@ pub(crate) async fn run(
         last_fired: HashMap::new(),
         next_rescue: 0,
         next_prune: 0,
+        next_sample: 0,
         next_vacuum: 0,
         vacuuming: None,
     };
@@ -160,6 +170,9 @@ pub(crate) async fn run(
     if let Some(t) = m.vacuuming.take() {
         t.abort();
     }
+    if let Err(e) = m.client.flush_stats().await {
+        tracing::warn!("could not write the last counts to backlog_stat: {e}");
+    }
     if m.term.is_some() {
         let _ = m
             .client
@@ -178,6 +191,7 @@ struct Maintainer {
     last_fired: HashMap<String, i64>,
     next_rescue: i64,
     next_prune: i64,
+    next_sample: i64,
     next_vacuum: i64,
     vacuuming: Option<tokio::task::JoinHandle<()>>,
 }
@@ -214,7 +228,13 @@ impl Maintainer {
         }
         if now >= self.next_prune {
             self.prune(now).await?;
+            let before = minute_of(now - self.cfg.keep_history.as_micros() as i64);
+            self.client.backend().stat_prune(before).await?;
             self.next_prune = now + self.cfg.prune_every.as_micros() as i64;
+        }
+        if now >= self.next_sample {
+            self.sample(now).await?;
+            self.next_sample = now + self.cfg.sample_every.as_micros() as i64;
         }
         if let Some(every) = self.cfg.vacuum_every {
             // The next check counts from when the last one finished.
@@ -268,6 +288,29 @@ impl Maintainer {
             self.last_fired.insert(p.name.clone(), tick);
         }
         Ok(())
+    }
+
+    /// Stores each queue's depth in its `backlog_stat` row of this minute.
+    async fn sample(&self, now: i64) -> Result<()> {
+        let depths: Vec<(String, StatDepth)> = self
+            .client
+            .stats(None)
+            .await?
+            .into_iter()
+            .map(|(queue, s)| {
+                let depth = StatDepth {
+                    available: s.available,
+                    scheduled: s.scheduled,
+                    running: s.running,
+                    dead: s.dead,
+                };
+                (queue, depth)
+            })
+            .collect();
+        self.client
+            .backend()
+            .stat_snapshot(minute_of(now), &depths)
+            .await
     }
 
     async fn prune(&self, now: i64) -> Result<()> {

@@ -85,7 +85,8 @@ impl Default for WorkerConfig {
     }
 }
 
-/// When a draining worker stops.
+/// When a draining worker stops. Either way only jobs the worker may take count: those of its
+/// queues, and of its kinds when it claims only some.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DrainMode {
     /// Once no job of the queues is available, scheduled, running or waiting to retry

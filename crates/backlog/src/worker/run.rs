@@ -422,7 +422,8 @@ async fn fetch_loop(
     }
 }
 
-/// True when a draining fetcher may stop: nothing of its own in flight and nothing left.
+/// True when a draining fetcher may stop: nothing of its own in flight and nothing left that it
+/// may take (jobs of kinds this worker does not claim wait for another worker).
 async fn drained(
     client: &Client,
     queue: &QueueName,
@@ -440,10 +441,15 @@ async fn drained(
         return Ok(false); // our own jobs are still running
     }
     let left = match mode {
-        DrainMode::All => client.pending(std::slice::from_ref(queue)).await?,
+        DrainMode::All => {
+            client
+                .pending(std::slice::from_ref(queue), &inner.kinds)
+                .await?
+        }
         DrainMode::Due => {
-            let stats = client.stats(Some(queue)).await?;
-            stats.iter().map(|(_, s)| s.available + s.running).sum()
+            client
+                .pending_due(std::slice::from_ref(queue), &inner.kinds)
+                .await?
         }
     };
     Ok(left == 0)

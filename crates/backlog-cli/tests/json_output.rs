@@ -1,0 +1,273 @@
+//! What the read commands print, as scripts read it: `stats` (text and `--json`) and the JSON
+//! shape of every `--json` output, on every engine.
+
+mod common;
+
+use std::process::Stdio;
+
+use common::{Engine, TestDb};
+
+/// Jobs of a queue with `archive` retention leave `backlog_job`; `stats` counts them as archived
+/// instead of showing zeros.
+fn stats_count_archived_jobs(engine: Engine) {
+    let db = TestDb::new(engine);
+    db.ok(&["queue", "set", "arch", "--retention", "archive"]);
+    for n in 0..3 {
+        db.ok(&["enqueue", "arch", &format!(r#"{{"n":{n}}}"#)]);
+    }
+    db.ok(&["enqueue", "other", "{}"]);
+    let out = db
+        .cmd(&["work", "arch", "--drain", "--", "true"])
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stats = db.stats();
+    assert_eq!(stats["arch"]["archived"], 3, "{stats}");
+    assert_eq!(stats["arch"]["completed"], 0, "{stats}");
+    assert_eq!(stats["arch"]["available"], 0, "{stats}");
+    assert_eq!(stats["other"]["archived"], 0, "{stats}");
+    assert_eq!(stats["other"]["available"], 1, "{stats}");
+    let one: serde_json::Value =
+        serde_json::from_str(&db.ok(&["stats", "arch", "--json"])).unwrap();
+    assert_eq!(one, serde_json::json!({"arch": stats["arch"].clone()}));
+
+    let text = db.ok(&["stats", "arch"]);
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(header.last(), Some(&"ARCHIVED"), "{text}");
+    assert_eq!(row.first(), Some(&"arch"), "{text}");
+    assert_eq!(row.last(), Some(&"3"), "{text}");
+    assert_eq!(header.len(), row.len(), "{text}");
+}
+
+#[test]
+fn sqlite_stats_count_archived_jobs() {
+    stats_count_archived_jobs(Engine::Sqlite);
+}
+
+#[test]
+fn postgres_stats_count_archived_jobs() {
+    stats_count_archived_jobs(Engine::Postgres);
+}
+
+#[test]
+fn mysql_stats_count_archived_jobs() {
+    stats_count_archived_jobs(Engine::MySql);
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
+}
+
+/// A time field in microseconds and its `_rfc3339` twin name the same instant; both null or
+/// neither.
+fn assert_time(v: &serde_json::Value, field: &str) {
+    let us = &v[field];
+    let text = &v[format!("{field}_rfc3339")];
+    if us.is_null() {
+        assert!(text.is_null(), "{field}: {v}");
+        return;
+    }
+    let us = us
+        .as_i64()
+        .unwrap_or_else(|| panic!("{field} is not an integer: {v}"));
+    let text = text
+        .as_str()
+        .unwrap_or_else(|| panic!("{field}_rfc3339 is not a string: {v}"));
+    assert!(text.ends_with('Z'), "{field}_rfc3339 is not UTC: {text}");
+    let t = humantime::parse_rfc3339(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let parsed = t.duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as i64;
+    assert_eq!(parsed, us, "{field} and {field}_rfc3339 differ: {v}");
+}
+
+const JOB_TIMES: [&str; 6] = [
+    "run_at",
+    "lease_expires_at",
+    "created_at",
+    "attempted_at",
+    "finished_at",
+    "cancel_requested_at",
+];
+
+fn assert_job_times(job: &serde_json::Value) {
+    for f in JOB_TIMES {
+        assert_time(job, f);
+    }
+    for e in job["errors"].as_array().unwrap() {
+        assert_time(e, "at");
+    }
+}
+
+/// `job show`, `job list` and `dead list` embed payloads, progress and results as JSON and give
+/// every time in microseconds and as RFC 3339; `queue show`, `queue list` and `stats` keep their
+/// shapes.
+fn json_shapes(engine: Engine) {
+    let db = TestDb::new(engine);
+    let payload = r#"{"to": "a@example.com", "n": [1, 2.5, null], "deep": {"ok": true}}"#;
+    let id = db
+        .ok(&[
+            "enqueue",
+            "mail",
+            payload,
+            "--kind",
+            "welcome",
+            "--unique-key",
+            "k1",
+        ])
+        .trim()
+        .to_owned();
+    let shown = json(&db.ok(&["job", "show", &id, "--json"]));
+    assert_eq!(shown["payload"], json(payload), "{shown}");
+    assert_eq!(shown["id"].to_string(), id);
+    assert_eq!(shown["kind"], "welcome");
+    assert_eq!(shown["unique_key"], "k1");
+    assert_eq!(shown["state"], "available");
+    assert_eq!(shown["reported_state"], "available");
+    assert!(
+        shown["progress"].is_null() && shown["result"].is_null(),
+        "{shown}"
+    );
+    assert!(shown["attempted_at"].is_null(), "{shown}");
+    assert!(shown["run_at"].as_i64().unwrap() > 1_600_000_000_000_000);
+    assert_job_times(&shown);
+
+    // Payloads that are not objects stay what they are.
+    let n = db.ok(&["enqueue", "scalars", "42"]).trim().to_owned();
+    let s = db
+        .ok(&["enqueue", "scalars", r#""text""#])
+        .trim()
+        .to_owned();
+    assert_eq!(json(&db.ok(&["job", "show", &n, "--json"]))["payload"], 42);
+    assert_eq!(
+        json(&db.ok(&["job", "show", &s, "--json"]))["payload"],
+        "text"
+    );
+
+    // Progress and result from a command, and a scheduled job, in `job list`.
+    db.ok(&["enqueue", "mail", "{}", "--delay", "1h"]);
+    db.ok(&[
+        "work",
+        "mail",
+        "--kind",
+        "welcome",
+        "--drain",
+        "--",
+        "sh",
+        "-c",
+        r#"echo 'backlog:progress {"done": 50}'; echo 'backlog:result {"rows": [3]}'"#,
+    ]);
+    let list = json(&db.ok(&["job", "list", "mail", "--json"]));
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 2, "{list:?}");
+    let done = &list[0];
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(done["payload"], json(payload));
+    assert_eq!(done["progress"], serde_json::json!({"done": 50}), "{done}");
+    assert_eq!(done["result"], serde_json::json!({"rows": [3]}), "{done}");
+    assert!(done["attempted_at"].is_i64() && done["finished_at"].is_i64());
+    assert_job_times(done);
+    let later = &list[1];
+    assert_eq!(
+        (&later["state"], &later["reported_state"]),
+        (&json(r#""available""#), &json(r#""scheduled""#)),
+        "{later}"
+    );
+    assert_eq!(later["payload"], serde_json::json!({}));
+    assert_job_times(later);
+    let scheduled = json(&db.ok(&["job", "list", "mail", "--state", "scheduled", "--json"]));
+    assert_eq!(scheduled.as_array().unwrap().len(), 1, "{scheduled}");
+
+    // A dead job's error history in `dead list`.
+    db.ok(&["queue", "set", "fragile", "--max-attempts", "1"]);
+    let dead_id = db
+        .ok(&["enqueue", "fragile", r#"{"x": 1}"#])
+        .trim()
+        .to_owned();
+    db.ok(&[
+        "work",
+        "fragile",
+        "--drain",
+        "--",
+        "sh",
+        "-c",
+        "echo bad >&2; exit 2",
+    ]);
+    let dead = json(&db.ok(&["dead", "list", "fragile", "--json"]));
+    let dead = dead.as_array().unwrap();
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0]["id"].to_string(), dead_id);
+    assert_eq!(dead[0]["state"], "dead");
+    assert_eq!(dead[0]["payload"], serde_json::json!({"x": 1}));
+    let errors = dead[0]["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0]["attempt"], 1);
+    assert!(errors[0]["error"].as_str().unwrap().contains("bad"));
+    assert_job_times(&dead[0]);
+    assert_eq!(
+        json(&db.ok(&["dead", "list", "mail", "--json"])),
+        json("[]")
+    );
+
+    // Queue settings: durations as strings, no times.
+    let q = json(&db.ok(&["queue", "show", "fragile", "--json"]));
+    assert_eq!(
+        q,
+        serde_json::json!({
+            "name": "fragile", "paused": false, "max_attempts": 1, "backoff_base": "1s",
+            "backoff_max": "1h", "lease": "30s", "order": "fifo", "retention": "keep",
+            "concurrency": null
+        })
+    );
+    let queues = json(&db.ok(&["queue", "list", "--json"]));
+    let fragile = queues
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == "fragile")
+        .unwrap_or_else(|| panic!("{queues}"));
+    let mut with_pending = q.clone();
+    with_pending["pending"] = 0.into();
+    assert_eq!(*fragile, with_pending);
+
+    // Stats: one object per queue with a count per state and the archived count.
+    let stats = db.stats();
+    let keys: Vec<&str> = stats["mail"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut expected = [
+        "available",
+        "scheduled",
+        "running",
+        "completed",
+        "dead",
+        "cancelled",
+        "held",
+        "archived",
+    ];
+    expected.sort_unstable();
+    let mut keys = keys;
+    keys.sort_unstable();
+    assert_eq!(keys, expected);
+    assert_eq!(stats["mail"]["scheduled"], 1, "{stats}");
+    assert_eq!(stats["fragile"]["dead"], 1, "{stats}");
+}
+
+#[test]
+fn sqlite_json_shapes() {
+    json_shapes(Engine::Sqlite);
+}
+
+#[test]
+fn postgres_json_shapes() {
+    json_shapes(Engine::Postgres);
+}
+
+#[test]
+fn mysql_json_shapes() {
+    json_shapes(Engine::MySql);
+}

@@ -1,0 +1,211 @@
+//! `backlog serve` as users run it: a real process on a port, its tokens from a file made by
+//! `backlog token new`, the audit log shared with the CLI, a clean stop on SIGTERM, and the
+//! refusal to listen openly without tokens.
+
+mod common;
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Engine, TestDb};
+use serde_json::{Value, json};
+
+/// A `backlog serve` process, killed if the test fails before it stops it.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start(db: &TestDb, extra: &[&str]) -> Server {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut args = vec!["serve", "--listen", &listen];
+    args.extend_from_slice(extra);
+    let child = db
+        .cmd(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let server = Server {
+        child,
+        base: format!("http://{listen}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if ureq::get(&format!("{}/readyz", server.base)).call().is_ok() {
+            return server;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("serve did not become ready on {listen}");
+}
+
+/// Status and JSON body, whatever the status.
+fn call(req: ureq::Request, body: Option<Value>) -> (u16, Value) {
+    let res = match body {
+        Some(b) => req.send_json(b),
+        None => req.call(),
+    };
+    let res = match res {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("request failed: {e}"),
+    };
+    let status = res.status();
+    (status, res.into_json().unwrap_or(Value::Null))
+}
+
+fn serve_with_tokens_and_audit(engine: Engine) {
+    let db = TestDb::new(engine);
+    // Two tokens made by the command; the file holds only their hashes.
+    let mut file = String::new();
+    let mut secrets = vec![];
+    for (name, scope) in [("ops", "admin"), ("viewer", "read")] {
+        let out = db.ok(&["token", "new", name, "--scope", scope]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert!(
+            lines[0].starts_with(&format!("{name} {scope} sha256:")),
+            "{out}"
+        );
+        assert!(
+            !lines[0].contains(lines[1]),
+            "the file line holds no secret"
+        );
+        file.push_str(lines[0]);
+        file.push('\n');
+        secrets.push(lines[1].to_owned());
+    }
+    let path = db.path("tokens");
+    std::fs::write(&path, file).unwrap();
+    let server = start(&db, &["--tokens", path.to_str().unwrap()]);
+    let url = |p: &str| format!("{}{p}", server.base);
+    let bearer = |s: &str| format!("Bearer {s}");
+
+    let (status, _) = call(ureq::get(&url("/api/v1/stats")), None);
+    assert_eq!(status, 401);
+    let (status, v) = call(
+        ureq::post(&url("/api/v1/jobs")).set("Authorization", &bearer(&secrets[1])),
+        Some(json!({"queue": "web", "payload": {"a": 1}})),
+    );
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (403, Some("forbidden"))
+    );
+    let (status, v) = call(
+        ureq::post(&url("/api/v1/jobs")).set("Authorization", &bearer(&secrets[0])),
+        Some(json!({"queue": "web", "payload": {"a": 1}})),
+    );
+    assert_eq!(status, 201, "{v}");
+    // What the API enqueued, the CLI sees; what the CLI does, the API's audit log shows.
+    assert_eq!(db.stats()["web"]["available"], 1);
+    db.ok(&["queue", "pause", "web"]);
+    let (status, _) = call(
+        ureq::post(&url("/api/v1/queues/web/resume")).set("Authorization", &bearer(&secrets[0])),
+        None,
+    );
+    assert_eq!(status, 200);
+    let (_, log) = call(
+        ureq::get(&url("/api/v1/audit")).set("Authorization", &bearer(&secrets[1])),
+        None,
+    );
+    let e = log["entries"].as_array().unwrap();
+    assert_eq!(e.len(), 2, "{log}");
+    assert_eq!(
+        (&e[0]["action"], &e[0]["actor"]),
+        (&json!("queue.resume"), &json!("ops"))
+    );
+    assert_eq!(e[1]["action"], "queue.pause");
+    assert!(e[1]["actor"].as_str().unwrap().starts_with("cli:"), "{log}");
+    let cli: Value = serde_json::from_str(&db.ok(&["audit", "--json", "--queue", "web"])).unwrap();
+    assert_eq!(cli.as_array().unwrap().len(), 2);
+    assert!(db.ok(&["audit"]).contains("queue.resume"));
+    db.fails(&["audit", "--queue", "no such"], "invalid queue name");
+
+    // SIGTERM: it stops by itself, cleanly.
+    let mut server = server;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = server.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "serve ignored SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn sqlite_serve_with_tokens_and_audit() {
+    serve_with_tokens_and_audit(Engine::Sqlite);
+}
+
+#[test]
+fn postgres_serve_with_tokens_and_audit() {
+    serve_with_tokens_and_audit(Engine::Postgres);
+}
+
+#[test]
+fn mysql_serve_with_tokens_and_audit() {
+    serve_with_tokens_and_audit(Engine::MySql);
+}
+
+/// Bad arguments: a clear error, and nothing listens.
+#[test]
+fn serve_refuses_bad_setups() {
+    let db = TestDb::new(Engine::Sqlite);
+    db.fails(
+        &["serve", "--listen", "0.0.0.0:0"],
+        "refusing to listen on 0.0.0.0:0 without tokens",
+    );
+    db.fails(
+        &["serve", "--listen", "localhost"],
+        "invalid socket address",
+    );
+    let bad = db.path("bad-tokens");
+    std::fs::write(&bad, "ops superuser 0123456789abcdef0123\n").unwrap();
+    db.fails(
+        &["serve", "--tokens", bad.to_str().unwrap()],
+        "unknown scope \"superuser\"",
+    );
+    db.fails(
+        &["serve", "--tokens", "/no/such/file"],
+        "cannot read the tokens file",
+    );
+    let short = db.path("short-tokens");
+    std::fs::write(&short, "ops admin abc\n").unwrap();
+    db.fails(
+        &["serve", "--tokens", short.to_str().unwrap()],
+        "shorter than 16",
+    );
+    db.fails(&["token", "new", "ops", "--scope", "root"], "unknown scope");
+    db.fails(
+        &["token", "new", "o/ps", "--scope", "read"],
+        "invalid token name",
+    );
+    // A server on loopback with no tokens answers without a login, on the SQLite default.
+    let server = start(&db, &[]);
+    let (status, v) = call(ureq::get(&format!("{}/api/v1/stats", server.base)), None);
+    assert_eq!((status, v), (200, json!({})));
+}

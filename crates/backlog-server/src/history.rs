@@ -1,0 +1,272 @@
+//! `/api/v1/history` (what happened per minute, for the dashboard's charts) and
+//! `/api/v1/audit` (who did what). Both are read from the database, so every `serve` process
+//! answers the same, and both survive restarts.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use backlog::view::rfc3339;
+use backlog::{AuditListParams, QueueName, StatRow};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::AppState;
+use crate::auth::Reader;
+use crate::error::{ApiError, ApiJson, ApiQuery, ApiResult, ErrorBody};
+use crate::view::json;
+
+/// Most minutes one history request covers (a day).
+pub const MAX_MINUTES: u32 = 24 * 60;
+
+/// Which history.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryQuery {
+    /// Only this queue (default: every queue, summed).
+    pub queue: Option<String>,
+    /// How many minutes back, this one included (1 to 1,440; default 60).
+    pub minutes: Option<u32>,
+}
+
+/// One minute.
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub struct MinuteView {
+    /// The minute's start (µs).
+    pub minute: i64,
+    /// The minute's start.
+    pub minute_rfc3339: String,
+    /// Jobs created.
+    pub enqueued: i64,
+    /// Attempts started.
+    pub started: i64,
+    /// Jobs completed.
+    pub completed: i64,
+    /// Failed attempts.
+    pub failed: i64,
+    /// Jobs that ended dead.
+    pub dead: i64,
+    /// Expired leases rescued.
+    pub rescued: i64,
+    /// Mean wait from due to start of the attempts started (seconds; absent when none).
+    pub mean_wait_seconds: Option<f64>,
+    /// Available and due, as sampled in that minute (absent: no sample).
+    pub available: Option<i64>,
+    /// Due later, as sampled.
+    pub scheduled: Option<i64>,
+    /// Running, as sampled.
+    pub running: Option<i64>,
+    /// Dead in the job table, as sampled.
+    pub dead_total: Option<i64>,
+}
+
+/// Every minute of the span, oldest first (minutes nothing happened in count zero).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HistoryView {
+    /// The minutes.
+    pub minutes: Vec<MinuteView>,
+}
+
+fn add_depth(slot: &mut Option<i64>, v: i64) {
+    *slot = Some(slot.unwrap_or(0) + v);
+}
+
+/// Sums rows into one view per minute from `since` to `last`, every minute present.
+fn per_minute(rows: &[StatRow], since: i64, last: i64) -> Vec<MinuteView> {
+    let mut by: BTreeMap<i64, (MinuteView, i64)> = BTreeMap::new();
+    let mut m = since;
+    while m <= last {
+        let view = MinuteView {
+            minute: m,
+            minute_rfc3339: rfc3339(m),
+            ..Default::default()
+        };
+        by.insert(m, (view, 0));
+        m += 60_000_000;
+    }
+    for r in rows {
+        let Some((v, wait_sum)) = by.get_mut(&r.minute) else {
+            continue;
+        };
+        let c = &r.counts;
+        v.enqueued += c.enqueued;
+        v.started += c.started;
+        v.completed += c.completed;
+        v.failed += c.failed;
+        v.dead += c.dead;
+        v.rescued += c.rescued;
+        *wait_sum += c.wait_sum_us;
+        if let Some(d) = r.depth {
+            add_depth(&mut v.available, d.available);
+            add_depth(&mut v.scheduled, d.scheduled);
+            add_depth(&mut v.running, d.running);
+            add_depth(&mut v.dead_total, d.dead);
+        }
+    }
+    by.into_values()
+        .map(|(mut v, wait_sum)| {
+            v.mean_wait_seconds = (v.started > 0).then(|| wait_sum as f64 / v.started as f64 / 1e6);
+            v
+        })
+        .collect()
+}
+
+/// What happened per minute: jobs enqueued, started, completed, failed, dead and rescued
+/// (summed over every process), and the depth the leader sampled.
+#[utoipa::path(get, path = "/api/v1/history", tag = "queues", params(HistoryQuery),
+    responses((status = 200, body = HistoryView), (status = 400, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn history(
+    State(state): State<AppState>,
+    _who: Reader,
+    ApiQuery(q): ApiQuery<HistoryQuery>,
+) -> ApiResult<ApiJson<HistoryView>> {
+    let minutes = q.minutes.unwrap_or(60);
+    if !(1..=MAX_MINUTES).contains(&minutes) {
+        return Err(backlog::Error::ValueOutOfRange {
+            what: "minutes",
+            value: minutes as i64,
+            min: 1,
+            max: MAX_MINUTES as i64,
+        }
+        .into());
+    }
+    let queue = q.queue.map(QueueName::new).transpose()?;
+    let rows = state.client.history(queue.as_ref(), minutes).await?;
+    let last = backlog::minute_of(state.client.now());
+    let since = last - (minutes as i64 - 1) * 60_000_000;
+    Ok(ApiJson(HistoryView {
+        minutes: per_minute(&rows, since, last),
+    }))
+}
+
+/// Which audit entries.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// Only this queue's.
+    pub queue: Option<String>,
+    /// Only entries older than this id (the `next` of the previous page).
+    pub before: Option<i64>,
+    /// At most this many (1 to 1,000; default 100).
+    pub limit: Option<u32>,
+}
+
+/// One recorded action.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditView {
+    /// Its id.
+    pub id: i64,
+    /// When (µs).
+    pub at: i64,
+    /// When.
+    pub at_rfc3339: String,
+    /// Who: a token's name, `local`, or `cli:USER`.
+    pub actor: String,
+    /// What: `job.retry`, `job.cancel`, `job.hold`, `job.release`, `queue.pause`,
+    /// `queue.resume`, `queue.settings`, `queue.redrive`.
+    pub action: String,
+    /// The queue concerned.
+    pub queue: Option<String>,
+    /// The job concerned.
+    pub job_id: Option<i64>,
+    /// Details.
+    pub detail: serde_json::Value,
+}
+
+/// A page of the audit log, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditPage {
+    /// The entries.
+    pub entries: Vec<AuditView>,
+    /// Pass as `before` for the next (older) page; absent on the last.
+    pub next: Option<i64>,
+}
+
+/// The operators' actions, newest first: who did what, when.
+#[utoipa::path(get, path = "/api/v1/audit", tag = "queues", params(AuditQuery),
+    responses((status = 200, body = AuditPage), (status = 400, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn audit(
+    State(state): State<AppState>,
+    _who: Reader,
+    ApiQuery(q): ApiQuery<AuditQuery>,
+) -> ApiResult<ApiJson<AuditPage>> {
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::from(backlog::Error::ValueOutOfRange {
+            what: "limit",
+            value: limit as i64,
+            min: 1,
+            max: 1000,
+        }));
+    }
+    let entries = state
+        .client
+        .audit_log(&AuditListParams {
+            before_id: q.before.unwrap_or(i64::MAX),
+            queue: q.queue.map(QueueName::new).transpose()?,
+            limit,
+        })
+        .await?;
+    let next = (entries.len() == limit as usize)
+        .then(|| entries.last().map(|e| e.id))
+        .flatten();
+    Ok(ApiJson(AuditPage {
+        entries: entries
+            .into_iter()
+            .map(|e| AuditView {
+                id: e.id,
+                at: e.at,
+                at_rfc3339: rfc3339(e.at),
+                actor: e.actor,
+                action: e.action,
+                queue: e.queue,
+                job_id: e.job_id,
+                detail: json(&e.detail),
+            })
+            .collect(),
+        next,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use backlog::{StatCounts, StatDepth};
+
+    #[test]
+    fn minutes_are_summed_over_queues_and_gaps_filled() {
+        let row = |queue: &str, minute, completed, depth| StatRow {
+            queue: queue.into(),
+            minute,
+            counts: StatCounts {
+                completed,
+                started: 2,
+                wait_sum_us: 3_000_000,
+                ..Default::default()
+            },
+            depth,
+        };
+        let d = StatDepth {
+            available: 5,
+            ..Default::default()
+        };
+        let rows = vec![
+            row("a", 60_000_000, 1, Some(d)),
+            row("b", 60_000_000, 2, Some(d)),
+            row("a", 180_000_000, 4, None),
+        ];
+        let v = per_minute(&rows, 60_000_000, 180_000_000);
+        assert_eq!(v.len(), 3);
+        assert_eq!((v[0].completed, v[0].available), (3, Some(10)));
+        assert_eq!(v[0].mean_wait_seconds, Some(1.5));
+        assert_eq!(
+            (v[1].completed, v[1].available, v[1].mean_wait_seconds),
+            (0, None, None)
+        );
+        assert_eq!(v[2].completed, 4);
+        assert!(v[2].minute_rfc3339.starts_with("1970-01-01T00:03:00"));
+    }
+}

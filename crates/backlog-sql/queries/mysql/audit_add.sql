@@ -1,0 +1,3 @@
+-- An operator's action. Values: at, actor, action, queue, job_id, detail (JSON text).
+INSERT INTO backlog_audit (at, actor, action, queue, job_id, detail)
+VALUES (?, ?, ?, ?, ?, ?)

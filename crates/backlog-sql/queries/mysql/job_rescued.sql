@@ -1,0 +1,3 @@
+-- What job_rescue did to the rows job_rescue_ids locked (one ? each), read in the same
+-- transaction (no RETURNING in MySQL): each job's queue and whether it ended dead.
+SELECT queue, state = 'dead' AS dead FROM backlog_job FORCE INDEX (PRIMARY) WHERE id IN (/*IDS*/)

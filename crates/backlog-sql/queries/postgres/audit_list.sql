@@ -1,0 +1,6 @@
+-- Recorded actions, newest first. Values: before this id, queue (NULL for all), limit.
+SELECT id, at, actor, action, queue, job_id, detail::text AS detail
+FROM backlog_audit
+WHERE id < $1 AND ($2::text IS NULL OR queue = $2::text)
+ORDER BY id DESC
+LIMIT $3

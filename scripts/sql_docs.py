@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""Copies each query file into its block of docs/sql.md (the blocks marked
+`<!-- query: DIALECT/NAME.sql -->`), so the page shows exactly what runs.
+crates/backlog-sql/tests/docs.rs fails when a block and its file differ; run this, then read the
+prose around the blocks that changed."""
+import pathlib
+import re
+
+root = pathlib.Path(__file__).resolve().parent.parent
+doc = root / "docs" / "sql.md"
+queries = root / "crates" / "backlog-sql" / "queries"
+lines = doc.read_text().split("\n")
+out, i, changed = [], 0, []
+while i < len(lines):
+    line = lines[i]
+    out.append(line)
+    m = re.match(r"\s*<!-- query: (\S+) -->\s*$", line)
+    if m:
+        j = i + 1
+        while lines[j].strip() != "```sql":
+            out.append(lines[j])
+            j += 1
+        out.append(lines[j])
+        k = j + 1
+        while lines[k].strip() != "```":
+            k += 1
+        text = (queries / m.group(1)).read_text().rstrip("\n").split("\n")
+        if lines[j + 1:k] != text:
+            changed.append(m.group(1))
+        out.extend(text)
+        i = k
+        continue
+    i += 1
+doc.write_text("\n".join(out))
+print("updated:", ", ".join(changed) or "nothing")
