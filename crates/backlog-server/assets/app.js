@@ -25,7 +25,6 @@
 
   const app = {
     me: null, // {name, scope} once signed in
-    features: { uniqueKey: false },
     window: 60, // minutes of history on charts
     cursor: { key: "", stack: [], after: null }, // paging of the job table
     busy: 0, // actions in flight: no refresh meanwhile
@@ -153,16 +152,19 @@
 
   const pad = (n) => String(n).padStart(2, "0");
 
-  function localTime(iso) {
-    if (!iso) return "—";
-    const d = new Date(iso);
+  // Times come from the API as microseconds since the epoch (exact, whatever the field names).
+  const dateOf = (us) => new Date(us / 1000);
+
+  function localTime(us) {
+    if (us === null || us === undefined) return "—";
+    const d = dateOf(us);
     return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
       `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
   }
 
-  function relative(iso) {
-    if (!iso) return "—";
-    const s = Math.round((new Date(iso).getTime() - Date.now()) / 1000);
+  function relative(us) {
+    if (us === null || us === undefined) return "—";
+    const s = Math.round((dateOf(us).getTime() - Date.now()) / 1000);
     const a = Math.abs(s);
     const n = a < 60 ? `${a}s` : a < 3600 ? `${Math.floor(a / 60)}m` :
       a < 86400 ? `${Math.floor(a / 3600)}h` : `${Math.floor(a / 86400)}d`;
@@ -171,7 +173,9 @@
   }
 
   // A time cell: relative, with the local time on hover.
-  const when = (iso) => h("time", { datetime: iso || "", title: localTime(iso) }, relative(iso));
+  const when = (us) => h("time", {
+    datetime: us === null || us === undefined ? "" : dateOf(us).toISOString(), title: localTime(us),
+  }, relative(us));
 
   const fmtNum = (n) => (n === null || n === undefined ? "—" : Number(n).toLocaleString("en-US"));
   const pretty = (v) => JSON.stringify(v, null, 2);
@@ -205,10 +209,10 @@
       const out = [];
       for (let i = 0; i < minutes.length; i += size) {
         const group = minutes.slice(i, i + size);
-        const b = { minute: group[0].minute, minute_time: group[0].minute_time, span: group.length };
+        const b = { minute: group[0].minute, span: group.length };
         for (const m of group) {
           for (const [k, v] of Object.entries(m)) {
-            if (k === "minute" || k === "minute_time") continue;
+            if (k === "minute" || typeof v === "string") continue;
             if (gauges.includes(k)) {
               if (v !== null && v !== undefined) b[k] = v;
               else if (!(k in b)) b[k] = null;
@@ -222,8 +226,8 @@
       return out;
     }
 
-    const hhmm = (iso) => {
-      const d = new Date(iso);
+    const hhmm = (us) => {
+      const d = dateOf(us);
       return `${pad(d.getHours())}:${pad(d.getMinutes())}`;
     };
 
@@ -244,13 +248,16 @@
       for (const f of [0, 0.5, 1]) {
         const gy = T + ph - f * ph;
         root.append(svg("line", { x1: L, x2: W - R, y1: gy, y2: gy, class: "grid" }));
-        root.append(svg("text", { x: L - 6, y: gy + 4, class: "ylabel" }, fmtNum(max * f)));
+        // Counts are whole: no label at a fraction.
+        if (Number.isInteger(max * f)) {
+          root.append(svg("text", { x: L - 6, y: gy + 4, class: "ylabel" }, fmtNum(max * f)));
+        }
       }
       const labelIdx = n <= 1 ? [0] : [0, Math.floor((n - 1) / 2), n - 1];
       for (const i of labelIdx) {
         const anchor = i === 0 && n > 1 ? "start" : i === n - 1 && n > 1 ? "end" : "middle";
         root.append(svg("text", { x: x(i), y: H - 6, class: "xlabel", "text-anchor": anchor },
-          hhmm(data[i].minute_time)));
+          hhmm(data[i].minute)));
       }
       if (kind === "bars") {
         const slot = pw / n;
@@ -279,12 +286,19 @@
             pen = true;
           });
           if (d) root.append(svg("path", { d, class: "line s-" + s.key }));
+          // A value with no neighbour draws no line: mark it with a dot.
+          data.forEach((m, i) => {
+            const v = m[s.key];
+            const near = (j) => data[j] && data[j][s.key] !== null && data[j][s.key] !== undefined;
+            if (v === null || v === undefined || near(i - 1) || near(i + 1)) return;
+            root.append(svg("circle", { cx: x(i), cy: y(v), r: 2.5, class: "dot s-" + s.key }));
+          });
         }
       }
       // One hover target per bucket, with its numbers as a tooltip.
       const slot = pw / Math.max(1, n);
       data.forEach((d, i) => {
-        const tip = hhmm(d.minute_time) + (d.span > 1 ? ` (+${d.span - 1} min)` : "") + "\n" +
+        const tip = hhmm(d.minute) + (d.span > 1 ? ` (+${d.span - 1} min)` : "") + "\n" +
           series.map((s) => `${s.label}: ${fmtNum(d[s.key])}`).join("\n");
         const cx = kind === "bars" ? L + i * slot : x(i) - slot / 2;
         root.append(svg("rect", { x: cx, y: T, width: slot, height: ph, class: "hover" },
@@ -307,10 +321,14 @@
     function cards(history) {
       const minutes = history && history.minutes ? history.minutes : [];
       return CHARTS.map((c) => {
-        const total = minutes.reduce((t, m) => t + c.series.reduce((u, s) => u + (m[s.key] || 0), 0), 0);
-        const body = minutes.length === 0
-          ? h("div", { class: "chart-empty" }, history === null ? "No history yet" : "No activity in this window")
-          : draw(minutes, c.series, c.kind);
+        const totals = c.series.map((s) =>
+          `${fmtNum(minutes.reduce((t, m) => t + (m[s.key] || 0), 0))} ${s.label}`);
+        const sampled = c.kind !== "line-gauge" ||
+          minutes.some((m) => c.series.some((s) => m[s.key] !== null && m[s.key] !== undefined));
+        let body;
+        if (minutes.length === 0) body = h("div", { class: "chart-empty" }, "No history yet");
+        else if (!sampled) body = h("div", { class: "chart-empty" }, "No depth sampled yet: running workers sample it each minute");
+        else body = draw(minutes, c.series, c.kind);
         return h("section", { class: "card chart", "data-chart": c.title.toLowerCase() },
           h("header", {},
             h("h3", {}, c.title, " ", h("small", { class: "muted" }, c.note)),
@@ -318,12 +336,18 @@
               h("li", {}, h("span", { class: "swatch s-" + s.key }), s.label)))),
           body,
           c.kind === "line-gauge" || minutes.length === 0 ? null
-            : h("p", { class: "chart-foot muted" }, `${fmtNum(total)} in the window`));
+            : h("p", { class: "chart-foot muted" }, `${totals.join(" · ")} in ${windowName()}`));
       });
     }
 
     return { niceMax, bucket, draw, cards };
   })();
+
+  // "the last hour", "the last 6 hours"…
+  const windowName = () => {
+    const w = WINDOWS.find(([m]) => m === app.window);
+    return w ? "the last " + w[1].replace(/^1 /, "") : "the window";
+  };
 
   // History of a queue (or of all queues), or null while the server has none (404).
   async function history(queue) {
@@ -456,10 +480,10 @@
     }
 
     const timeCol = {
-      available: ["Due", "run_at_time"], scheduled: ["Runs", "run_at_time"],
-      retrying: ["Retries", "run_at_time"], running: ["Started", "attempted_at_time"],
-      held: ["Created", "created_at_time"],
-    }[route.state] || ["Finished", "finished_at_time"];
+      available: ["Due", "run_at"], scheduled: ["Runs", "run_at"],
+      retrying: ["Retries", "run_at"], running: ["Started", "attempted_at"],
+      held: ["Created", "created_at"],
+    }[route.state] || ["Finished", "finished_at"];
     const errorCol = ["dead", "retrying", "cancelled"].includes(route.state);
 
     const rows = page.jobs.map((j) => {
@@ -470,7 +494,7 @@
         h("td", {}, stateBadge(j.reported_state)),
         h("td", { class: "num" }, `${j.attempt}/${j.max_attempts ?? s.max_attempts}`),
         h("td", { class: "num" }, j.priority),
-        h("td", {}, when(j.created_at_time)),
+        h("td", {}, when(j.created_at)),
         h("td", {}, when(j[timeCol[1]])),
         h("td", { class: "mono clip", title: preview(j.payload, 2000) }, preview(j.payload)),
         errorCol ? h("td", { class: "clip error-text", title: last }, last) : null);
@@ -591,7 +615,8 @@
         }, label)));
 
     const fact = (label, value) => [h("dt", {}, label), h("dd", {}, value)];
-    const time = (iso) => iso ? [localTime(iso), " ", h("span", { class: "muted" }, `(${relative(iso)})`)] : "—";
+    const time = (us) => us === null || us === undefined ? "—"
+      : [localTime(us), " ", h("span", { class: "muted" }, `(${relative(us)})`)];
     const facts = h("dl", { class: "facts" },
       fact("Queue", h("a", { href: `#/queues/${enc(j.queue)}` }, j.queue)),
       fact("Kind", j.kind || "—"),
@@ -600,12 +625,12 @@
       fact("Attempt", max ? `${j.attempt} of ${max}` : String(j.attempt)),
       fact("Priority", String(j.priority)),
       fact("Unique key", j.unique_key ? h("code", {}, j.unique_key) : "—"),
-      fact("Created", time(j.created_at_time)),
-      fact("Run at", time(j.run_at_time)),
-      fact("Last attempt", time(j.attempted_at_time)),
-      fact("Finished", time(j.finished_at_time)),
+      fact("Created", time(j.created_at)),
+      fact("Run at", time(j.run_at)),
+      fact("Last attempt", time(j.attempted_at)),
+      fact("Finished", time(j.finished_at)),
       fact("Lease owner", j.lease_owner || "—"),
-      fact("Lease expires", time(j.lease_expires_at_time)));
+      fact("Lease expires", time(j.lease_expires_at)));
 
     const json = (title, v, id) => h("section", { class: "card" }, h("h2", {}, title),
       v === null || v === undefined ? h("p", { class: "muted" }, "none")
@@ -618,7 +643,7 @@
           h("thead", {}, h("tr", {}, h("th", { class: "num" }, "Attempt"), h("th", {}, "When"), h("th", {}, "Error"))),
           h("tbody", {}, j.errors.slice().reverse().map((e) => h("tr", {},
             h("td", { class: "num" }, e.attempt),
-            h("td", { class: "nowrap" }, localTime(e.at_time)),
+            h("td", { class: "nowrap" }, localTime(e.at)),
             h("td", {}, h("pre", { class: "error-text" }, e.error)))))));
 
     return [
@@ -760,25 +785,11 @@
     $("who-scope").className = "scope scope-" + app.me.scope;
     $("logout").hidden = !sessionStorage.getItem(TOKEN_KEY);
     for (const id of ["nav", "search", "who"]) $(id).hidden = false;
-    await detectFeatures();
     await render(true);
   }
 
-  // What this server offers beyond the basics, from its OpenAPI document.
-  async function detectFeatures() {
-    try {
-      const doc = await api("GET", "/openapi.json");
-      const list = doc.paths["/api/v1/jobs"] && doc.paths["/api/v1/jobs"].get;
-      app.features.uniqueKey = Boolean(list && (list.parameters || []).some((p) => p.name === "unique_key"));
-    } catch (_) {
-      app.features.uniqueKey = false;
-    }
-    $("search-input").placeholder = app.features.uniqueKey
-      ? "Job id, unique key or queue" : "Job id or queue name";
-  }
-
-  // The search box: a number is a job id; otherwise a queue's name, or a unique key where the
-  // server can look one up.
+  // The search box: a number is a job id, anything else a queue's name. (The API has no lookup
+  // by unique key.)
   async function search(text) {
     const q = text.trim();
     if (!q) return;
@@ -792,15 +803,7 @@
         location.hash = `#/queues/${enc(q)}`;
         return;
       }
-      if (app.features.uniqueKey) {
-        const page = await api("GET", `/api/v1/jobs?unique_key=${enc(q)}&limit=1`);
-        if (page.jobs.length) {
-          location.hash = `#/jobs/${page.jobs[0].id}`;
-          return;
-        }
-      }
-      banner("error", `Nothing found for "${q}": search a job id` +
-        (app.features.uniqueKey ? ", a unique key" : "") + " or a queue name.");
+      banner("error", `Nothing found for "${q}": search a job id or a queue name.`);
     } catch (e) {
       showError(e);
     }
