@@ -243,6 +243,10 @@ pub struct WorkArgs {
     /// On SIGINT/SIGTERM, how long running jobs may finish before they are stopped and released.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub grace: Duration,
+    /// Serve this process's own Prometheus metrics at http://ADDR/metrics (its running jobs per
+    /// queue, claim durations, outcomes).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Subcommand)]

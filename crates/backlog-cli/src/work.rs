@@ -42,7 +42,28 @@ pub async fn run(client: Client, a: WorkArgs) -> anyhow::Result<ExitCode> {
         .build()?;
     let (shutdown, abort) = (CancellationToken::new(), CancellationToken::new());
     spawn_signal_handler(shutdown.clone(), abort.clone());
-    let report = worker.run_until(shutdown, abort).await?;
+    let worker = Arc::new(worker);
+    let metrics = match a.metrics {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot listen on {addr} for metrics: {e}"))?;
+            let app = backlog_server::worker_router(worker.clone());
+            let stop = shutdown.clone();
+            Some(tokio::spawn(async move {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async move { stop.cancelled().await })
+                    .await
+            }))
+        }
+        None => None,
+    };
+    let report = worker.run_until(shutdown.clone(), abort).await?;
+    // A drain ends without a signal: the metrics server stops with the worker.
+    shutdown.cancel();
+    if let Some(m) = metrics {
+        m.await??;
+    }
     tracing::info!("worker stopped: {report:?}");
     worker.client().close().await;
     Ok(ExitCode::SUCCESS)

@@ -171,6 +171,73 @@ fn mysql_serve_with_tokens_and_audit() {
     serve_with_tokens_and_audit(Engine::MySql);
 }
 
+/// `backlog work --metrics`: the process's own jobs in flight, claims and outcomes.
+fn worker_metrics(engine: Engine) {
+    let db = TestDb::new(engine);
+    db.ok(&["enqueue", "wm", "{}"]);
+    db.ok(&["enqueue", "wm", "{}"]);
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = db
+        .cmd(&[
+            "work",
+            "wm",
+            "--concurrency",
+            "2",
+            "--drain",
+            "--metrics",
+            &addr,
+            "--",
+            "sh",
+            "-c",
+            "sleep 1",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let text = loop {
+        assert!(Instant::now() < deadline, "never saw both jobs running");
+        if let Ok(r) = ureq::get(&format!("http://{addr}/metrics")).call() {
+            let text = r.into_string().unwrap();
+            if text.contains(r#"backlog_worker_running_jobs{queue="wm"} 2"#) {
+                break text;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        text.contains(r#"backlog_worker_concurrency{queue="wm"} 2"#),
+        "{text}"
+    );
+    assert!(
+        text.contains("backlog_worker_claim_seconds_count"),
+        "{text}"
+    );
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "the drain ends and the metrics server with it: {status:?}"
+    );
+    assert_eq!(db.stats()["wm"]["completed"], 2);
+}
+
+#[test]
+fn sqlite_worker_metrics() {
+    worker_metrics(Engine::Sqlite);
+}
+
+#[test]
+fn postgres_worker_metrics() {
+    worker_metrics(Engine::Postgres);
+}
+
+#[test]
+fn mysql_worker_metrics() {
+    worker_metrics(Engine::MySql);
+}
+
 /// Bad arguments: a clear error, and nothing listens.
 #[test]
 fn serve_refuses_bad_setups() {
@@ -203,6 +270,10 @@ fn serve_refuses_bad_setups() {
     db.fails(
         &["token", "new", "o/ps", "--scope", "read"],
         "invalid token name",
+    );
+    db.fails(
+        &["work", "q", "--metrics", "nowhere", "--", "true"],
+        "invalid socket address",
     );
     // A server on loopback with no tokens answers without a login, on the SQLite default.
     let server = start(&db, &[]);

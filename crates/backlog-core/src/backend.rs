@@ -279,6 +279,8 @@ pub struct JobListParams {
     pub state: Option<StateFilter>,
     /// Only this kind.
     pub kind: Option<Kind>,
+    /// Only jobs with this unique key.
+    pub unique_key: Option<String>,
     /// Only ids greater than this (paging).
     pub after_id: i64,
     /// At most this many.

@@ -186,5 +186,20 @@ pub struct ApiQuery<T>(pub T);
 #[from_request(via(axum::extract::Path), rejection(ApiError))]
 pub struct ApiPath<T>(pub T);
 
+/// A count option (`limit`, `minutes`, …): `default` when absent, else within `1..=max`.
+pub fn count(what: &'static str, value: Option<u32>, default: u32, max: u32) -> ApiResult<u32> {
+    let v = value.unwrap_or(default);
+    if !(1..=max).contains(&v) {
+        return Err(backlog::Error::ValueOutOfRange {
+            what,
+            value: v as i64,
+            min: 1,
+            max: max as i64,
+        }
+        .into());
+    }
+    Ok(v)
+}
+
 /// What handlers return.
 pub type ApiResult<T> = Result<T, ApiError>;

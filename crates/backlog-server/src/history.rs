@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::AppState;
 use crate::auth::Reader;
-use crate::error::{ApiError, ApiJson, ApiQuery, ApiResult, ErrorBody};
+use crate::error::{ApiJson, ApiQuery, ApiResult, ErrorBody, count};
 use crate::view::json;
 
 /// Most minutes one history request covers (a day).
@@ -121,16 +121,7 @@ pub async fn history(
     _who: Reader,
     ApiQuery(q): ApiQuery<HistoryQuery>,
 ) -> ApiResult<ApiJson<HistoryView>> {
-    let minutes = q.minutes.unwrap_or(60);
-    if !(1..=MAX_MINUTES).contains(&minutes) {
-        return Err(backlog::Error::ValueOutOfRange {
-            what: "minutes",
-            value: minutes as i64,
-            min: 1,
-            max: MAX_MINUTES as i64,
-        }
-        .into());
-    }
+    let minutes = count("minutes", q.minutes, 60, MAX_MINUTES)?;
     let queue = q.queue.map(QueueName::new).transpose()?;
     let rows = state.client.history(queue.as_ref(), minutes).await?;
     let last = backlog::minute_of(state.client.now());
@@ -193,15 +184,7 @@ pub async fn audit(
     _who: Reader,
     ApiQuery(q): ApiQuery<AuditQuery>,
 ) -> ApiResult<ApiJson<AuditPage>> {
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::from(backlog::Error::ValueOutOfRange {
-            what: "limit",
-            value: limit as i64,
-            min: 1,
-            max: 1000,
-        }));
-    }
+    let limit = count("limit", q.limit, 100, 1000)?;
     let entries = state
         .client
         .audit_log(&AuditListParams {

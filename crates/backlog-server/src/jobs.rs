@@ -8,7 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::AppState;
 use crate::auth::{Admin, Producer, Reader};
-use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody};
+use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody, count};
 use crate::view::{EnqueuedView, JobPage};
 use backlog::view::JobView;
 
@@ -139,6 +139,8 @@ pub struct ListQuery {
     pub state: Option<String>,
     /// Only this kind.
     pub kind: Option<String>,
+    /// Only jobs with this unique key (any queue unless `queue` is given).
+    pub unique_key: Option<String>,
     /// Only ids after this one (the `next` of the previous page).
     pub after: Option<i64>,
     /// At most this many (1 to 1,000; default 100).
@@ -147,16 +149,8 @@ pub struct ListQuery {
 
 impl ListQuery {
     /// The library's filter, checked.
-    pub fn opts(&self) -> backlog::Result<JobListOpts> {
-        let limit = self.limit.unwrap_or(100);
-        if !(1..=MAX_PAGE).contains(&limit) {
-            return Err(backlog::Error::ValueOutOfRange {
-                what: "limit",
-                value: limit as i64,
-                min: 1,
-                max: MAX_PAGE as i64,
-            });
-        }
+    pub fn opts(&self) -> ApiResult<JobListOpts> {
+        let limit = count("limit", self.limit, 100, MAX_PAGE)?;
         Ok(JobListOpts {
             queue: self.queue.clone().map(QueueName::new).transpose()?,
             state: self
@@ -165,6 +159,7 @@ impl ListQuery {
                 .map(str::parse::<StateFilter>)
                 .transpose()?,
             kind: self.kind.clone().map(Kind::new).transpose()?,
+            unique_key: self.unique_key.clone().map(UniqueKey::new).transpose()?,
             after_id: self.after.unwrap_or(0),
             limit,
         })

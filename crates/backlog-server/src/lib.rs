@@ -43,6 +43,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use auth::{Scope, Tokens};
+pub use ops::{worker_metrics, worker_router};
 
 /// How `serve` runs.
 #[derive(Debug, Clone)]

@@ -222,6 +222,94 @@ pub async fn metrics(State(state): State<AppState>, _who: Reader) -> ApiResult<R
         .into_response())
 }
 
+/// One worker process's own metrics in the Prometheus text format: `backlog_worker_running_jobs`
+/// and `backlog_worker_concurrency` per queue, `backlog_worker_claim_seconds` (each claim's round
+/// trip, with the completions it carried), and the outcomes this process recorded
+/// (`backlog_worker_jobs_{completed,failed,released,lost}_total`). `backlog work --metrics ADDR`
+/// serves it; an application embedding a [`backlog::Worker`] can serve it the same way.
+pub fn worker_metrics(m: &backlog::WorkerMetrics) -> String {
+    use prometheus_client::metrics::counter::Counter;
+    let mut registry = Registry::with_prefix("backlog_worker");
+    let running = Family::<Labels, Gauge>::default();
+    let concurrency = Family::<Labels, Gauge>::default();
+    for q in &m.queues {
+        let labels = vec![("queue", q.queue.clone())];
+        running.get_or_create(&labels).set(q.running as i64);
+        concurrency.get_or_create(&labels).set(q.concurrency as i64);
+    }
+    registry.register(
+        "running_jobs",
+        "Jobs of the queue this process holds",
+        running,
+    );
+    registry.register(
+        "concurrency",
+        "Most jobs of the queue this process runs at once",
+        concurrency,
+    );
+    let claims = Counted::default();
+    *claims.0.lock().expect("lock") = CountedData {
+        sum: m.claim_seconds_sum,
+        count: m.claims,
+        buckets: m
+            .claim_buckets
+            .iter()
+            .map(|(b, n)| (if b.is_infinite() { f64::MAX } else { *b }, *n))
+            .collect(),
+    };
+    registry.register(
+        "claim_seconds",
+        "Each claim's round trip, with the completions it carried",
+        claims,
+    );
+    for (name, help, n) in [
+        ("jobs_completed", "Jobs this process completed", m.completed),
+        (
+            "jobs_failed",
+            "Failed attempts this process recorded",
+            m.failed,
+        ),
+        (
+            "jobs_released",
+            "Jobs this process released (shutdown, snooze)",
+            m.released,
+        ),
+        (
+            "jobs_lost",
+            "Outcomes refused because the lease was gone",
+            m.lost,
+        ),
+    ] {
+        let c = Counter::<u64>::default();
+        c.inc_by(n);
+        registry.register(name, help, c);
+    }
+    let mut body = String::new();
+    encode(&mut body, &registry).expect("writing to a String does not fail");
+    body
+}
+
+/// A router serving [`worker_metrics`] of `worker` at `/metrics` (and `/healthz`).
+pub fn worker_router(worker: std::sync::Arc<backlog::Worker>) -> axum::Router {
+    axum::Router::new()
+        .route(
+            "/metrics",
+            axum::routing::get(move || {
+                let worker = worker.clone();
+                async move {
+                    (
+                        [(
+                            header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        worker_metrics(&worker.metrics()),
+                    )
+                }
+            }),
+        )
+        .route("/healthz", axum::routing::get(healthz))
+}
+
 /// This API's OpenAPI document, generated from the code.
 #[utoipa::path(get, path = "/openapi.json", tag = "ops",
     responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json")))]

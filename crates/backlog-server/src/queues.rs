@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::AppState;
 use crate::auth::{Admin, Reader};
-use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody};
+use crate::error::{ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody, count};
 use crate::jobs::{MAX_PAGE, page};
 use crate::view::{JobPage, QueueView, SettingsView, StatsView};
 
@@ -220,20 +220,12 @@ pub async fn dead(
     ApiPath(queue): ApiPath<String>,
     ApiQuery(q): ApiQuery<DeadQuery>,
 ) -> ApiResult<ApiJson<JobPage>> {
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(backlog::Error::ValueOutOfRange {
-            what: "limit",
-            value: limit as i64,
-            min: 1,
-            max: MAX_PAGE as i64,
-        }
-        .into());
-    }
+    let limit = count("limit", q.limit, 100, MAX_PAGE)?;
     let opts = JobListOpts {
         queue: Some(QueueName::new(queue)?),
         state: Some(StateFilter::Stored(JobState::Dead)),
         kind: None,
+        unique_key: None,
         after_id: q.after.unwrap_or(0),
         limit,
     };
@@ -268,15 +260,7 @@ pub async fn redrive(
     ApiJson(req): ApiJson<RedriveRequest>,
 ) -> ApiResult<ApiJson<RedriveResponse>> {
     let name = QueueName::new(queue)?;
-    let limit = req.limit.unwrap_or(1000);
-    if !(1..=100_000).contains(&limit) {
-        return Err(ApiError::from(backlog::Error::ValueOutOfRange {
-            what: "limit",
-            value: limit as i64,
-            min: 1,
-            max: 100_000,
-        }));
-    }
+    let limit = count("limit", req.limit, 1000, 100_000)?;
     let n = state.client.redrive(&name, limit).await?;
     let detail = serde_json::json!({"limit": limit, "redriven": n});
     crate::audit(

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 
 use crate::AppState;
 use crate::auth::Producer;
-use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
+use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody, count};
 use crate::view::ClaimedView;
 
 /// A lease token as sent back: the string the claim gave (a number is accepted too).
@@ -83,16 +83,7 @@ pub async fn claim(
     ApiPath(queue): ApiPath<String>,
     ApiJson(req): ApiJson<ClaimRequest>,
 ) -> ApiResult<ApiJson<ClaimResponse>> {
-    let limit = req.limit.unwrap_or(1);
-    if !(1..=1000).contains(&limit) {
-        return Err(backlog::Error::ValueOutOfRange {
-            what: "limit",
-            value: limit as i64,
-            min: 1,
-            max: 1000,
-        }
-        .into());
-    }
+    let limit = count("limit", req.limit, 1, 1000)?;
     let kinds = req
         .kinds
         .into_iter()

@@ -113,6 +113,19 @@ async fn enqueue_show_list_and_page(engine: Engine) {
     }
     assert_eq!(seen.len(), 7, "{seen:?}");
     assert!(seen.windows(2).all(|w| w[0] < w[1]));
+    let by_key = api
+        .ok(Method::GET, "/api/v1/jobs?unique_key=user-1", None)
+        .await;
+    assert_eq!(by_key["jobs"].as_array().unwrap().len(), 1);
+    assert_eq!(by_key["jobs"][0]["id"], id);
+    api.fails(
+        Method::GET,
+        "/api/v1/jobs?unique_key=",
+        None,
+        StatusCode::BAD_REQUEST,
+        "unique_key_invalid",
+    )
+    .await;
     let even = api
         .ok(Method::GET, "/api/v1/jobs?queue=mail&kind=even", None)
         .await;

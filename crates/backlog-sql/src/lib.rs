@@ -10,6 +10,7 @@
 mod batch;
 mod dberror;
 mod mysql;
+mod operator;
 mod postgres;
 mod rows;
 mod shared;

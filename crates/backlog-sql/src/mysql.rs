@@ -1006,6 +1006,8 @@ impl Backend for MySqlBackend {
             .bind(p.now)
             .bind(p.kind.as_ref().map(|k| k.as_str()))
             .bind(p.kind.as_ref().map(|k| k.as_str()))
+            .bind(p.unique_key.as_deref())
+            .bind(p.unique_key.as_deref())
             .bind(p.limit as i64)
             .fetch_all(&self.pool)
             .await
@@ -1183,78 +1185,27 @@ impl Backend for MySqlBackend {
     }
 
     async fn stat_history(&self, queue: Option<&QueueName>, since: i64) -> Result<Vec<StatRow>> {
-        let rows = sqlx::query(q!("stat_history"))
-            .bind(since)
-            .bind(queue.map(|q| q.as_str()))
-            .bind(queue.map(|q| q.as_str()))
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
-        rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
+        self.op_stat_history(queue, since).await
     }
 
     async fn stat_totals(&self) -> Result<Vec<StatRow>> {
-        let rows = sqlx::query(q!("stat_totals"))
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
-        rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
+        self.op_stat_totals().await
     }
 
     async fn stat_prune(&self, before: i64) -> Result<u64> {
-        let mut tx = self.pool.begin().await.db()?;
-        sqlx::query(q!("stat_fold"))
-            .bind(before)
-            .execute(&mut *tx)
-            .await
-            .db()?;
-        let res = sqlx::query(q!("stat_prune"))
-            .bind(before)
-            .execute(&mut *tx)
-            .await
-            .db()?;
-        tx.commit().await.db()?;
-        Ok(res.rows_affected())
+        self.op_stat_prune(before).await
     }
 
     async fn audit_list(&self, p: &AuditListParams) -> Result<Vec<AuditEntry>> {
-        let rows = sqlx::query(q!("audit_list"))
-            .bind(p.before_id)
-            .bind(p.queue.as_ref().map(|q| q.as_str()))
-            .bind(p.queue.as_ref().map(|q| q.as_str()))
-            .bind(p.limit as i64)
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
-        rows.iter().map(|r| Ok(audit_from_row!(r))).collect()
+        self.op_audit_list(p).await
     }
 
     async fn stat_add(&self, rows: &[StatRow]) -> Result<()> {
-        let mut tx = self.pool.begin().await.db()?;
-        for r in rows {
-            bind_stat_counts!(sqlx::query(q!("stat_add")), r)
-                .execute(&mut *tx)
-                .await
-                .db()?;
-        }
-        tx.commit().await.db()
+        self.op_stat_add(rows).await
     }
 
     async fn stat_snapshot(&self, minute: i64, depths: &[(String, StatDepth)]) -> Result<()> {
-        let mut tx = self.pool.begin().await.db()?;
-        for (queue, d) in depths {
-            sqlx::query(q!("stat_snapshot"))
-                .bind(queue.as_str())
-                .bind(minute)
-                .bind(d.available)
-                .bind(d.scheduled)
-                .bind(d.running)
-                .bind(d.dead)
-                .execute(&mut *tx)
-                .await
-                .db()?;
-        }
-        tx.commit().await.db()
+        self.op_stat_snapshot(minute, depths).await
     }
 
     async fn audit_add(&self, e: &AuditEntry) -> Result<i64> {
@@ -1309,3 +1260,5 @@ impl crate::tx::JobConnection for MySqlConnection {
         complete_on(self, params).await
     }
 }
+
+crate::operator::operator_methods!(MySqlBackend, queue_binds = 2);

@@ -820,6 +820,7 @@ async fn fail_retries_then_dies(db: Db) {
             queue: Some(q("fl")),
             state: Some(StateFilter::Retrying),
             kind: None,
+            unique_key: None,
             after_id: 0,
             limit: 10,
             now,
@@ -1042,6 +1043,7 @@ async fn operator_actions(db: Db) {
             queue: Some(q("ad")),
             state: Some(StateFilter::Stored(JobState::Dead)),
             kind: None,
+            unique_key: None,
             after_id: 0,
             limit: 10,
             now,
@@ -1215,6 +1217,7 @@ async fn stats_and_lists(db: Db) {
                 queue: Some(q("st")),
                 state,
                 kind: None,
+                unique_key: None,
                 after_id: 0,
                 limit: 100,
                 now,
@@ -1241,6 +1244,7 @@ async fn stats_and_lists(db: Db) {
             queue: None,
             state: None,
             kind: None,
+            unique_key: None,
             after_id: id[1],
             limit: 1,
             now,
@@ -1260,6 +1264,7 @@ async fn stats_and_lists(db: Db) {
                 queue: Some(q("kl")),
                 state,
                 kind: Some(Kind::new("ka").unwrap()),
+                unique_key: None,
                 after_id: 0,
                 limit: 10,
                 now,
@@ -1271,6 +1276,24 @@ async fn stats_and_lists(db: Db) {
             .collect();
         assert_eq!(of_kind, vec![kl[0], kl[2]]);
     }
+    // By unique key, across queues.
+    let keyed_ids = ids(&db, vec![keyed("ku1", "k-1"), keyed("ku2", "k-2")], now).await;
+    let by_key: Vec<i64> =
+        db.b.job_list(JobListParams {
+            queue: None,
+            state: None,
+            kind: None,
+            unique_key: Some("k-2".into()),
+            after_id: 0,
+            limit: 10,
+            now,
+        })
+        .await
+        .unwrap()
+        .iter()
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(by_key, vec![keyed_ids[1]]);
     let queues = db.b.queue_list().await.unwrap();
     let stq = queues
         .iter()
@@ -1802,6 +1825,7 @@ async fn pruning_in_bounded_batches(db: Db) {
             queue: Some(q("pn")),
             state: None,
             kind: None,
+            unique_key: None,
             after_id: 0,
             limit: 10,
             now,

@@ -92,6 +92,8 @@ pub struct JobListOpts {
     pub state: Option<StateFilter>,
     /// Only this kind.
     pub kind: Option<Kind>,
+    /// Only jobs with this unique key.
+    pub unique_key: Option<backlog_core::UniqueKey>,
     /// Only ids greater than this (the last id of the previous page).
     pub after_id: i64,
     /// At most this many.
@@ -763,6 +765,7 @@ impl Client {
             queue: queue.cloned(),
             state,
             kind: None,
+            unique_key: None,
             after_id,
             limit,
         })
@@ -777,6 +780,7 @@ impl Client {
                 queue: opts.queue.clone(),
                 state: opts.state,
                 kind: opts.kind.clone(),
+                unique_key: opts.unique_key.as_ref().map(|k| k.as_str().to_owned()),
                 after_id: opts.after_id,
                 limit: opts.limit,
                 now: self.now(),

@@ -97,6 +97,7 @@ pub use sqlx;
 pub use tokio_util::sync::CancellationToken;
 pub use typed::JobArgs;
 pub use worker::{
-    DEFAULT_CLAIM_MAX, DrainMode, HandlerError, HandlerResult, JobContext, MaintenanceConfig,
-    Outcome, PeriodicJob, RunReport, Schedule, Worker, WorkerBuilder, WorkerConfig,
+    CLAIM_BOUNDS_US, DEFAULT_CLAIM_MAX, DrainMode, HandlerError, HandlerResult, JobContext,
+    MaintenanceConfig, Outcome, PeriodicJob, QueueLoad, RunReport, Schedule, Worker, WorkerBuilder,
+    WorkerConfig, WorkerMetrics,
 };

@@ -1,5 +1,5 @@
 -- $4: 0 any time, 1 due (run_at <= now), 2 not yet due, 3 not yet due after a failed attempt.
--- Casts: $1, $2 and $7 (the kind) may be NULL.
+-- Casts: $1, $2, $7 (the kind) and $8 (the unique key) may be NULL.
 SELECT id, queue, kind, state, payload::text AS payload, priority, run_at, attempt, max_attempts,
        lease_token, lease_owner, lease_expires_at, unique_key, errors::text AS errors,
        result::text AS result, progress::text AS progress, created_at, attempted_at, finished_at,
@@ -9,5 +9,6 @@ WHERE ($1::text IS NULL OR queue = $1::text) AND ($2::text IS NULL OR state = $2
   AND ($4 = 0 OR ($4 = 1 AND run_at <= $5) OR ($4 = 2 AND run_at > $5)
        OR ($4 = 3 AND run_at > $5 AND attempt > 0))
   AND ($7::text IS NULL OR kind = $7::text)
+  AND ($8::text IS NULL OR unique_key = $8::text)
 ORDER BY id
 LIMIT $6

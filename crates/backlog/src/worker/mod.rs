@@ -7,6 +7,7 @@ mod completer;
 mod context;
 mod execute;
 mod maintenance;
+mod metrics;
 mod run;
 
 use std::collections::HashMap;
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 pub use context::{HandlerError, HandlerResult, JobContext, Outcome};
 pub use maintenance::{MaintenanceConfig, PeriodicJob, Schedule};
+pub use metrics::{CLAIM_BOUNDS_US, QueueLoad, WorkerMetrics};
 pub use run::RunReport;
 
 use crate::{Client, Error, JobArgs, Kind, QueueName, Result};
@@ -264,6 +266,9 @@ impl WorkerBuilder {
                 kinds,
                 periodic: self.periodic,
                 config: self.config,
+                counters: Arc::default(),
+                claim_times: Default::default(),
+                loads: Default::default(),
             }),
         })
     }
@@ -318,6 +323,16 @@ impl Worker {
         abort: tokio_util::sync::CancellationToken,
     ) -> Result<RunReport> {
         run::run(self.inner.clone(), shutdown, abort).await
+    }
+
+    /// What this worker is doing now: each queue's running jobs against its concurrency, its
+    /// claims and their durations, and the outcomes it recorded (see `backlog work --metrics`).
+    pub fn metrics(&self) -> WorkerMetrics {
+        metrics::snapshot(
+            &self.inner.loads,
+            &self.inner.claim_times,
+            &self.inner.counters,
+        )
     }
 
     /// Works the queues until no job of them is due or running, then returns (for tests and

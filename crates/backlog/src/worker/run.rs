@@ -44,6 +44,12 @@ pub(crate) struct Inner {
     pub kinds: Vec<Kind>,
     pub periodic: Vec<PeriodicJob>,
     pub config: WorkerConfig,
+    /// Outcomes recorded, over every run of this worker.
+    pub counters: Arc<Counters>,
+    /// Claim round trips and their durations.
+    pub claim_times: Arc<super::metrics::ClaimTimes>,
+    /// The queues' slots of the current run.
+    pub loads: Arc<super::metrics::Loads>,
 }
 
 /// A job in flight past its handler's first poll: its lease and how to stop it.
@@ -75,7 +81,14 @@ pub(crate) async fn run(
     }
     let stop_fetching = shutdown.child_token();
     let inflight: InFlightMap = Arc::default();
-    let counters = Arc::new(Counters::default());
+    // The report is this run's share of the worker's counts.
+    let counters = inner.counters.clone();
+    let at_start = (
+        counters.completed.load(Ordering::Relaxed),
+        counters.failed.load(Ordering::Relaxed),
+        counters.released.load(Ordering::Relaxed),
+        counters.lost.load(Ordering::Relaxed),
+    );
     let executors = TaskTracker::new();
     let background = CancellationToken::new();
 
@@ -96,8 +109,10 @@ pub(crate) async fn run(
 
     let mut fetchers = tokio::task::JoinSet::new();
     let mut finished_lists = vec![];
+    let mut loads = vec![];
     for (queue, concurrency) in &inner.queues {
         let slots = Arc::new(Semaphore::new(*concurrency));
+        loads.push((queue.clone(), *concurrency, slots.clone()));
         let stopped = Arc::new(Notify::new());
         for _ in 0..inner.config.fetchers.clamp(1, (*concurrency).max(1)) {
             // Each fetcher completes the jobs it claimed, so a batch that finishes together goes
@@ -126,6 +141,7 @@ pub(crate) async fn run(
             });
         }
     }
+    inner.loads.set(loads);
     let mut result = Ok(());
     while let Some(r) = fetchers.join_next().await {
         match r {
@@ -186,10 +202,10 @@ pub(crate) async fn run(
     }
     result?;
     Ok(RunReport {
-        completed: counters.completed.load(Ordering::Relaxed),
-        failed: counters.failed.load(Ordering::Relaxed),
-        released: counters.released.load(Ordering::Relaxed),
-        lost: counters.lost.load(Ordering::Relaxed),
+        completed: counters.completed.load(Ordering::Relaxed) - at_start.0,
+        failed: counters.failed.load(Ordering::Relaxed) - at_start.1,
+        released: counters.released.load(Ordering::Relaxed) - at_start.2,
+        lost: counters.lost.load(Ordering::Relaxed) - at_start.3,
     })
 }
 
@@ -313,10 +329,12 @@ async fn fetch_loop(
         tokio::pin!(sibling_stopped);
         sibling_stopped.as_mut().enable();
         let limit = batch.slots.len().min(max_claim) as u32;
-        let claimed = match client
+        let claim_started = std::time::Instant::now();
+        let result = client
             .complete_claim(&batch.done, &opts.clone().limit(limit))
-            .await
-        {
+            .await;
+        inner.claim_times.record(claim_started.elapsed());
+        let claimed = match result {
             Ok(r) => {
                 completer::record(&counters, &batch.done, &r.completed);
                 match r.claimed {
