@@ -565,6 +565,32 @@ async fn dashboard_in_a_real_browser() {
     .await;
     b.shot("overview.png").await;
 
+    // The search box: a unique key finds its job, a queue name its queue.
+    let keyed = api(
+        port,
+        "POST",
+        "/api/v1/jobs",
+        PRODUCE,
+        Some(json!({"queue": "billing", "payload": {"order": 42}, "unique_key": "order-42"})),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    b.find("#search-input")
+        .await
+        .send_keys("order-42\u{E007}")
+        .await
+        .unwrap();
+    b.wait_text("#main[data-page=job] .crumbs", &format!("job {keyed}"))
+        .await;
+    b.wait_text("#payload", "\"order\": 42").await;
+    b.find("#search-input")
+        .await
+        .send_keys("reports\u{E007}")
+        .await
+        .unwrap();
+    b.wait_text("#main[data-page=queue] h1", "reports").await;
+
     // A read token sees the same pages without any button that changes something.
     let dead2 = dead_job(port, "reports", json!({"month": 3}), "timeout").await;
     b.logout().await;

@@ -788,8 +788,8 @@
     await render(true);
   }
 
-  // The search box: a number is a job id, anything else a queue's name. (The API has no lookup
-  // by unique key.)
+  // The search box: a number is a job id; anything else a queue's name, else a unique key (the
+  // newest job holding it: a key is free again once its job finishes).
   async function search(text) {
     const q = text.trim();
     if (!q) return;
@@ -803,7 +803,15 @@
         location.hash = `#/queues/${enc(q)}`;
         return;
       }
-      banner("error", `Nothing found for "${q}": search a job id or a queue name.`);
+      const { jobs } = await api("GET", `/api/v1/jobs?unique_key=${enc(q)}&limit=1000`);
+      if (jobs.length) {
+        location.hash = `#/jobs/${jobs[jobs.length - 1].id}`;
+        if (jobs.length > 1) {
+          setTimeout(() => banner("ok", `${jobs.length} jobs have held the key "${q}": this is the newest`));
+        }
+        return;
+      }
+      banner("error", `Nothing found for "${q}": search a job id, a queue name or a unique key.`);
     } catch (e) {
       showError(e);
     }
