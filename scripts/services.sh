@@ -2,8 +2,9 @@
 # Makes sure PostgreSQL and MariaDB are installed, running, and reachable the way the tests expect:
 #   PostgreSQL on 127.0.0.1:5432, trust auth, database `test`
 #   MariaDB    on 127.0.0.1:3306, root with an empty password, database `test`
-# Installs them from Debian's packages when absent. Exits non-zero if either cannot be had:
-# the test suite never skips a backend.
+# and Chromium with chromedriver for the dashboard's browser test (crates/backlog-cli/tests/
+# dashboard.rs). Installs them from Debian's packages when absent. Exits non-zero if any cannot be
+# had: the test suite never skips a backend or the browser test.
 set -euo pipefail
 
 log() { echo "services: $*" >&2; }
@@ -58,5 +59,8 @@ ensure_mariadb() {
 command -v psql >/dev/null || apt_install postgresql-client
 command -v mariadb >/dev/null || apt_install mariadb-client
 command -v sqlite3 >/dev/null || apt_install sqlite3
+command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+    || { log "installing Chromium and chromedriver"; apt_install chromium chromium-driver; }
+command -v chromedriver >/dev/null || { log "chromedriver is not installed"; exit 1; }
 ensure_postgres
 ensure_mariadb

@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::AppState;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 
 /// What a token may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
@@ -242,6 +242,27 @@ impl FromRequestParts<AppState> for Caller {
             .ok_or_else(|| unauthorized("unknown token"))?;
         Ok(Caller { name, scope })
     }
+}
+
+/// Who the caller is, as `/api/v1/me` answers.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct MeView {
+    /// The token's name (`local` when the server runs without tokens).
+    pub name: String,
+    /// Its scope: what it may do.
+    pub scope: Scope,
+}
+
+/// Who this token is and what it may do (any valid token; without tokens configured, `local`
+/// and `admin`). The dashboard asks it to know which actions to offer.
+#[utoipa::path(get, path = "/api/v1/me", tag = "ops",
+    responses((status = 200, body = MeView), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn me(who: Caller) -> axum::Json<MeView> {
+    axum::Json(MeView {
+        name: who.name,
+        scope: who.scope,
+    })
 }
 
 macro_rules! scoped {

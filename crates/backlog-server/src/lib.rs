@@ -1,11 +1,12 @@
 //! backlog's HTTP face: the JSON API (enqueue, inspect, operate, and the worker protocol for
-//! programs that cannot reach the database), Prometheus `/metrics`, health checks and the
-//! OpenAPI document, all from one axum router.
+//! programs that cannot reach the database), Prometheus `/metrics`, health checks, the
+//! OpenAPI document and a web dashboard, all from one axum router.
 //!
 //! Map:
 //! - [`ServerConfig`] and [`serve`]: listen, authenticate, answer, shut down gracefully.
 //! - [`router`]: the routes, for embedding in your own axum app or testing in-process.
-//! - [`auth`]: bearer tokens with `read`, `produce` and `admin` scopes.
+//! - [`auth`]: bearer tokens with `read`, `produce` and `admin` scopes; `/api/v1/me`.
+//! - `dashboard`: the web dashboard at `/`, its assets compiled in (`assets/`).
 //! - `jobs`, `queues`, `worker`, `ops`: the handlers; [`view`]: the JSON shapes they answer with.
 //! - [`error`]: every error as `{"error": {"code", "message"}}` with a status that means it.
 //!
@@ -20,6 +21,7 @@
 //! ```
 
 pub mod auth;
+mod dashboard;
 pub mod error;
 mod history;
 mod jobs;
@@ -33,6 +35,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
 use backlog::{CancellationToken, Client};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
@@ -178,6 +181,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))
         .routes(routes!(ops::openapi))
+        .routes(routes!(auth::me))
         .split_for_parts()
 }
 
@@ -198,6 +202,9 @@ pub fn router(client: Arc<Client>, config: &ServerConfig) -> Router {
         ),
     };
     router
+        // The dashboard's page and assets are not API: they stay out of the OpenAPI document.
+        .route("/", get(dashboard::index))
+        .route("/assets/{file}", get(dashboard::asset))
         .layer(DefaultBodyLimit::max(config.body_limit))
         .with_state(state)
 }

@@ -874,6 +874,24 @@ async fn tokens_and_scopes(engine: Engine) {
         StatusCode::OK
     );
 
+    // Each token learns its own name and scope; no token or a wrong one learns nothing.
+    for (token, name, scope) in [
+        (ADMIN, "ops", "admin"),
+        (PRODUCE, "ci", "produce"),
+        (READ, "viewer", "read"),
+    ] {
+        let (s, v) = api
+            .call_as(Some(token), Method::GET, "/api/v1/me", None)
+            .await;
+        assert_eq!(s, StatusCode::OK);
+        assert_eq!(v, json!({"name": name, "scope": scope}));
+    }
+    let (s, v) = api.call_as(None, Method::GET, "/api/v1/me", None).await;
+    assert_eq!(
+        (s, &v["error"]["code"]),
+        (StatusCode::UNAUTHORIZED, &json!("unauthorized"))
+    );
+
     // read: inspect only.
     assert_eq!(
         api.call_as(Some(READ), Method::GET, "/api/v1/stats", None)
@@ -963,6 +981,12 @@ async fn tokens_and_scopes(engine: Engine) {
 
 async fn metrics_and_readiness(engine: Engine) {
     let api = Api::new(engine).await;
+    // Without tokens every caller is `local`, an admin, with no header at all.
+    let (s, me) = api.call_as(None, Method::GET, "/api/v1/me", None).await;
+    assert_eq!(
+        (s, me),
+        (StatusCode::OK, json!({"name": "local", "scope": "admin"}))
+    );
     for i in 0..3 {
         api.ok(
             Method::POST,

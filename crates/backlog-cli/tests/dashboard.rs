@@ -1,0 +1,628 @@
+//! The web dashboard in a real browser: `backlog serve` on a temporary SQLite database, headless
+//! Chromium driven over WebDriver (chromedriver), and the API to set up and check what the
+//! clicks did. Needs `chromium` and `chromium-driver` (scripts/services.sh installs them); the
+//! test fails, never skips, without them.
+//!
+//! Screenshots land in `<target>/dashboard-screenshots/` (the path is printed).
+
+mod common;
+
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Engine, TestDb};
+use fantoccini::elements::Element;
+use fantoccini::error::CmdError;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+const ADMIN: &str = "dash-admin-secret-0123456789";
+const READ: &str = "dash-read-secret-0123456789";
+const PRODUCE: &str = "dash-produce-secret-0123456789";
+/// Longest any one wait may take.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// The processes this test started; each is ended (with its process group: chromedriver's
+/// browsers) when the test ends, passed or failed.
+struct Procs(Vec<(&'static str, Child)>);
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        use nix::sys::signal::{Signal, killpg};
+        use nix::unistd::Pid;
+        for (name, child) in &mut self.0 {
+            let group = Pid::from_raw(child.id() as i32);
+            let _ = killpg(group, Signal::SIGTERM);
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = killpg(group, Signal::SIGKILL);
+            let _ = child.wait();
+            eprintln!("dashboard test: stopped {name}");
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One request to the server (ureq, off the async runtime); the status and the JSON body (Null
+/// when empty), whatever the status.
+async fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let req = ureq::request(method, &format!("http://127.0.0.1:{port}{path}"))
+        .set("Authorization", &format!("Bearer {token}"))
+        .timeout(WAIT);
+    let what = format!("{method} {path}");
+    tokio::task::spawn_blocking(move || {
+        let res = match body {
+            Some(b) => req.send_json(b),
+            None => req.call(),
+        };
+        let res = match res {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{what}: {e}"),
+        };
+        (res.status(), res.into_json().unwrap_or(Value::Null))
+    })
+    .await
+    .unwrap()
+}
+
+/// Expects 2xx.
+async fn api(port: u16, method: &str, path: &str, token: &str, body: Option<Value>) -> Value {
+    let (status, v) = http(port, method, path, token, body).await;
+    assert!(
+        (200..300).contains(&status),
+        "{method} {path}: {status} {v}"
+    );
+    v
+}
+
+async fn wait_until<F, Fut>(what: &str, mut ready: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + WAIT;
+    while !ready().await {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {WAIT:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The browser, with helpers that wait (bounded) and survive the page's live re-renders.
+struct Browser {
+    client: Client,
+    base: String,
+    shots: PathBuf,
+}
+
+impl Browser {
+    async fn goto(&self, hash: &str) {
+        self.client
+            .goto(&format!("{}/{hash}", self.base))
+            .await
+            .unwrap();
+    }
+
+    async fn find(&self, css: &str) -> Element {
+        self.client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css} within {WAIT:?}: {e}"))
+    }
+
+    /// The text of the first element matching `css`, or None (read in one script call, so a
+    /// re-render between finding and reading cannot make it stale).
+    async fn text(&self, css: &str) -> Option<String> {
+        let v = self
+            .client
+            .execute(
+                "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
+                vec![json!(css)],
+            )
+            .await
+            .unwrap();
+        v.as_str().map(str::to_owned)
+    }
+
+    async fn exists(&self, css: &str) -> bool {
+        self.text(css).await.is_some()
+    }
+
+    async fn wait_text(&self, css: &str, needle: &str) -> String {
+        let mut last = None;
+        let deadline = Instant::now() + WAIT;
+        loop {
+            last = self.text(css).await.or(last);
+            if let Some(t) = &last
+                && t.contains(needle)
+            {
+                return t.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{css} did not show {needle:?} within {WAIT:?}; last text: {last:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Clicks, finding the element again if a re-render replaced it in between.
+    async fn click(&self, css: &str) {
+        for _ in 0..5 {
+            match self.find(css).await.click().await {
+                Ok(()) => return,
+                Err(CmdError::Standard(e))
+                    if e.error == fantoccini::error::ErrorStatus::StaleElementReference => {}
+                Err(e) => panic!("click {css}: {e}"),
+            }
+        }
+        panic!("{css} went stale five times");
+    }
+
+    async fn banner(&self, needle: &str) -> String {
+        self.wait_text("#banner:not([hidden]) #banner-text", needle)
+            .await
+    }
+
+    /// A screenshot of the top of the page.
+    async fn shot(&self, name: &str) {
+        self.client
+            .execute("window.scrollTo(0, 0);", vec![])
+            .await
+            .unwrap();
+        let png = self.client.screenshot().await.unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "a PNG");
+        std::fs::write(self.shots.join(name), png).unwrap();
+    }
+
+    async fn login(&self, token: &str) {
+        self.goto("").await;
+        let input = self.find("#token").await;
+        input.send_keys(token).await.unwrap();
+        self.click("#login button[type=submit]").await;
+        self.find("#who:not([hidden])").await;
+    }
+
+    async fn logout(&self) {
+        self.click("#logout").await;
+        self.find("#login").await;
+    }
+}
+
+fn screenshots_dir() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tmp.parent().unwrap_or(tmp).join("dashboard-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn start_server(db: &TestDb, port: u16, procs: &mut Procs) {
+    let tokens = db.path("tokens");
+    std::fs::write(
+        &tokens,
+        format!("ops admin {ADMIN}\nviewer read {READ}\nci produce {PRODUCE}\n"),
+    )
+    .unwrap();
+    let child = db
+        .cmd(&[
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--tokens",
+            tokens.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("backlog serve starts");
+    procs.0.push(("backlog serve", child));
+}
+
+fn start_chromedriver(port: u16, procs: &mut Procs) {
+    let child = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot start chromedriver ({e}): install chromium and chromium-driver \
+                 (scripts/services.sh does)"
+            )
+        });
+    procs.0.push(("chromedriver", child));
+}
+
+async fn port_open(port: u16) -> bool {
+    tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_ok()
+}
+
+async fn connect_browser(driver_port: u16) -> Client {
+    let mut args = vec![
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,800",
+        "--hide-scrollbars",
+        "--force-device-scale-factor=1",
+    ];
+    args.push("--lang=en-US");
+    let mut options = json!({ "args": args });
+    if Path::new("/usr/bin/chromium").exists() {
+        options["binary"] = json!("/usr/bin/chromium");
+    }
+    let mut caps = serde_json::Map::new();
+    caps.insert("goog:chromeOptions".into(), options);
+    let mut builder = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new());
+    builder.capabilities(caps);
+    let url = format!("http://127.0.0.1:{driver_port}");
+    let connect = builder.connect(&url);
+    let client = tokio::time::timeout(Duration::from_secs(30), connect)
+        .await
+        .expect("chromedriver starts a browser within 30 s")
+        .expect("a WebDriver session");
+    client.set_window_size(1280, 800).await.unwrap();
+    client
+}
+
+/// A job in `queue` that has died: enqueued with one attempt, claimed over the worker protocol
+/// and failed.
+async fn dead_job(port: u16, queue: &str, payload: Value, error: &str) -> i64 {
+    let id = api(
+        port,
+        "POST",
+        "/api/v1/jobs",
+        PRODUCE,
+        Some(
+            json!({"queue": queue, "payload": payload, "max_attempts": 1, "priority": -10,
+                    "kind": "send"}),
+        ),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    let claimed = api(
+        port,
+        "POST",
+        &format!("/api/v1/queues/{queue}/claim"),
+        PRODUCE,
+        Some(json!({"worker": "test-worker"})),
+    )
+    .await;
+    assert_eq!(
+        claimed["jobs"][0]["id"], id,
+        "the priority -10 job is claimed first"
+    );
+    let token = claimed["jobs"][0]["token"].clone();
+    let failed = api(
+        port,
+        "POST",
+        &format!("/api/v1/jobs/{id}/fail"),
+        PRODUCE,
+        Some(json!({"token": token, "error": error})),
+    )
+    .await;
+    assert_eq!(failed["outcome"], "dead");
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_in_a_real_browser() {
+    let started = Instant::now();
+    let db = TestDb::new(Engine::Sqlite);
+    let (port, driver_port) = (free_port(), free_port());
+    let mut procs = Procs(vec![]);
+    start_server(&db, port, &mut procs);
+    start_chromedriver(driver_port, &mut procs);
+    wait_until("backlog serve listens", || port_open(port)).await;
+    wait_until("chromedriver listens", || port_open(driver_port)).await;
+
+    // Jobs to look at: four waiting in `emails`, two in `reports`, and one dead in `emails`.
+    for i in 0..4 {
+        api(
+            port,
+            "POST",
+            "/api/v1/jobs",
+            PRODUCE,
+            Some(
+                json!({"queue": "emails", "payload": {"to": format!("user{i}@example.com")},
+                        "kind": "welcome"}),
+            ),
+        )
+        .await;
+    }
+    for i in 0..2 {
+        api(
+            port,
+            "POST",
+            "/api/v1/jobs",
+            PRODUCE,
+            Some(json!({"queue": "reports", "payload": {"month": i + 1}})),
+        )
+        .await;
+    }
+    let dead = dead_job(
+        port,
+        "emails",
+        json!({"to": "bounce@example.com", "template": "receipt"}),
+        "smtp: 550 mailbox unavailable",
+    )
+    .await;
+
+    // A worker on `thumbnails` completes its jobs, and its leader samples every queue's depth
+    // as it starts: the charts have something to draw.
+    for i in 0..5 {
+        api(
+            port,
+            "POST",
+            "/api/v1/jobs",
+            PRODUCE,
+            Some(json!({"queue": "thumbnails", "payload": {"image": i}})),
+        )
+        .await;
+    }
+    let worker = db
+        .cmd(&["work", "thumbnails", "--", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("backlog work starts");
+    procs.0.push(("backlog work", worker));
+
+    let client = connect_browser(driver_port).await;
+    let b = Browser {
+        client,
+        base: format!("http://127.0.0.1:{port}"),
+        shots: screenshots_dir(),
+    };
+    eprintln!("dashboard screenshots: {}", b.shots.display());
+
+    // Sign in as admin; the overview shows each queue's counts.
+    b.login(ADMIN).await;
+    assert_eq!(b.text("#who-name").await.as_deref(), Some("ops"));
+    assert_eq!(b.text("#who-scope").await.as_deref(), Some("admin"));
+    // The chart code on made-up minutes: lines break where a depth is unknown (null).
+    let drawn = b
+        .client
+        .execute(
+            r#"const t0 = Date.UTC(2025, 0, 1, 12, 0) * 1000;
+               const minutes = Array.from({length: 30}, (_, i) => ({
+                 minute: t0 + i * 60e6, minute_rfc3339: new Date(t0 / 1000 + i * 60e3).toISOString(),
+                 enqueued: i, started: i, completed: 2 * i, failed: i % 3, dead: i % 5 === 0 ? 1 : 0,
+                 rescued: 0, available: i >= 10 && i < 15 ? null : 100 - i, running: 3,
+                 scheduled: null, dead_total: 1 }));
+               const c = window.backlogCharts;
+               const line = c.draw(minutes, [{key: "completed", label: "c"}], "line");
+               const depth = c.draw(minutes, [{key: "available", label: "a"},
+                                             {key: "scheduled", label: "s"}], "line-gauge");
+               const bars = c.draw(minutes, [{key: "failed", label: "f"}, {key: "dead", label: "d"}], "bars");
+               return {
+                 line: line.querySelector("path.s-completed").getAttribute("d"),
+                 ymax: [...line.querySelectorAll(".ylabel")].map(e => e.textContent),
+                 depth: depth.querySelector("path.s-available").getAttribute("d"),
+                 depthPaths: depth.querySelectorAll("path").length,
+                 bars: bars.querySelectorAll("rect.bar").length,
+                 tips: bars.querySelectorAll("rect.hover title").length,
+                 nice: [0, 7, 58, 100, 101].map(c.niceMax),
+               };"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(drawn["line"].as_str().unwrap().matches('M').count(), 1);
+    assert_eq!(drawn["line"].as_str().unwrap().matches('L').count(), 29);
+    assert_eq!(
+        drawn["ymax"],
+        json!(["0", "50", "100"]),
+        "completed peaks at 58"
+    );
+    assert_eq!(
+        drawn["depth"].as_str().unwrap().matches('M').count(),
+        2,
+        "a gap where depth is null: {}",
+        drawn["depth"]
+    );
+    assert_eq!(drawn["depthPaths"], 1, "an all-null series draws nothing");
+    // failed is non-zero in 20 of 30 minutes, dead in 6.
+    assert_eq!(drawn["bars"], 26);
+    assert_eq!(drawn["tips"], 30);
+    assert_eq!(drawn["nice"], json!([1, 10, 100, 100, 200]));
+
+    b.find("#queues tr[data-queue=emails]").await;
+    let count = |q: &str, s: &str| format!("#queues tr[data-queue={q}] td[data-count={s}]");
+    assert_eq!(b.text(&count("emails", "available")).await.unwrap(), "4");
+    assert_eq!(b.text(&count("emails", "dead")).await.unwrap(), "1");
+    assert_eq!(b.text(&count("reports", "available")).await.unwrap(), "2");
+    assert_eq!(b.text(&count("reports", "dead")).await.unwrap(), "0");
+    // The dead-letter view, from the overview's dead count.
+    b.click(&format!("{} a", count("emails", "dead"))).await;
+    b.wait_text(".tabs a.on", "dead").await;
+    b.find(&format!("#jobs tr[data-job='{dead}']")).await;
+    b.wait_text(
+        &format!("#jobs tr[data-job='{dead}']"),
+        "550 mailbox unavailable",
+    )
+    .await;
+    b.shot("dead-letters.png").await;
+
+    // The dead job's page: payload, error history and the actions a dead job allows.
+    b.click(&format!("#jobs tr[data-job='{dead}'] a")).await;
+    b.wait_text("#job-state", "dead").await;
+    b.wait_text("#payload", "\"bounce@example.com\"").await;
+    b.wait_text("#errors", "smtp: 550 mailbox unavailable")
+        .await;
+    assert!(b.exists("button[data-action=retry]").await);
+    assert!(
+        !b.exists("button[data-action=hold]").await,
+        "a dead job cannot be held"
+    );
+    assert!(!b.exists("button[data-action=cancel]").await);
+    b.shot("job-dead.png").await;
+
+    // Redrive from the dead-letter view; the job is available again.
+    b.goto("#/queues/emails/dead").await;
+    b.click("#redrive").await;
+    b.banner("1 dead job of emails redriven").await;
+    b.wait_text("#main", "No dead jobs.").await;
+    b.goto(&format!("#/jobs/{dead}")).await;
+    b.wait_text("#job-state", "available").await;
+    assert!(b.exists("button[data-action=hold]").await);
+
+    // A worker completes it over the API; the open page shows it without a reload.
+    let claimed = api(
+        port,
+        "POST",
+        "/api/v1/queues/emails/claim",
+        PRODUCE,
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(claimed["jobs"][0]["id"], dead);
+    b.wait_text("#job-state", "running").await;
+    api(
+        port,
+        "POST",
+        &format!("/api/v1/jobs/{dead}/complete"),
+        PRODUCE,
+        Some(json!({"token": claimed["jobs"][0]["token"], "result": {"delivered": true}})),
+    )
+    .await;
+    b.wait_text("#job-state", "completed").await;
+    b.wait_text("#result", "\"delivered\": true").await;
+    b.shot("job-completed.png").await;
+
+    // Pause the queue from its page.
+    b.click(".crumbs a[href='#/queues/emails']").await;
+    b.click("#pause").await;
+    b.wait_text("#queue-status", "paused").await;
+    let q = api(port, "GET", "/api/v1/queues/emails", READ, None).await;
+    assert_eq!(q["settings"]["paused"], true);
+    assert!(b.exists("#resume").await);
+
+    // The settings form: typing pauses the live refresh (the value survives it), saving changes
+    // the queue.
+    let field = b.find("#settings input[name=max_attempts]").await;
+    field.clear().await.unwrap();
+    field.send_keys("7").await.unwrap();
+    b.wait_text("#live", "paused while editing").await;
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let field = b.find("#settings input[name=max_attempts]").await;
+    assert_eq!(field.prop("value").await.unwrap().as_deref(), Some("7"));
+    b.click("#settings button[type=submit]").await;
+    b.banner("Settings of emails saved").await;
+    let q = api(port, "GET", "/api/v1/queues/emails", READ, None).await;
+    assert_eq!(q["settings"]["max_attempts"], 7);
+    b.wait_text("#live", "live").await;
+    b.shot("queue.png").await;
+
+    // The overview's charts: what the API and the worker did, per minute.
+    b.goto("#/").await;
+    for css in [
+        "[data-chart=throughput] svg path.s-completed",
+        "[data-chart=throughput] svg path.s-enqueued",
+        "[data-chart=failures] svg rect.bar.s-failed",
+        "[data-chart=failures] svg rect.bar.s-dead",
+        "[data-chart=depth] svg .s-available",
+    ] {
+        b.find(css).await;
+    }
+    b.wait_text(
+        "#queues tr[data-queue=thumbnails] td[data-count=completed]",
+        "5",
+    )
+    .await;
+    b.shot("overview.png").await;
+
+    // The search box: a unique key finds its job, a queue name its queue.
+    let keyed = api(
+        port,
+        "POST",
+        "/api/v1/jobs",
+        PRODUCE,
+        Some(json!({"queue": "billing", "payload": {"order": 42}, "unique_key": "order-42"})),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    b.find("#search-input")
+        .await
+        .send_keys("order-42\u{E007}")
+        .await
+        .unwrap();
+    b.wait_text("#main[data-page=job] .crumbs", &format!("job {keyed}"))
+        .await;
+    b.wait_text("#payload", "\"order\": 42").await;
+    b.find("#search-input")
+        .await
+        .send_keys("reports\u{E007}")
+        .await
+        .unwrap();
+    b.wait_text("#main[data-page=queue] h1", "reports").await;
+
+    // A read token sees the same pages without any button that changes something.
+    let dead2 = dead_job(port, "reports", json!({"month": 3}), "timeout").await;
+    b.logout().await;
+    b.login(READ).await;
+    assert_eq!(b.text("#who-scope").await.as_deref(), Some("read"));
+    b.find("#queues tr[data-queue=reports]").await;
+    b.goto("#/queues/reports/dead").await;
+    b.find(&format!("#jobs tr[data-job='{dead2}']")).await;
+    b.find("aside dl.facts").await;
+    for css in [
+        "#pause",
+        "#resume",
+        "#redrive",
+        "#settings",
+        "button.btn.primary",
+    ] {
+        assert!(!b.exists(css).await, "a read token sees {css}");
+    }
+    b.shot("read-only-dead-letters.png").await;
+    b.goto(&format!("#/jobs/{dead2}")).await;
+    b.wait_text("#job-state", "dead").await;
+    assert!(
+        !b.exists("[data-action]").await,
+        "a read token sees job actions"
+    );
+    // An API error shows in the banner.
+    b.goto("#/jobs/999999").await;
+    b.banner("job_not_found: no job with id 999999").await;
+
+    b.client.close().await.unwrap();
+    drop(procs);
+    let took = started.elapsed();
+    eprintln!("dashboard test took {took:?}");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+}

@@ -1,0 +1,842 @@
+// The backlog dashboard: a single page over the JSON API (`/api/v1/…`), in plain JavaScript
+// with no dependency, served from the `backlog` binary itself.
+//
+// Authentication and CSRF: the token the user types is kept in sessionStorage (it is gone when
+// the tab closes) and sent as `Authorization: Bearer …` with every API call. The dashboard never
+// sets or reads a cookie, and every fetch says `credentials: "omit"`. A page on another site can
+// therefore not act as the user: a cross-site form post or fetch carries no Authorization header,
+// and the API answers it 401. That is the whole CSRF protection; no CSRF token is needed or sent.
+//
+// Pages are hash routes: `#/` (overview), `#/queues/NAME[/STATE]` (a queue's jobs by state; the
+// `dead` tab is the dead-letter view), `#/jobs/ID`. The current page is fetched and re-rendered
+// every few seconds, except while a form on it is being edited.
+"use strict";
+
+(() => {
+  const TOKEN_KEY = "backlog.token";
+  const REFRESH_MS = 3000;
+  const PAGE_SIZE = 50;
+  // The states a queue page has a tab for, as the API's `state` filter names them.
+  const STATES = [
+    "available", "scheduled", "running", "retrying",
+    "completed", "dead", "cancelled", "held",
+  ];
+  const WINDOWS = [[60, "1 hour"], [360, "6 hours"], [1440, "24 hours"]];
+
+  const app = {
+    me: null, // {name, scope} once signed in
+    window: 60, // minutes of history on charts
+    cursor: { key: "", stack: [], after: null }, // paging of the job table
+    busy: 0, // actions in flight: no refresh meanwhile
+    renderSeq: 0,
+    timer: null,
+  };
+
+  // ---------------------------------------------------------------------------------------
+  // DOM helpers. Text always goes in through text nodes, never as HTML: payloads, errors and
+  // names are user data.
+
+  const SVG_NS = "http://www.w3.org/2000/svg";
+
+  function setAttrs(el, attrs) {
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? "" : String(v));
+    }
+  }
+
+  function append(el, kids) {
+    for (const k of kids.flat(Infinity)) {
+      if (k === null || k === undefined || k === false) continue;
+      el.append(k instanceof Node ? k : String(k));
+    }
+    return el;
+  }
+
+  function h(tag, attrs, ...kids) {
+    const el = document.createElement(tag);
+    setAttrs(el, attrs);
+    return append(el, kids);
+  }
+
+  function svg(tag, attrs, ...kids) {
+    const el = document.createElementNS(SVG_NS, tag);
+    setAttrs(el, attrs);
+    return append(el, kids);
+  }
+
+  const $ = (id) => document.getElementById(id);
+
+  // ---------------------------------------------------------------------------------------
+  // The API.
+
+  class ApiError extends Error {
+    constructor(status, code, message) {
+      super(message);
+      this.status = status;
+      this.code = code;
+    }
+  }
+
+  async function api(method, path, body) {
+    const headers = { Accept: "application/json" };
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = "Bearer " + token;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    let res;
+    try {
+      res = await fetch(path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        credentials: "omit",
+        cache: "no-store",
+      });
+    } catch (e) {
+      throw new ApiError(0, "unreachable", "cannot reach the server (" + e.message + ")");
+    }
+    const text = await res.text();
+    let data = null;
+    if (text) {
+      try {
+        data = JSON.parse(text);
+      } catch (_) {
+        data = text;
+      }
+    }
+    if (!res.ok) {
+      const err = data && data.error;
+      throw new ApiError(
+        res.status,
+        err ? err.code : "http_" + res.status,
+        err ? err.message : `${method} ${path} answered ${res.status}`,
+      );
+    }
+    return data;
+  }
+
+  const isAdmin = () => app.me && app.me.scope === "admin";
+  const enc = encodeURIComponent;
+
+  // ---------------------------------------------------------------------------------------
+  // The banner: API errors (red) and what an action did (green, fades).
+
+  let bannerTimer = null;
+
+  function banner(kind, text) {
+    clearTimeout(bannerTimer);
+    const b = $("banner");
+    b.className = "banner " + kind;
+    $("banner-text").textContent = text;
+    b.hidden = false;
+    if (kind === "ok") bannerTimer = setTimeout(() => (b.hidden = true), 4000);
+  }
+
+  function showError(e) {
+    if (e instanceof ApiError && e.status === 401 && app.me) {
+      // The token was revoked or the server restarted with other tokens.
+      signOut("Signed out: " + e.message);
+      return;
+    }
+    const code = e instanceof ApiError ? e.code : "error";
+    banner("error", `${code}: ${e.message}`);
+  }
+
+  function clearBanner() {
+    $("banner").hidden = true;
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Formatting.
+
+  const pad = (n) => String(n).padStart(2, "0");
+
+  // Times come from the API as microseconds since the epoch (exact, whatever the field names).
+  const dateOf = (us) => new Date(us / 1000);
+
+  function localTime(us) {
+    if (us === null || us === undefined) return "—";
+    const d = dateOf(us);
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
+      `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  }
+
+  function relative(us) {
+    if (us === null || us === undefined) return "—";
+    const s = Math.round((dateOf(us).getTime() - Date.now()) / 1000);
+    const a = Math.abs(s);
+    const n = a < 60 ? `${a}s` : a < 3600 ? `${Math.floor(a / 60)}m` :
+      a < 86400 ? `${Math.floor(a / 3600)}h` : `${Math.floor(a / 86400)}d`;
+    if (a < 2) return "now";
+    return s < 0 ? `${n} ago` : `in ${n}`;
+  }
+
+  // A time cell: relative, with the local time on hover.
+  const when = (us) => h("time", {
+    datetime: us === null || us === undefined ? "" : dateOf(us).toISOString(), title: localTime(us),
+  }, relative(us));
+
+  const fmtNum = (n) => (n === null || n === undefined ? "—" : Number(n).toLocaleString("en-US"));
+  const pretty = (v) => JSON.stringify(v, null, 2);
+
+  function preview(v, max = 90) {
+    const s = JSON.stringify(v);
+    return s.length > max ? s.slice(0, max - 1) + "…" : s;
+  }
+
+  function stateBadge(state) {
+    return h("span", { class: "badge st-" + state }, state);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Charts: hand-drawn SVG over the history endpoint's minutes.
+
+  const Charts = (() => {
+    const W = 360, H = 150, L = 40, R = 8, T = 10, B = 22;
+
+    // The smallest of 1, 2, 5 × 10^k at or above v (at least 1).
+    function niceMax(v) {
+      if (!(v > 0)) return 1;
+      const p = Math.pow(10, Math.floor(Math.log10(v)));
+      for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+      return 10 * p;
+    }
+
+    // At most `n` buckets: counts are summed, gauges (depth) keep their last value seen.
+    function bucket(minutes, n, gauges) {
+      const size = Math.max(1, Math.ceil(minutes.length / n));
+      const out = [];
+      for (let i = 0; i < minutes.length; i += size) {
+        const group = minutes.slice(i, i + size);
+        const b = { minute: group[0].minute, span: group.length };
+        for (const m of group) {
+          for (const [k, v] of Object.entries(m)) {
+            if (k === "minute" || typeof v === "string") continue;
+            if (gauges.includes(k)) {
+              if (v !== null && v !== undefined) b[k] = v;
+              else if (!(k in b)) b[k] = null;
+            } else {
+              b[k] = (b[k] || 0) + (v || 0);
+            }
+          }
+        }
+        out.push(b);
+      }
+      return out;
+    }
+
+    const hhmm = (us) => {
+      const d = dateOf(us);
+      return `${pad(d.getHours())}:${pad(d.getMinutes())}`;
+    };
+
+    // An SVG chart of `series` ([{key, label}]) over `minutes`: lines (with gaps where a value
+    // is null) or grouped bars.
+    function draw(minutes, series, kind) {
+      const gauges = kind === "line-gauge" ? series.map((s) => s.key) : [];
+      const data = bucket(minutes, kind === "bars" ? 60 : 120, gauges);
+      const n = data.length;
+      const max = niceMax(Math.max(0, ...data.flatMap((d) => series.map((s) => d[s.key] || 0))));
+      const pw = W - L - R, ph = H - T - B;
+      const x = (i) => L + (n <= 1 ? pw / 2 : (i * pw) / (n - 1));
+      const y = (v) => T + ph - (v / max) * ph;
+      const root = svg("svg", {
+        viewBox: `0 0 ${W} ${H}`, class: "chart-svg", role: "img",
+        "aria-label": series.map((s) => s.label).join(", ") + " per minute",
+      });
+      for (const f of [0, 0.5, 1]) {
+        const gy = T + ph - f * ph;
+        root.append(svg("line", { x1: L, x2: W - R, y1: gy, y2: gy, class: "grid" }));
+        // Counts are whole: no label at a fraction.
+        if (Number.isInteger(max * f)) {
+          root.append(svg("text", { x: L - 6, y: gy + 4, class: "ylabel" }, fmtNum(max * f)));
+        }
+      }
+      const labelIdx = n <= 1 ? [0] : [0, Math.floor((n - 1) / 2), n - 1];
+      for (const i of labelIdx) {
+        const anchor = i === 0 && n > 1 ? "start" : i === n - 1 && n > 1 ? "end" : "middle";
+        root.append(svg("text", { x: x(i), y: H - 6, class: "xlabel", "text-anchor": anchor },
+          hhmm(data[i].minute)));
+      }
+      if (kind === "bars") {
+        const slot = pw / n;
+        const bw = Math.max(1, (slot * 0.8) / series.length);
+        data.forEach((d, i) => {
+          series.forEach((s, j) => {
+            const v = d[s.key] || 0;
+            if (v <= 0) return;
+            root.append(svg("rect", {
+              x: L + i * slot + slot * 0.1 + j * bw, y: y(v), width: bw, height: T + ph - y(v),
+              class: "bar s-" + s.key,
+            }));
+          });
+        });
+      } else {
+        for (const s of series) {
+          let d = "";
+          let pen = false;
+          data.forEach((m, i) => {
+            const v = m[s.key];
+            if (v === null || v === undefined) {
+              pen = false;
+              return;
+            }
+            d += `${pen ? "L" : "M"}${x(i).toFixed(1)},${y(v).toFixed(1)}`;
+            pen = true;
+          });
+          if (d) root.append(svg("path", { d, class: "line s-" + s.key }));
+          // A value with no neighbour draws no line: mark it with a dot.
+          data.forEach((m, i) => {
+            const v = m[s.key];
+            const near = (j) => data[j] && data[j][s.key] !== null && data[j][s.key] !== undefined;
+            if (v === null || v === undefined || near(i - 1) || near(i + 1)) return;
+            root.append(svg("circle", { cx: x(i), cy: y(v), r: 2.5, class: "dot s-" + s.key }));
+          });
+        }
+      }
+      // One hover target per bucket, with its numbers as a tooltip.
+      const slot = pw / Math.max(1, n);
+      data.forEach((d, i) => {
+        const tip = hhmm(d.minute) + (d.span > 1 ? ` (+${d.span - 1} min)` : "") + "\n" +
+          series.map((s) => `${s.label}: ${fmtNum(d[s.key])}`).join("\n");
+        const cx = kind === "bars" ? L + i * slot : x(i) - slot / 2;
+        root.append(svg("rect", { x: cx, y: T, width: slot, height: ph, class: "hover" },
+          svg("title", {}, tip)));
+      });
+      return root;
+    }
+
+    const CHARTS = [
+      { title: "Throughput", note: "per minute", kind: "line",
+        series: [{ key: "completed", label: "completed" }, { key: "enqueued", label: "enqueued" }] },
+      { title: "Failures", note: "per minute", kind: "bars",
+        series: [{ key: "failed", label: "failed" }, { key: "dead", label: "dead" }] },
+      { title: "Depth", note: "jobs", kind: "line-gauge",
+        series: [{ key: "available", label: "available" }, { key: "scheduled", label: "scheduled" },
+          { key: "running", label: "running" }] },
+    ];
+
+    // The three chart cards over `history` (null: there is none yet).
+    function cards(history) {
+      const minutes = history && history.minutes ? history.minutes : [];
+      return CHARTS.map((c) => {
+        const totals = c.series.map((s) =>
+          `${fmtNum(minutes.reduce((t, m) => t + (m[s.key] || 0), 0))} ${s.label}`);
+        const sampled = c.kind !== "line-gauge" ||
+          minutes.some((m) => c.series.some((s) => m[s.key] !== null && m[s.key] !== undefined));
+        let body;
+        if (minutes.length === 0) body = h("div", { class: "chart-empty" }, "No history yet");
+        else if (!sampled) body = h("div", { class: "chart-empty" }, "No depth sampled yet: running workers sample it each minute");
+        else body = draw(minutes, c.series, c.kind);
+        return h("section", { class: "card chart", "data-chart": c.title.toLowerCase() },
+          h("header", {},
+            h("h3", {}, c.title, " ", h("small", { class: "muted" }, c.note)),
+            h("ul", { class: "legend" }, c.series.map((s) =>
+              h("li", {}, h("span", { class: "swatch s-" + s.key }), s.label)))),
+          body,
+          c.kind === "line-gauge" || minutes.length === 0 ? null
+            : h("p", { class: "chart-foot muted" }, `${totals.join(" · ")} in ${windowName()}`));
+      });
+    }
+
+    return { niceMax, bucket, draw, cards };
+  })();
+
+  // "the last hour", "the last 6 hours"…
+  const windowName = () => {
+    const w = WINDOWS.find(([m]) => m === app.window);
+    return w ? "the last " + w[1].replace(/^1 /, "") : "the window";
+  };
+
+  // History of a queue (or of all queues), or null while the server has none (404).
+  async function history(queue) {
+    const q = queue ? `queue=${enc(queue)}&` : "";
+    try {
+      return await api("GET", `/api/v1/history?${q}minutes=${app.window}`);
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) return null;
+      throw e;
+    }
+  }
+
+  function chartRow(hist) {
+    const picker = h("div", { class: "segmented", role: "group", "aria-label": "History window" },
+      WINDOWS.map(([m, label]) => h("button", {
+        type: "button", class: m === app.window ? "on" : "", "data-window": m,
+        onclick: () => { app.window = m; render(false); },
+      }, label)));
+    return h("section", { class: "charts-block" },
+      h("div", { class: "section-head" }, h("h2", {}, "Activity"), picker),
+      h("div", { class: "charts" }, Charts.cards(hist)));
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Overview: every queue with its counts, and the charts.
+
+  const COUNT_COLS = ["available", "scheduled", "running", "completed", "dead", "cancelled", "held"];
+
+  async function overviewPage() {
+    const [list, hist] = await Promise.all([api("GET", "/api/v1/queues"), history(null)]);
+    const queues = list.queues;
+    const totals = {};
+    for (const c of COUNT_COLS) totals[c] = queues.reduce((t, q) => t + q.stats[c], 0);
+    const paused = queues.filter((q) => q.settings.paused).length;
+
+    const tiles = h("div", { class: "tiles" },
+      ["available", "scheduled", "running", "dead"].map((c) =>
+        h("div", { class: `tile st-${c}` + (c === "dead" && totals.dead > 0 ? " alert" : "") },
+          h("div", { class: "tile-num" }, fmtNum(totals[c])),
+          h("div", { class: "tile-label" }, c))),
+      h("div", { class: "tile" + (paused ? " warn" : "") },
+        h("div", { class: "tile-num" }, `${queues.length}`),
+        h("div", { class: "tile-label" }, paused ? `queues · ${paused} paused` : "queues")));
+
+    const table = queues.length === 0
+      ? h("p", { class: "empty" }, "No queues yet. Enqueue a job and its queue appears here.")
+      : h("table", { class: "grid-table", id: "queues" },
+        h("thead", {}, h("tr", {},
+          h("th", {}, "Queue"), h("th", {}, "Status"),
+          COUNT_COLS.map((c) => h("th", { class: "num" }, c)))),
+        h("tbody", {}, queues.map((q) => h("tr", { "data-queue": q.settings.name },
+          h("td", {}, h("a", { href: `#/queues/${enc(q.settings.name)}`, class: "strong" }, q.settings.name)),
+          h("td", {}, q.settings.paused
+            ? h("span", { class: "badge paused" }, "paused")
+            : h("span", { class: "badge active" }, "active")),
+          COUNT_COLS.map((c) => {
+            const n = q.stats[c];
+            return h("td", { class: "num" + (n === 0 ? " zero" : ` st-text-${c}`), "data-count": c },
+              n === 0 ? "0" : h("a", { href: `#/queues/${enc(q.settings.name)}/${c}` }, fmtNum(n)));
+          })))));
+
+    return [
+      h("div", { class: "page-head" }, h("h1", {}, "Overview")),
+      tiles,
+      chartRow(hist),
+      h("section", {}, h("div", { class: "section-head" }, h("h2", {}, "Queues")), table),
+    ];
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // A queue: its jobs by state (the dead tab is the dead-letter view), pause and resume,
+  // redrive, settings, and its charts.
+
+  function pageCursor(route) {
+    const key = `${route.queue}/${route.state}`;
+    if (app.cursor.key !== key) app.cursor = { key, stack: [], after: null };
+    return app.cursor;
+  }
+
+  async function act(what, fn, done) {
+    app.busy++;
+    try {
+      const out = await fn();
+      banner("ok", typeof done === "function" ? done(out) : done);
+      await render(false);
+    } catch (e) {
+      showError(e);
+    } finally {
+      app.busy--;
+    }
+  }
+
+  async function queuePage(route) {
+    const name = route.queue;
+    const cur = pageCursor(route);
+    const after = cur.after ? `&after=${cur.after}` : "";
+    const jobsPath = route.state === "dead"
+      ? `/api/v1/queues/${enc(name)}/dead?limit=${PAGE_SIZE}${after}`
+      : `/api/v1/jobs?queue=${enc(name)}&state=${route.state}&limit=${PAGE_SIZE}${after}`;
+    const [q, page, hist] = await Promise.all([
+      api("GET", `/api/v1/queues/${enc(name)}`), api("GET", jobsPath), history(name),
+    ]);
+    const s = q.settings;
+    const base = `/api/v1/queues/${enc(name)}`;
+
+    const actions = !isAdmin() ? null : h("div", { class: "actions" },
+      s.paused
+        ? h("button", { type: "button", class: "btn primary", id: "resume",
+          onclick: () => act("resume", () => api("POST", base + "/resume"), `Queue ${name} resumed`) }, "Resume")
+        : h("button", { type: "button", class: "btn", id: "pause",
+          onclick: () => act("pause", () => api("POST", base + "/pause"), `Queue ${name} paused`) }, "Pause"));
+
+    const tabs = h("nav", { class: "tabs", "aria-label": "Job states" }, STATES.map((st) =>
+      h("a", {
+        href: `#/queues/${enc(name)}/${st}`, class: st === route.state ? "on" : "", "data-state": st,
+      }, st, st in q.stats ? h("span", { class: "count" + (q.stats[st] ? ` st-bg-${st}` : "") }, fmtNum(q.stats[st])) : null)));
+
+    let deadHead = null;
+    if (route.state === "dead") {
+      deadHead = h("div", { class: "dead-head" },
+        h("div", {},
+          h("h2", {}, "Dead letters"),
+          h("p", { class: "muted" }, "Jobs that used up their attempts or were discarded. ",
+            "Redrive moves them back to available, attempts reset, oldest first.")),
+        isAdmin() && q.stats.dead > 0 ? h("button", {
+          type: "button", class: "btn danger", id: "redrive",
+          onclick: () => act("redrive", () => api("POST", base + "/redrive", {}),
+            (r) => `${fmtNum(r.redriven)} dead job${r.redriven === 1 ? "" : "s"} of ${name} redriven`),
+        }, `Redrive ${fmtNum(q.stats.dead)}`) : null);
+    }
+
+    const timeCol = {
+      available: ["Due", "run_at"], scheduled: ["Runs", "run_at"],
+      retrying: ["Retries", "run_at"], running: ["Started", "attempted_at"],
+      held: ["Created", "created_at"],
+    }[route.state] || ["Finished", "finished_at"];
+    const errorCol = ["dead", "retrying", "cancelled"].includes(route.state);
+
+    const rows = page.jobs.map((j) => {
+      const last = j.errors.length ? j.errors[j.errors.length - 1].error : "";
+      return h("tr", { "data-job": j.id },
+        h("td", { class: "num" }, h("a", { href: `#/jobs/${j.id}`, class: "strong" }, `#${j.id}`)),
+        h("td", {}, j.kind || h("span", { class: "muted" }, "—")),
+        h("td", {}, stateBadge(j.reported_state)),
+        h("td", { class: "num" }, `${j.attempt}/${j.max_attempts ?? s.max_attempts}`),
+        h("td", { class: "num" }, j.priority),
+        h("td", {}, when(j.created_at)),
+        h("td", {}, when(j[timeCol[1]])),
+        h("td", { class: "mono clip", title: preview(j.payload, 2000) }, preview(j.payload)),
+        errorCol ? h("td", { class: "clip error-text", title: last }, last) : null);
+    });
+
+    const table = page.jobs.length === 0
+      ? h("p", { class: "empty" }, cur.after ? "No more jobs." : `No ${route.state} jobs.`)
+      : h("table", { class: "grid-table", id: "jobs" },
+        h("thead", {}, h("tr", {},
+          h("th", { class: "num" }, "Job"), h("th", {}, "Kind"), h("th", {}, "State"),
+          h("th", { class: "num" }, "Attempt"), h("th", { class: "num" }, "Prio"),
+          h("th", {}, "Created"), h("th", {}, timeCol[0]), h("th", {}, "Payload"),
+          errorCol ? h("th", {}, "Last error") : null)),
+        h("tbody", {}, rows));
+
+    const pager = h("div", { class: "pager" },
+      h("span", { class: "muted" }, page.jobs.length
+        ? `Page ${cur.stack.length + 1} · ${page.jobs.length} job${page.jobs.length === 1 ? "" : "s"}` : ""),
+      h("span", {},
+        cur.stack.length ? h("button", {
+          type: "button", class: "btn small", id: "prev-page",
+          onclick: () => { cur.after = cur.stack.pop(); render(false); },
+        }, "← Previous") : null,
+        page.next ? h("button", {
+          type: "button", class: "btn small", id: "next-page",
+          onclick: () => { cur.stack.push(cur.after); cur.after = page.next; render(false); },
+        }, "Next page →") : null));
+
+    return [
+      h("div", { class: "crumbs" }, h("a", { href: "#/" }, "Overview"), " / ", name),
+      h("div", { class: "page-head" },
+        h("h1", {}, name, " ", s.paused
+          ? h("span", { class: "badge paused", id: "queue-status" }, "paused")
+          : h("span", { class: "badge active", id: "queue-status" }, "active")),
+        actions),
+      h("div", { class: "split" },
+        h("section", { class: "card flush" }, tabs, deadHead, table, pager),
+        h("aside", {}, settingsCard(name, s))),
+      chartRow(hist),
+    ];
+  }
+
+  const SETTINGS = [
+    ["max_attempts", "Max attempts", "number"], ["backoff_base", "Backoff base", "text"],
+    ["backoff_max", "Backoff max", "text"], ["lease", "Lease", "text"],
+    ["order", "Order", ["fifo", "lifo"]], ["retention", "Retention", ["delete", "keep", "archive"]],
+    ["concurrency", "Concurrency", "number"],
+  ];
+
+  function settingsCard(name, s) {
+    if (!isAdmin()) {
+      return h("section", { class: "card" }, h("h2", {}, "Settings"),
+        h("dl", { class: "facts one" }, SETTINGS.map(([k, label]) => [
+          h("dt", {}, label), h("dd", {}, s[k] === null ? "worker's own" : String(s[k]))])));
+    }
+    const form = h("form", { class: "settings", id: "settings" },
+      SETTINGS.map(([k, label, type]) => h("label", {},
+        h("span", {}, label),
+        Array.isArray(type)
+          ? h("select", { name: k }, type.map((o) => h("option", { value: o, selected: s[k] === o }, o)))
+          : h("input", {
+            name: k, type, value: s[k] ?? "", min: type === "number" ? 1 : null,
+            placeholder: k === "concurrency" ? "worker's own" : null,
+          }))),
+      h("div", { class: "form-foot" },
+        h("button", { type: "submit", class: "btn primary" }, "Save"),
+        h("button", { type: "reset", class: "btn" }, "Reset")));
+    form.addEventListener("input", () => form.setAttribute("data-dirty", ""));
+    form.addEventListener("reset", () => {
+      form.removeAttribute("data-dirty");
+      setTimeout(() => render(false));
+    });
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const body = {};
+      for (const [k, , type] of SETTINGS) {
+        const v = form.elements[k].value.trim();
+        if (v === "" || v === String(s[k] ?? "")) continue;
+        body[k] = type === "number" ? Number(v) : v;
+      }
+      if (Object.keys(body).length === 0) {
+        form.removeAttribute("data-dirty");
+        banner("ok", "Nothing changed");
+        return;
+      }
+      act("configure", async () => {
+        await api("PATCH", `/api/v1/queues/${enc(name)}`, body);
+        form.removeAttribute("data-dirty");
+        document.activeElement.blur();
+      }, `Settings of ${name} saved`);
+    });
+    return h("section", { class: "card" }, h("h2", {}, "Settings"), form);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // A job: everything about it, and the operator's actions its state allows.
+
+  const JOB_ACTIONS = [
+    // [action, label, stored states that allow it, class]
+    ["retry", "Retry now", ["dead", "cancelled", "completed"], "primary"],
+    ["release", "Release", ["held"], "primary"],
+    ["hold", "Hold", ["available"], ""],
+    ["cancel", "Cancel", ["available", "held", "running"], "danger"],
+  ];
+
+  async function jobPage(route) {
+    const j = await api("GET", `/api/v1/jobs/${route.id}`);
+    const q = await api("GET", `/api/v1/queues/${enc(j.queue)}`).catch(() => null);
+    const max = j.max_attempts ?? (q ? q.settings.max_attempts : null);
+
+    const actions = !isAdmin() ? null : h("div", { class: "actions" },
+      JOB_ACTIONS.filter(([a, , states]) => states.includes(j.state) &&
+        !(a === "cancel" && j.cancel_requested_at)).map(([a, label, , cls]) =>
+        h("button", {
+          type: "button", class: "btn " + cls, "data-action": a,
+          onclick: () => act(a, () => api("POST", `/api/v1/jobs/${j.id}/${a}`),
+            (v) => `Job ${j.id}: ${a} done, now ${v.reported_state}`),
+        }, label)));
+
+    const fact = (label, value) => [h("dt", {}, label), h("dd", {}, value)];
+    const time = (us) => us === null || us === undefined ? "—"
+      : [localTime(us), " ", h("span", { class: "muted" }, `(${relative(us)})`)];
+    const facts = h("dl", { class: "facts" },
+      fact("Queue", h("a", { href: `#/queues/${enc(j.queue)}` }, j.queue)),
+      fact("Kind", j.kind || "—"),
+      fact("State", [stateBadge(j.reported_state),
+        j.reported_state !== j.state ? h("span", { class: "muted" }, ` (stored: ${j.state})`) : null]),
+      fact("Attempt", max ? `${j.attempt} of ${max}` : String(j.attempt)),
+      fact("Priority", String(j.priority)),
+      fact("Unique key", j.unique_key ? h("code", {}, j.unique_key) : "—"),
+      fact("Created", time(j.created_at)),
+      fact("Run at", time(j.run_at)),
+      fact("Last attempt", time(j.attempted_at)),
+      fact("Finished", time(j.finished_at)),
+      fact("Lease owner", j.lease_owner || "—"),
+      fact("Lease expires", time(j.lease_expires_at)));
+
+    const json = (title, v, id) => h("section", { class: "card" }, h("h2", {}, title),
+      v === null || v === undefined ? h("p", { class: "muted" }, "none")
+        : h("pre", { class: "json", id }, pretty(v)));
+
+    const errors = h("section", { class: "card" },
+      h("h2", {}, "Errors ", h("small", { class: "muted" }, `${j.errors.length}`)),
+      j.errors.length === 0 ? h("p", { class: "muted" }, "No failed attempt.")
+        : h("table", { class: "grid-table", id: "errors" },
+          h("thead", {}, h("tr", {}, h("th", { class: "num" }, "Attempt"), h("th", {}, "When"), h("th", {}, "Error"))),
+          h("tbody", {}, j.errors.slice().reverse().map((e) => h("tr", {},
+            h("td", { class: "num" }, e.attempt),
+            h("td", { class: "nowrap" }, localTime(e.at)),
+            h("td", {}, h("pre", { class: "error-text" }, e.error)))))));
+
+    return [
+      h("div", { class: "crumbs" }, h("a", { href: "#/" }, "Overview"), " / ",
+        h("a", { href: `#/queues/${enc(j.queue)}` }, j.queue), " / ", `job ${j.id}`),
+      h("div", { class: "page-head" },
+        h("h1", {}, `Job ${j.id} `, h("span", { id: "job-state" }, stateBadge(j.reported_state))),
+        actions),
+      j.cancel_requested_at ? h("p", { class: "note" },
+        "Cancellation was requested; the worker stops the job at its next heartbeat.") : null,
+      h("div", { class: "split" },
+        h("div", { class: "stack" }, json("Payload", j.payload, "payload"),
+          json("Result", j.result, "result"), json("Progress", j.progress, "progress"), errors),
+        h("aside", {}, h("section", { class: "card" }, h("h2", {}, "Details"), facts))),
+    ];
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Routing, rendering and the live refresh.
+
+  function parseRoute() {
+    const parts = location.hash.replace(/^#\/?/, "").split("/").map((p) => {
+      try {
+        return decodeURIComponent(p);
+      } catch (_) {
+        return p;
+      }
+    });
+    if (parts[0] === "queues" && parts[1]) {
+      return { page: "queue", queue: parts[1], state: STATES.includes(parts[2]) ? parts[2] : "available" };
+    }
+    if (parts[0] === "jobs" && /^\d+$/.test(parts[1] || "")) return { page: "job", id: parts[1] };
+    return { page: "overview" };
+  }
+
+  const PAGES = { overview: overviewPage, queue: queuePage, job: jobPage };
+
+  // True while the user is typing in a form of the page, or has unsaved edits in one.
+  function editing() {
+    const a = document.activeElement;
+    const typing = a && a.closest && a.closest("#main form") &&
+      ["INPUT", "SELECT", "TEXTAREA"].includes(a.tagName);
+    return Boolean(typing || document.querySelector("#main form[data-dirty]"));
+  }
+
+  async function render(navigated) {
+    if (!app.me) return;
+    const seq = ++app.renderSeq;
+    const route = parseRoute();
+    try {
+      const view = await PAGES[route.page](route);
+      if (seq !== app.renderSeq) return; // a newer render has started
+      const main = $("main");
+      main.replaceChildren(...[view].flat().filter(Boolean));
+      main.setAttribute("data-page", route.page);
+      if (navigated) window.scrollTo(0, 0);
+      live();
+    } catch (e) {
+      if (seq !== app.renderSeq) return;
+      if (navigated) {
+        $("main").replaceChildren(h("p", { class: "empty" }, "This page could not be loaded."));
+      }
+      showError(e);
+    }
+  }
+
+  function live() {
+    const el = $("live");
+    if (editing()) {
+      el.className = "live paused";
+      el.textContent = "paused while editing";
+    } else {
+      const d = new Date();
+      el.className = "live";
+      el.textContent = `live · ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+    }
+  }
+
+  function tick() {
+    if (!app.me || document.hidden || app.busy) return;
+    if (editing()) {
+      live();
+      return;
+    }
+    render(false);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Signing in and out.
+
+  function loginPage(message) {
+    for (const id of ["nav", "search", "who"]) $(id).hidden = true;
+    const input = h("input", {
+      id: "token", name: "token", type: "password", autocomplete: "off", required: true,
+      placeholder: "API token", "aria-label": "API token",
+    });
+    const form = h("form", { class: "card login", id: "login" },
+      h("h1", {}, "Sign in"),
+      h("p", { class: "muted" }, "Paste an API token (made by ", h("code", {}, "backlog token new"),
+        "). It stays in this browser tab only and is sent as a bearer header; no cookie is used."),
+      input,
+      h("button", { type: "submit", class: "btn primary" }, "Sign in"));
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+      identify(true);
+    });
+    $("main").replaceChildren(form);
+    $("main").setAttribute("data-page", "login");
+    if (message) banner("error", message);
+    input.focus();
+  }
+
+  function signOut(message) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    app.me = null;
+    loginPage(message);
+  }
+
+  // Asks the server who we are: with the stored token, or with none (a server without tokens
+  // answers `local`, an admin, and there is nothing to sign in to).
+  async function identify(fromLogin) {
+    try {
+      app.me = await api("GET", "/api/v1/me");
+    } catch (e) {
+      app.me = null;
+      if (e instanceof ApiError && e.status === 401) {
+        const had = sessionStorage.getItem(TOKEN_KEY);
+        sessionStorage.removeItem(TOKEN_KEY);
+        loginPage(had || fromLogin ? "That token was refused: " + e.message : null);
+      } else {
+        showError(e);
+      }
+      return;
+    }
+    clearBanner();
+    $("who-name").textContent = app.me.name;
+    $("who-scope").textContent = app.me.scope;
+    $("who-scope").className = "scope scope-" + app.me.scope;
+    $("logout").hidden = !sessionStorage.getItem(TOKEN_KEY);
+    for (const id of ["nav", "search", "who"]) $(id).hidden = false;
+    await render(true);
+  }
+
+  // The search box: a number is a job id; anything else a queue's name, else a unique key (the
+  // newest job holding it: a key is free again once its job finishes).
+  async function search(text) {
+    const q = text.trim();
+    if (!q) return;
+    if (/^#?\d+$/.test(q)) {
+      location.hash = `#/jobs/${q.replace("#", "")}`;
+      return;
+    }
+    try {
+      const { queues } = await api("GET", "/api/v1/queues");
+      if (queues.some((x) => x.settings.name === q)) {
+        location.hash = `#/queues/${enc(q)}`;
+        return;
+      }
+      const { jobs } = await api("GET", `/api/v1/jobs?unique_key=${enc(q)}&limit=1000`);
+      if (jobs.length) {
+        location.hash = `#/jobs/${jobs[jobs.length - 1].id}`;
+        if (jobs.length > 1) {
+          setTimeout(() => banner("ok", `${jobs.length} jobs have held the key "${q}": this is the newest`));
+        }
+        return;
+      }
+      banner("error", `Nothing found for "${q}": search a job id, a queue name or a unique key.`);
+    } catch (e) {
+      showError(e);
+    }
+  }
+
+  function boot() {
+    $("logout").addEventListener("click", () => signOut(null));
+    $("banner-close").addEventListener("click", clearBanner);
+    $("search").addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const input = $("search-input");
+      search(input.value);
+      input.value = "";
+      input.blur();
+    });
+    window.addEventListener("hashchange", () => {
+      clearBanner();
+      render(true);
+    });
+    document.addEventListener("visibilitychange", tick);
+    app.timer = setInterval(tick, REFRESH_MS);
+    identify(false);
+  }
+
+  // For tests and the curious: the chart code, callable on any minutes.
+  window.backlogCharts = Charts;
+  boot();
+})();
