@@ -453,6 +453,28 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         migrate_embedded(&client, &cli.database_url).await?;
     }
     let code = match cli.command {
+        Command::Work(a) => work::run(client, a).await?,
+        Command::Demo { jobs } => demo::run(client, jobs).await?,
+        Command::Serve(_) => serve::run(client, serve_config.expect("checked above")).await?,
+        Command::Token(_) => unreachable!("handled before connecting"),
+        Command::Bench(a) => {
+            client.close().await;
+            bench::run(&cli.database_url, a).await?
+        }
+        command => {
+            let code = one_shot(&client, command).await;
+            // Closing adds what this process counted (jobs enqueued, redriven …) to
+            // backlog_stat: a short-lived command exits before the periodic flush.
+            client.close().await;
+            code?
+        }
+    };
+    Ok(code)
+}
+
+/// The commands that borrow the client and end.
+async fn one_shot(client: &Client, command: Command) -> anyhow::Result<ExitCode> {
+    let code = match command {
         Command::Migrate => {
             let r = client.migrate().await?;
             if r.applied.is_empty() {
@@ -465,22 +487,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             ExitCode::SUCCESS
         }
-        Command::Enqueue(a) => enqueue::run(&client, a).await?,
-        Command::Work(a) => work::run(client, a).await?,
-        Command::Stats { queue, json } => admin::stats(&client, queue, json).await?,
-        Command::Job(c) => admin::job(&client, c).await?,
-        Command::Dead(c) => admin::dead(&client, c).await?,
-        Command::Queue(c) => admin::queue(&client, c).await?,
-        Command::Demo { jobs } => demo::run(client, jobs).await?,
+        Command::Enqueue(a) => enqueue::run(client, a).await?,
+        Command::Stats { queue, json } => admin::stats(client, queue, json).await?,
+        Command::Job(c) => admin::job(client, c).await?,
+        Command::Dead(c) => admin::dead(client, c).await?,
+        Command::Queue(c) => admin::queue(client, c).await?,
         Command::Audit { queue, limit, json } => {
-            admin::audit_log(&client, queue, limit, json).await?
+            admin::audit_log(client, queue, limit, json).await?
         }
-        Command::Serve(_) => serve::run(client, serve_config.expect("checked above")).await?,
-        Command::Token(_) => unreachable!("handled before connecting"),
-        Command::Bench(a) => {
-            client.close().await;
-            bench::run(&cli.database_url, a).await?
-        }
+        Command::Work(_)
+        | Command::Demo { .. }
+        | Command::Serve(_)
+        | Command::Token(_)
+        | Command::Bench(_) => unreachable!("run with the client by value"),
     };
     Ok(code)
 }

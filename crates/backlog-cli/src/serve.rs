@@ -55,7 +55,9 @@ pub async fn run(client: Client, config: ServerConfig) -> anyhow::Result<ExitCod
             "bearer tokens required"
         }
     );
-    backlog_server::serve(Arc::new(client), config, shutdown).await?;
+    let client = Arc::new(client);
+    backlog_server::serve(client.clone(), config, shutdown).await?;
+    client.close().await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -238,6 +238,33 @@ fn mysql_worker_metrics() {
     worker_metrics(Engine::MySql);
 }
 
+/// A short-lived command's counts reach backlog_stat (it adds them as it closes), so jobs
+/// enqueued from the command line show in the history and the counters.
+fn cli_counts_reach_the_history(engine: Engine) {
+    let db = TestDb::new(engine);
+    db.ok(&["enqueue", "cnt", "{}"]);
+    let lines = db.path("jobs.jsonl");
+    std::fs::write(&lines, "{}\n{}\n{}\n").unwrap();
+    db.ok(&["enqueue", "cnt", "--jsonl", lines.to_str().unwrap()]);
+    let sum = db.sql("SELECT SUM(enqueued) FROM backlog_stat WHERE queue = 'cnt'");
+    assert_eq!(sum.trim(), "4");
+}
+
+#[test]
+fn sqlite_cli_counts_reach_the_history() {
+    cli_counts_reach_the_history(Engine::Sqlite);
+}
+
+#[test]
+fn postgres_cli_counts_reach_the_history() {
+    cli_counts_reach_the_history(Engine::Postgres);
+}
+
+#[test]
+fn mysql_cli_counts_reach_the_history() {
+    cli_counts_reach_the_history(Engine::MySql);
+}
+
 /// Bad arguments: a clear error, and nothing listens.
 #[test]
 fn serve_refuses_bad_setups() {
