@@ -2,6 +2,7 @@
 # Makes sure PostgreSQL and MariaDB are installed, running, and reachable the way the tests expect:
 #   PostgreSQL on 127.0.0.1:5432, trust auth, database `test`
 #   MariaDB    on 127.0.0.1:3306, root with an empty password, database `test`
+#   Python with psycopg and PyMySQL, for the example client in examples/python
 # and Chromium with chromedriver for the dashboard's browser test (crates/backlog-cli/tests/
 # dashboard.rs). Installs them from Debian's packages when absent. Exits non-zero if any cannot be
 # had: the test suite never skips a backend or the browser test.
@@ -56,6 +57,17 @@ ensure_mariadb() {
     log "MariaDB started"
 }
 
+# The Python example client's drivers, from Debian's packages, for Debian's interpreter (a python3
+# earlier on PATH, such as pyenv's, does not see them; the tests run BACKLOG_TEST_PYTHON, by
+# default /usr/bin/python3).
+ensure_python_drivers() {
+    local py="${BACKLOG_TEST_PYTHON:-/usr/bin/python3}"
+    if "$py" -c 'import psycopg, pymysql' 2>/dev/null; then log "Python drivers are there"; return; fi
+    log "installing python3-psycopg and python3-pymysql"
+    apt_install python3-psycopg python3-pymysql
+    "$py" -c 'import psycopg, pymysql' || { log "$py cannot import psycopg and pymysql"; exit 1; }
+}
+
 command -v psql >/dev/null || apt_install postgresql-client
 command -v mariadb >/dev/null || apt_install mariadb-client
 command -v sqlite3 >/dev/null || apt_install sqlite3
@@ -64,3 +76,4 @@ command -v chromium >/dev/null && command -v chromedriver >/dev/null \
 command -v chromedriver >/dev/null || { log "chromedriver is not installed"; exit 1; }
 ensure_postgres
 ensure_mariadb
+ensure_python_drivers

@@ -1,0 +1,588 @@
+//! The SQL contract (docs/sql.md) driven from another language: the Python client of
+//! `examples/python` enqueues with the plain INSERT and consumes with the documented claim, ack,
+//! nack, heartbeat and rescue statements, at the same time as `backlog work` on the same queue,
+//! on SQLite, PostgreSQL and MariaDB. Python and its drivers (python3-psycopg, python3-pymysql,
+//! which `scripts/services.sh` installs) are required: a missing one fails the tests.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Engine, TestDb};
+use serde_json::{Value, json};
+
+const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/python");
+const QUERIES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../backlog-sql/queries");
+
+/// The interpreter: `BACKLOG_TEST_PYTHON`, else Debian's `/usr/bin/python3` (the one Debian's
+/// python3-psycopg and python3-pymysql install for; a `python3` earlier on PATH, such as
+/// pyenv's, does not see them), else `python3`.
+fn python() -> String {
+    std::env::var("BACKLOG_TEST_PYTHON").unwrap_or_else(|_| {
+        if Path::new("/usr/bin/python3").exists() {
+            "/usr/bin/python3".into()
+        } else {
+            "python3".into()
+        }
+    })
+}
+
+fn example(file: &str) -> PathBuf {
+    Path::new(EXAMPLES).join(file)
+}
+
+/// Runs `cmd` to its end within `limit` (killed and failed past it); expects success and
+/// returns its stdout.
+fn stdout_within(mut cmd: Command, limit: Duration) -> String {
+    let what = format!("{cmd:?}");
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    let Ok(out) = rx.recv_timeout(limit) else {
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        panic!("{what} took longer than {limit:?}");
+    };
+    let out = out.unwrap();
+    assert!(
+        out.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs a Python snippet with `examples/python` importable; returns its stdout.
+fn python_eval(code: &str, args: &[&str]) -> String {
+    let mut cmd = Command::new(python());
+    cmd.arg("-c")
+        .arg(format!(
+            "import sys; sys.path.insert(0, {EXAMPLES:?}); args = sys.argv[1:]\n{code}"
+        ))
+        .args(args);
+    stdout_within(cmd, Duration::from_secs(30))
+}
+
+/// `backlog_client.py enqueue URL QUEUE --jsonl FILE`: the plain INSERT, in one transaction.
+fn python_enqueue(db: &TestDb, queue: &str, jsonl: &str) -> usize {
+    let mut cmd = Command::new(python());
+    cmd.arg(example("backlog_client.py"))
+        .args(["enqueue", &db.url, queue, "--jsonl"])
+        .arg(db.path(jsonl));
+    let out = stdout_within(cmd, Duration::from_secs(30));
+    out.trim().parse().unwrap()
+}
+
+#[test]
+fn python_and_its_drivers_are_installed() {
+    let version = python_eval(
+        "import psycopg, pymysql; print(psycopg.__version__, pymysql.__version__)",
+        &[],
+    );
+    assert!(!version.trim().is_empty());
+}
+
+/// The statements the client copies must be the library's files, byte for byte.
+#[test]
+fn python_copies_equal_the_query_files() {
+    let copies: BTreeMap<String, String> = serde_json::from_str(&python_eval(
+        "import json, backlog_client; print(json.dumps(backlog_client.QUERIES))",
+        &[],
+    ))
+    .unwrap();
+    assert!(
+        copies.len() >= 30,
+        "only {} statements copied",
+        copies.len()
+    );
+    for (key, text) in &copies {
+        let file = Path::new(QUERIES).join(key);
+        let want = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("QUERIES[{key:?}]: {} unreadable: {e}", file.display()));
+        assert!(
+            *text == want,
+            "QUERIES[{key:?}] in examples/python/backlog_client.py differs from {}: copy the file",
+            file.display()
+        );
+    }
+}
+
+/// One process of the run, with its output in files of the test's directory.
+struct Proc {
+    name: String,
+    child: Child,
+    err: PathBuf,
+}
+
+impl Proc {
+    fn spawn(db: &TestDb, name: &str, mut cmd: Command) -> Proc {
+        let err = db.path(&format!("{name}.err"));
+        cmd.stdin(Stdio::null())
+            .stdout(File::create(db.path(&format!("{name}.out"))).unwrap())
+            .stderr(File::create(&err).unwrap());
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Proc {
+            name: name.into(),
+            child,
+            err,
+        }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.err).unwrap_or_default()
+    }
+
+    /// Waits for a successful exit before `deadline`; kills it and fails otherwise.
+    fn finish(mut self, deadline: Instant) {
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(
+                    status.success(),
+                    "{} failed ({status}): {}",
+                    self.name,
+                    self.stderr()
+                );
+                return;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("{} did not drain in time: {}", self.name, self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        // A failed assertion must not leave workers behind.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn python_worker(db: &TestDb, queue: &str, owner: &str, extra: &[&str]) -> Proc {
+    let mut cmd = Command::new(python());
+    cmd.arg(example("worker.py"))
+        .args([&db.url, queue, "--owner", owner, "--drain", "--log"])
+        .arg(db.path(&format!("{owner}.log")))
+        .args(extra);
+    Proc::spawn(db, owner, cmd)
+}
+
+/// `backlog work --drain` running a shell command per job that logs `run I ID ATTEMPT` as the
+/// Python worker does, and fails the first attempt of a payload with `fail_once`.
+fn backlog_worker(db: &TestDb, queue: &str, name: &str) -> Proc {
+    let log = db.path(&format!("{name}.log"));
+    let script = format!(
+        r#"IFS= read -r p || true
+i=$(printf '%s' "$p" | tr -cd 0-9)
+echo "run $i $BACKLOG_JOB_ID $BACKLOG_ATTEMPT" >> {log}
+case $p in *fail_once*) if [ "$BACKLOG_ATTEMPT" = 1 ]; then echo 'fails once on purpose' >&2; exit 1; fi;; esac
+exit 0"#,
+        log = log.display()
+    );
+    let mut cmd = db.cmd(&["work", queue, "--drain", "--concurrency", "4", "--"]);
+    cmd.args(["sh", "-c", &script]);
+    Proc::spawn(db, name, cmd)
+}
+
+/// A line of a worker's log: `run I ID ATTEMPT` or `OUTCOME I ID`.
+struct Event {
+    what: String,
+    i: i64,
+    id: i64,
+    attempt: Option<i64>,
+}
+
+fn events(db: &TestDb, name: &str) -> Vec<Event> {
+    let text = std::fs::read_to_string(db.path(&format!("{name}.log"))).unwrap_or_default();
+    text.lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            let num = |k: usize| -> i64 {
+                f.get(k)
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or_else(|| panic!("{name}.log: bad line {line:?}"))
+            };
+            Event {
+                what: f[0].to_owned(),
+                i: num(1),
+                id: num(2),
+                attempt: (f[0] == "run").then(|| num(3)),
+            }
+        })
+        .collect()
+}
+
+/// A job row as the test reads it back.
+struct Row {
+    state: String,
+    attempt: i64,
+    owner: String,
+    i: i64,
+    fail_once: bool,
+}
+
+fn rows(db: &TestDb, queue: &str) -> BTreeMap<i64, Row> {
+    let sep = if db.engine == Engine::MySql {
+        '\t'
+    } else {
+        '|'
+    };
+    db.sql(&format!(
+        "SELECT id, state, attempt, lease_owner, payload FROM backlog_job WHERE queue = '{queue}'"
+    ))
+    .lines()
+    .map(|line| {
+        let f: Vec<&str> = line.splitn(5, sep).collect();
+        let payload: Value = serde_json::from_str(f[4]).unwrap();
+        let row = Row {
+            state: f[1].into(),
+            attempt: f[2].parse().unwrap(),
+            owner: f[3].into(),
+            i: payload["i"].as_i64().unwrap(),
+            fail_once: payload["fail_once"] == true,
+        };
+        (f[0].parse().unwrap(), row)
+    })
+    .collect()
+}
+
+fn write_jsonl(path: &Path, range: std::ops::Range<i64>) {
+    let lines: String = range
+        .map(|i| {
+            let p = if i % 10 == 3 {
+                json!({"i": i, "fail_once": true})
+            } else {
+                json!({"i": i})
+            };
+            format!("{p}\n")
+        })
+        .collect();
+    std::fs::write(path, lines).unwrap();
+}
+
+/// 2,000 jobs (1,500 from Python's plain INSERT, 500 from `backlog enqueue --jsonl`), every tenth
+/// failing its first attempt, worked at once by two Python consumers and two `backlog work`
+/// processes. One Python consumer freezes holding a job and is killed with SIGKILL; its job is
+/// rescued and completed by another worker. At the end every job is completed, each payload ran
+/// at least once, each job was acked exactly once (by the process its row names), and the dead
+/// consumer's stale token is refused by every fenced statement.
+fn contract(engine: Engine) {
+    let deadline = Instant::now() + Duration::from_secs(85);
+    let db = TestDb::new(engine); // `backlog migrate`
+    let (q, n, from_python) = ("contract", 2000_i64, 1500_i64);
+    // A short lease, so the killed consumer's jobs are rescued within seconds; quick retries.
+    db.ok(&[
+        "queue",
+        "set",
+        q,
+        "--lease",
+        "3s",
+        "--backoff-base",
+        "100ms",
+        "--backoff-max",
+        "200ms",
+    ]);
+    write_jsonl(&db.path("py.jsonl"), 0..from_python);
+    write_jsonl(&db.path("cli.jsonl"), from_python..n);
+    assert_eq!(python_enqueue(&db, q, "py.jsonl") as i64, from_python);
+    let out = db.ok(&["enqueue", q, "--jsonl", "cli.jsonl"]);
+    assert_eq!(out.trim(), (n - from_python).to_string());
+    assert_eq!(db.stats()[q]["available"], n, "{}", db.stats());
+
+    let stall = db.path("stall.json");
+    let mut victim = python_worker(
+        &db,
+        q,
+        "py-a",
+        &[
+            "--stall-after",
+            "40",
+            "--stall-file",
+            stall.to_str().unwrap(),
+        ],
+    );
+    let others = [
+        python_worker(&db, q, "py-b", &[]),
+        backlog_worker(&db, q, "rust-a"),
+        backlog_worker(&db, q, "rust-b"),
+    ];
+
+    // Wait until the victim holds its frozen job, then kill it without warning.
+    while !stall.exists() {
+        if let Some(status) = victim.child.try_wait().unwrap() {
+            panic!(
+                "py-a exited ({status}) before stalling: {}",
+                victim.stderr()
+            );
+        }
+        assert!(Instant::now() < deadline, "py-a never stalled");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let frozen: Value = serde_json::from_str(&std::fs::read_to_string(&stall).unwrap()).unwrap();
+    victim.child.kill().unwrap(); // SIGKILL
+    victim.child.wait().unwrap();
+    for p in others {
+        p.finish(deadline);
+    }
+
+    // Nothing left: every job completed, as `backlog stats` tells.
+    let stats = db.stats();
+    let want = json!({"available": 0, "scheduled": 0, "running": 0, "completed": n, "dead": 0,
+        "cancelled": 0, "held": 0, "archived": 0});
+    assert_eq!(stats[q], want, "{stats}");
+    let rows = rows(&db, q);
+    assert_eq!(rows.len() as i64, n);
+    assert!(rows.values().all(|r| r.state == "completed"));
+    let payload_ids: BTreeSet<i64> = rows.values().map(|r| r.i).collect();
+    assert_eq!(payload_ids, (0..n).collect(), "payload ids lost or doubled");
+
+    // Every payload ran at least once, somewhere.
+    let logs = ["py-a", "py-b", "rust-a", "rust-b"];
+    let all: HashMap<&str, Vec<Event>> = logs.iter().map(|&l| (l, events(&db, l))).collect();
+    let mut runs: BTreeMap<i64, usize> = BTreeMap::new();
+    for e in all.values().flatten().filter(|e| e.what == "run") {
+        *runs.entry(e.i).or_default() += 1;
+    }
+    assert_eq!(
+        runs.keys().copied().collect::<BTreeSet<_>>(),
+        payload_ids,
+        "some payloads never ran"
+    );
+
+    // Acked exactly once: each Python ack that succeeded is the completion of record (the row
+    // names that consumer as its last owner), no job was acked by two processes, and the jobs
+    // no Python consumer acked were completed by `backlog work`, after running there.
+    let mut acked_by: BTreeMap<i64, &str> = BTreeMap::new();
+    for name in ["py-a", "py-b"] {
+        for e in all[name].iter().filter(|e| e.what == "completed") {
+            let before = acked_by.insert(e.id, name);
+            assert!(before.is_none(), "job {} acked twice", e.id);
+            let row = &rows[&e.id];
+            assert_eq!(row.owner, name, "{name}'s ack of job {} was not kept", e.id);
+            assert_eq!(row.i, e.i);
+        }
+    }
+    let rust_runs: BTreeSet<(i64, i64)> = ["rust-a", "rust-b"]
+        .iter()
+        .flat_map(|l| all[l].iter())
+        .filter(|e| e.what == "run")
+        .map(|e| (e.id, e.attempt.unwrap()))
+        .collect();
+    let mut by_backlog = 0;
+    for (id, row) in &rows {
+        if acked_by.contains_key(id) {
+            continue;
+        }
+        assert!(
+            !row.owner.starts_with("py-"),
+            "job {id} is {}'s but it never acked it",
+            row.owner
+        );
+        assert!(
+            rust_runs.contains(&(*id, row.attempt)),
+            "job {id} completed by {} without its attempt {} running there",
+            row.owner,
+            row.attempt
+        );
+        by_backlog += 1;
+    }
+    let by_python = acked_by.len();
+    assert_eq!(by_python as i64 + by_backlog, n);
+    assert!(
+        by_python > 100 && by_backlog > 100,
+        "the work was not shared: {by_python} by Python, {by_backlog} by backlog work"
+    );
+
+    // The failing payloads failed once and were retried.
+    let retried = rows.values().filter(|r| r.fail_once).count();
+    assert_eq!(retried as i64, n / 10);
+    for (id, row) in rows.iter().filter(|(_, r)| r.fail_once) {
+        assert!(row.attempt >= 2, "job {id} failing once ended at attempt 1");
+    }
+
+    // The frozen job: rescued from the killed consumer and completed by another worker.
+    let frozen_id = frozen["id"].as_i64().unwrap();
+    let row = &rows[&frozen_id];
+    assert_ne!(
+        row.owner, "py-a",
+        "the killed consumer's job was not rescued"
+    );
+    let errors = db.sql(&format!(
+        "SELECT errors FROM backlog_job WHERE id = {frozen_id}"
+    ));
+    assert!(
+        errors.contains("lease expired (worker py-a stopped heartbeating)"),
+        "{errors}"
+    );
+    assert!(runs[&row.i] >= 2, "the frozen job did not run again");
+
+    // The killed consumer's token is stale: ack, nack, heartbeat and release all report the lease
+    // lost, and the row does not change.
+    let before = db.sql(&format!(
+        "SELECT state, attempt, errors FROM backlog_job WHERE id = {frozen_id}"
+    ));
+    let out = python_eval(
+        "import json, backlog_client as b
+c = b.connect(args[0])
+job = b.Job(id=int(args[1]), queue=args[2], kind=None, payload=None, priority=0, attempt=1,
+            max_attempts=None, run_at=0, created_at=0, token=int(args[3]), lease_expires_at=0)
+print(json.dumps([c.ack(job), c.nack(job, 'stale'), c.heartbeat(job), c.release(job)]))",
+        &[
+            &db.url,
+            &frozen_id.to_string(),
+            q,
+            &frozen["token"].to_string(),
+        ],
+    );
+    assert_eq!(out.trim(), r#"[false, "lost", false, false]"#);
+    assert_eq!(
+        db.sql(&format!(
+            "SELECT state, attempt, errors FROM backlog_job WHERE id = {frozen_id}"
+        )),
+        before
+    );
+
+    // Runs beyond the planned ones (a retry for fail_once): the frozen job, and any job whose
+    // lease ran out under load. Each such run ended with its ack refused ("lost") or never made.
+    let extra: usize = rows
+        .values()
+        .map(|r| runs[&r.i].saturating_sub(1 + usize::from(r.fail_once)))
+        .sum();
+    let lost = all.values().flatten().filter(|e| e.what == "lost").count();
+    eprintln!(
+        "{engine:?}: {n} jobs, {by_python} acked by Python, {by_backlog} by backlog work, \
+         {retried} failed once and were retried, {extra} extra runs, {lost} refused Python \
+         acks, {:.1} s",
+        85.0 - deadline
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64()
+    );
+}
+
+#[test]
+fn sqlite_python_contract() {
+    contract(Engine::Sqlite);
+}
+
+#[test]
+fn postgres_python_contract() {
+    contract(Engine::Postgres);
+}
+
+#[test]
+fn mysql_python_contract() {
+    contract(Engine::MySql);
+}
+
+/// What the big run does not reach: retention `delete` and `archive` (each dialect's other ack
+/// statements), LIFO order (`/*ORDER*/`), and heartbeats: jobs that take more than twice their
+/// lease, with a second consumer rescuing beside them, run once and are acked.
+fn details(engine: Engine) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let db = TestDb::new(engine);
+    db.ok(&["queue", "set", "gone", "--retention", "delete"]);
+    db.ok(&[
+        "queue",
+        "set",
+        "kept",
+        "--retention",
+        "archive",
+        "--order",
+        "lifo",
+    ]);
+    db.ok(&["queue", "set", "slow", "--lease", "1s"]);
+    std::fs::write(
+        db.path("plain.jsonl"),
+        (0..10)
+            .map(|i| format!("{{\"i\": {i}}}\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    assert_eq!(python_enqueue(&db, "gone", "plain.jsonl"), 10);
+    assert_eq!(python_enqueue(&db, "kept", "plain.jsonl"), 10);
+    assert_eq!(python_enqueue(&db, "slow", "plain.jsonl"), 10);
+    let done = |name: &str| -> Vec<i64> {
+        events(&db, name)
+            .iter()
+            .filter(|e| e.what == "completed")
+            .map(|e| e.i)
+            .collect()
+    };
+
+    python_worker(&db, "gone", "py-gone", &[]).finish(deadline);
+    assert_eq!(done("py-gone").len(), 10);
+    assert_eq!(
+        db.sql("SELECT COUNT(*) FROM backlog_job WHERE queue = 'gone'")
+            .trim(),
+        "0"
+    );
+
+    // One consumer, batches of 4: LIFO runs the newest first.
+    python_worker(&db, "kept", "py-kept", &["--batch", "4"]).finish(deadline);
+    assert_eq!(done("py-kept"), (0..10).rev().collect::<Vec<_>>());
+    let stats = db.stats();
+    assert_eq!(stats["kept"]["archived"], 10, "{stats}");
+    assert_eq!(
+        db.sql(
+            "SELECT COUNT(*) FROM backlog_job_archive WHERE queue = 'kept' AND state = 'completed'"
+        )
+        .trim(),
+        "10"
+    );
+
+    // Each job takes 2.5 s against a 1 s lease; a consumer's second job waits 2.5 s for its turn.
+    // Only heartbeats keep them from the rescue, which the consumers run before their claims and
+    // the leader of a `backlog work` on another queue runs every second.
+    let _rescuer = Proc::spawn(&db, "rescuer", db.cmd(&["work", "idle", "--", "true"]));
+    let slow = ["--batch", "2", "--work-ms", "2500"];
+    let a = python_worker(&db, "slow", "py-slow-a", &slow);
+    let b = python_worker(&db, "slow", "py-slow-b", &slow);
+    a.finish(deadline);
+    b.finish(deadline);
+    let mut runs: Vec<i64> = ["py-slow-a", "py-slow-b"]
+        .iter()
+        .flat_map(|n| events(&db, n))
+        .filter(|e| e.what == "run")
+        .map(|e| e.i)
+        .collect();
+    runs.sort();
+    assert_eq!(
+        runs,
+        (0..10).collect::<Vec<_>>(),
+        "a slow job ran twice or never"
+    );
+    assert_eq!(done("py-slow-a").len() + done("py-slow-b").len(), 10);
+    assert_eq!(db.stats()["slow"]["completed"], 10);
+}
+
+#[test]
+fn sqlite_python_details() {
+    details(Engine::Sqlite);
+}
+
+#[test]
+fn postgres_python_details() {
+    details(Engine::Postgres);
+}
+
+#[test]
+fn mysql_python_details() {
+    details(Engine::MySql);
+}

@@ -1,0 +1,1147 @@
+"""A producer and consumer of backlog queues in plain Python, speaking the SQL contract of
+docs/sql.md directly: no backlog process, no HTTP, only a database driver.
+
+    import backlog_client
+
+    client = backlog_client.connect("postgres://postgres@127.0.0.1:5432/app")
+    client.enqueue("emails", {"to": "a@example.com"})
+
+    def send(job):              # return: ack; raise: nack (retried with backoff, then dead)
+        print(job.id, job.attempt, job.payload)
+
+    backlog_client.Consumer(client, "emails", send).run()
+
+URLs: `sqlite:///abs/path.db` (or `sqlite://relative.db`), `postgres://…` (libpq's URL, passed to
+psycopg as is), `mysql://user:password@host:port/database`. Drivers: `sqlite3` from the standard
+library, `psycopg` (3.x) for PostgreSQL, `pymysql` for MySQL and MariaDB; only the one a URL needs
+is imported.
+
+The statements are the library's own, copied verbatim into QUERIES from
+crates/backlog-sql/queries/<dialect>/ (backlog's test suite fails when a copy and its file differ).
+Before a statement is sent, its markers are filled in (`/*ORDER*/` from the queue's ordering,
+`/*IDS*/` with one placeholder per id) and, for the drivers whose placeholders differ from the
+file's, the placeholders are rewritten: see `_placeholders`. Nothing else is ever formatted into SQL.
+
+Guarantees, as for any consumer of the contract: at-least-once execution (a job whose worker dies
+runs again after its lease expires) and fenced outcomes (an ack, nack or heartbeat counts only
+while the claim's lease token still holds the job; `ack` returns False otherwise). See README.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import re
+import secrets
+import socket
+import sqlite3
+import sys
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+# The library's statements, copied verbatim from crates/backlog-sql/queries/<key>.
+QUERIES: dict[str, str] = {}  # filled in below, after the code
+
+#: How often a consumer runs the rescue of expired leases, at most (docs/sql.md "How often").
+RESCUE_EVERY_S = 1.0
+#: Most expired leases one rescue statement moves.
+RESCUE_BATCH = 1000
+#: Defaults of a queue without a row in backlog_queue (docs/sql.md, table backlog_queue).
+QUEUE_DEFAULTS = {
+    "paused": False,
+    "max_attempts": 25,
+    "backoff_base_ms": 1000,
+    "backoff_max_ms": 3_600_000,
+    "lease_ms": 30_000,
+    "ordering": "fifo",
+    "retention": "keep",
+}
+#: What `/*ORDER*/` becomes for each ordering.
+ORDER_BY = {"fifo": "priority, run_at, id", "lifo": "priority, run_at DESC, id DESC"}
+#: The optional columns a plain INSERT may set (docs/sql.md "Enqueue from any language").
+INSERT_COLUMNS = ("kind", "priority", "run_at", "max_attempts", "unique_key")
+
+
+def now_us() -> int:
+    """This machine's clock in microseconds since the epoch: the `now` every statement binds.
+    All of a queue's processes (and the database, whose clock fills in the INSERT's defaults)
+    must agree on the time: see README.md "Clocks"."""
+    return time.time_ns() // 1000
+
+
+def new_token() -> int:
+    """A fresh lease token: a random non-zero signed 64-bit integer, never reused."""
+    while True:
+        token = secrets.randbits(64) - (1 << 63)
+        if token:
+            return token
+
+
+def default_owner() -> str:
+    """What `lease_owner` records, as the library does: `host:pid`."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class Job:
+    """A claimed job. `token` fences every outcome; `lost` and `cancel_requested` are set by
+    heartbeats."""
+
+    id: int
+    queue: str
+    kind: Optional[str]
+    payload: Any
+    priority: int
+    attempt: int
+    max_attempts: Optional[int]
+    run_at: int
+    created_at: int
+    token: int
+    lease_expires_at: int
+    lost: bool = False
+    cancel_requested: bool = False
+
+
+class Retry(Exception):
+    """Raised by a handler to fail this attempt and run the job again no earlier than `delay_s`
+    seconds from now (instead of the queue's backoff)."""
+
+    def __init__(self, message: str, delay_s: float):
+        super().__init__(message)
+        self.delay_s = delay_s
+
+
+def _placeholders(text: str, pattern: str, replace: Callable[[re.Match], str]) -> str:
+    """Rewrites the placeholders `pattern` matches into the driver's own and doubles every `%`
+    (psycopg and PyMySQL treat `%` as their own marker everywhere). String literals and `--`
+    comments keep their text: MySQL's rescue contains the literal '?' and some comments mention
+    placeholders."""
+    out, i, rx = [], 0, re.compile(pattern)
+    while i < len(text):
+        if text.startswith("--", i):
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+        elif text[i] == "'":
+            end = i + 1
+            while True:
+                end = text.index("'", end) + 1
+                if not text.startswith("'", end):
+                    break
+                end += 1  # '' is a quote inside the literal
+        else:
+            m = rx.match(text, i)
+            if m:
+                out.append(replace(m))
+                i = m.end()
+            else:
+                out.append("%%" if text[i] == "%" else text[i])
+                i += 1
+            continue
+        out.append(text[i:end].replace("%", "%%"))
+        i = end
+    return "".join(out)
+
+
+class _Dialect:
+    """What differs between the databases: connecting, placeholders, and the statements an
+    operation takes. Every method takes the connection to run on."""
+
+    name: str
+    insert_placeholder: str
+    payload_placeholder: str
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple, str] = {}
+
+    def sql(self, name: str, order: str = "fifo", ids: int = 0) -> str:
+        """The statement `name` of this dialect, markers filled in, in the driver's placeholders."""
+        key = (name, order, ids)
+        if key not in self._cache:
+            text = QUERIES[f"{self.name}/{name}.sql"]
+            text = text.replace("/*ORDER*/", ORDER_BY[order])
+            text = text.replace("/*IDS*/", ", ".join(["?"] * ids))
+            self._cache[key] = self.translate(text)
+        return self._cache[key]
+
+    def translate(self, text: str) -> str:
+        return text
+
+    def transient(self, err: Exception) -> bool:
+        """Whether `err` rolled back a transaction that can simply run again (a deadlock)."""
+        return False
+
+
+class _Sqlite(_Dialect):
+    # sqlite3 binds the files' numbered `?N` from a sequence as they are.
+    name = "sqlite"
+    insert_placeholder = payload_placeholder = "?"
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def connect(self) -> sqlite3.Connection:
+        # Autocommit (isolation_level=None): every statement commits unless inside BEGIN.
+        # WAL, synchronous FULL and a 30 s busy timeout, as the library opens it (docs/sql.md
+        # "Session settings"): writers queue on the lock instead of failing at once.
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        return conn
+
+    @contextlib.contextmanager
+    def transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
+        # IMMEDIATE: take the write lock at BEGIN (waiting per busy_timeout), so a transaction
+        # never fails to upgrade from reader to writer halfway.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def db_now_sql(self) -> str:
+        return "SELECT CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
+
+    def claim(self, conn, queue, token, owner, expires, now, kinds, limit, order):
+        kinds = None if kinds is None else json.dumps(list(kinds))
+        params = (token, owner, expires, now, queue, kinds, limit)
+        return conn.execute(self.sql("job_claim", order), params).fetchall()
+
+    def complete(self, conn, retention, job, now):
+        pairs = json.dumps([[job.id, job.token]])
+        if retention == "delete":
+            rows = conn.execute(self.sql("job_complete_delete"), (pairs,)).fetchall()
+        elif retention == "keep":
+            rows = conn.execute(self.sql("job_complete_keep"), (pairs, now)).fetchall()
+        else:  # archive: copy, then delete, in one transaction
+            with self.transaction(conn):
+                conn.execute(self.sql("job_complete_archive"), (pairs, now))
+                rows = conn.execute(self.sql("job_complete_delete"), (pairs,)).fetchall()
+        return len(rows) == 1
+
+    def fail(self, conn, job, state, run_at, finished_at, now, error):
+        params = (state, run_at, finished_at, now, error, job.id, job.token)
+        return conn.execute(self.sql("job_fail"), params).rowcount == 1
+
+    def heartbeat(self, conn, job, expires):
+        rows = conn.execute(self.sql("job_heartbeat"), (expires, job.id, job.token)).fetchall()
+        return (True, bool(rows[0][0])) if rows else (False, False)
+
+    def release(self, conn, job, run_at):
+        return conn.execute(self.sql("job_release"), (run_at, job.id, job.token)).rowcount == 1
+
+    def rescue(self, conn, now, limit):
+        return len(conn.execute(self.sql("job_rescue"), (now, limit)).fetchall())
+
+    def queue_row(self, conn, queue):
+        return conn.execute(self.sql("queue_get"), (queue,)).fetchone()
+
+
+class _Postgres(_Dialect):
+    # psycopg takes `%(name)s`: the files' `$N` become `%(pN)s`, so a number used twice is one
+    # parameter, bound once, as in the file.
+    name = "postgres"
+    insert_placeholder = "%s"
+    payload_placeholder = "%s::jsonb"  # docs/sql.md: a payload bound as text needs the cast
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        import psycopg
+
+        self.url, self.psycopg = url, psycopg
+
+    def translate(self, text: str) -> str:
+        return _placeholders(text, r"\$(\d+)", lambda m: f"%(p{m.group(1)})s")
+
+    @staticmethod
+    def params(*values: Any) -> dict[str, Any]:
+        """Positional values as the `pN` the translated statement names."""
+        return {f"p{i}": v for i, v in enumerate(values, start=1)}
+
+    def connect(self):
+        # Nothing to set (docs/sql.md "Session settings"); backlog.notify is left on so that this
+        # process's inserts wake the workers through the trigger.
+        return self.psycopg.connect(self.url, autocommit=True)
+
+    def transaction(self, conn):
+        return conn.transaction()
+
+    def transient(self, err: Exception) -> bool:
+        errors = self.psycopg.errors
+        return isinstance(err, (errors.DeadlockDetected, errors.SerializationFailure))
+
+    def db_now_sql(self) -> str:
+        return "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)"
+
+    def _run(self, conn, name, *values, order="fifo"):
+        return conn.execute(self.sql(name, order), self.params(*values))
+
+    def claim(self, conn, queue, token, owner, expires, now, kinds, limit, order):
+        kinds = None if kinds is None else list(kinds)
+        cur = self._run(conn, "job_claim", token, owner, expires, now, queue, kinds, limit,
+                        order=order)
+        return cur.fetchall()
+
+    def complete(self, conn, retention, job, now):
+        name = {"delete": "job_complete_delete", "keep": "job_complete_keep",
+                "archive": "job_complete_archive"}[retention]
+        if retention == "delete":
+            cur = self._run(conn, name, [job.id], [job.token])
+        else:
+            cur = self._run(conn, name, [job.id], [job.token], now)
+        return len(cur.fetchall()) == 1
+
+    def fail(self, conn, job, state, run_at, finished_at, now, error):
+        cur = self._run(conn, "job_fail", state, run_at, finished_at, now, error, job.id,
+                        job.token)
+        return cur.rowcount == 1
+
+    def heartbeat(self, conn, job, expires):
+        rows = self._run(conn, "job_heartbeat", expires, job.id, job.token).fetchall()
+        return (True, bool(rows[0][0])) if rows else (False, False)
+
+    def release(self, conn, job, run_at):
+        return self._run(conn, "job_release", run_at, job.id, job.token).rowcount == 1
+
+    def rescue(self, conn, now, limit):
+        return len(self._run(conn, "job_rescue", now, limit).fetchall())
+
+    def queue_row(self, conn, queue):
+        return self._run(conn, "queue_get", queue).fetchone()
+
+
+class _MySql(_Dialect):
+    # PyMySQL takes `%s`: the files' positional `?` become `%s`, in order.
+    name = "mysql"
+    insert_placeholder = payload_placeholder = "%s"
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        import pymysql
+
+        self.pymysql = pymysql
+        u = urllib.parse.urlsplit(url)
+        self.args = {
+            "host": u.hostname or "127.0.0.1",
+            "port": u.port or 3306,
+            "user": urllib.parse.unquote(u.username or "root"),
+            "password": urllib.parse.unquote(u.password or ""),
+            "database": urllib.parse.unquote(u.path.lstrip("/")),
+        }
+
+    def translate(self, text: str) -> str:
+        return _placeholders(text, r"\?", lambda m: "%s")
+
+    def connect(self):
+        pymysql = self.pymysql
+        # FOUND_ROWS: an UPDATE reports the rows its WHERE matched, so a fenced statement that
+        # writes values a row already has still counts 1 (docs/sql.md "Session settings").
+        conn = pymysql.connect(
+            **self.args,
+            charset="utf8mb4",
+            autocommit=True,
+            client_flag=pymysql.constants.CLIENT.FOUND_ROWS,
+        )
+        with conn.cursor() as cur:
+            # READ COMMITTED: no gap locks between claimers and producers. UTC, so NOW(6) in the
+            # column defaults has no daylight-saving hour that maps to two instants.
+            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            cur.execute("SET time_zone = '+00:00'")
+        return conn
+
+    @contextlib.contextmanager
+    def transaction(self, conn) -> Iterator[None]:
+        conn.begin()
+        try:
+            yield
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+
+    def transient(self, err: Exception) -> bool:
+        # 1213 deadlock (InnoDB rolled the transaction back), 1205 lock wait timeout.
+        return isinstance(err, self.pymysql.err.OperationalError) and err.args[0] in (1213, 1205)
+
+    def db_now_sql(self) -> str:
+        return "SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)"
+
+    def _run(self, conn, name, params, order="fifo", ids=0):
+        cur = conn.cursor()
+        cur.execute(self.sql(name, order, ids), params)
+        return cur
+
+    def claim(self, conn, queue, token, owner, expires, now, kinds, limit, order):
+        # No UPDATE … RETURNING: lock the rows with SKIP LOCKED, then mark them, in one
+        # transaction. The SELECT already shows the attempt the UPDATE writes.
+        kinds = None if kinds is None else json.dumps(list(kinds))
+        with self.transaction(conn):
+            rows = self._run(conn, "job_claim", (queue, now, kinds, kinds, queue, limit),
+                             order=order).fetchall()
+            if rows:
+                ids = [r[0] for r in rows]
+                self._run(conn, "job_claim_update", (token, owner, expires, now, *ids),
+                          ids=len(ids))
+        return rows
+
+    def complete(self, conn, retention, job, now):
+        if retention == "delete":
+            cur = self._run(conn, "job_complete_delete_fenced", (job.id, job.token), ids=1)
+            return cur.rowcount == 1
+        if retention == "keep":
+            cur = self._run(conn, "job_complete_keep_fenced", (now, job.id, job.token), ids=1)
+            return cur.rowcount == 1
+        # archive: lock the row, check it is still ours, copy it, delete it.
+        with self.transaction(conn):
+            row = self._run(conn, "job_complete_lock", (job.id,), ids=1).fetchone()
+            if row is None or row[1] != job.token or row[2] != "running":
+                return False
+            self._run(conn, "job_complete_archive", (now, job.id), ids=1)
+            self._run(conn, "job_complete_delete", (job.id,), ids=1)
+        return True
+
+    def fail(self, conn, job, state, run_at, finished_at, now, error):
+        params = (now, error, state, run_at, finished_at, job.id, job.token)
+        return self._run(conn, "job_fail", params).rowcount == 1
+
+    def heartbeat(self, conn, job, expires):
+        # No RETURNING: the fenced UPDATE (matched rows, thanks to FOUND_ROWS), then the flag,
+        # fenced again.
+        if self._run(conn, "job_heartbeat", (expires, job.id, job.token)).rowcount != 1:
+            return False, False
+        row = self._run(conn, "job_heartbeat_cancel", (job.id, job.token)).fetchone()
+        return (True, bool(row[0])) if row else (False, False)
+
+    def release(self, conn, job, run_at):
+        return self._run(conn, "job_release", (run_at, job.id, job.token)).rowcount == 1
+
+    def rescue(self, conn, now, limit):
+        # Lock a batch of expired leases, SKIP LOCKED, then update those rows by id.
+        with self.transaction(conn):
+            ids = [r[0] for r in self._run(conn, "job_rescue_ids", (now, limit)).fetchall()]
+            if not ids:
+                return 0
+            cur = self._run(conn, "job_rescue", (now, now, now, *ids, now), ids=len(ids))
+            return cur.rowcount
+
+    def queue_row(self, conn, queue):
+        return self._run(conn, "queue_get", (queue,)).fetchone()
+
+
+def _dialect(url: str) -> _Dialect:
+    if url.startswith("sqlite://"):
+        return _Sqlite(url[len("sqlite://"):].split("?", 1)[0])
+    if url.startswith(("postgres://", "postgresql://")):
+        return _Postgres(url)
+    if url.startswith(("mysql://", "mariadb://")):
+        return _MySql(url)
+    raise ValueError(f"expected sqlite://PATH, postgres://… or mysql://…, not {url!r}")
+
+
+def connect(url: str) -> "Client":
+    """Opens one connection to the queue database the URL names."""
+    return Client(url)
+
+
+class Client:
+    """One connection and the contract's operations on it. Not shared between threads: give each
+    thread its own (`Client(url)`), as the Consumer does for its heartbeats."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.dialect = _dialect(url)
+        self.conn = self.dialect.connect()
+        self._in_transaction = False
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A transaction on this client's connection (yielded, for your own statements): jobs
+        enqueued inside it exist exactly when it commits."""
+        with self.dialect.transaction(self.conn):
+            self._in_transaction = True
+            try:
+                yield self.conn
+            finally:
+                self._in_transaction = False
+
+    def _retrying(self, op: Callable[[], Any]) -> Any:
+        """Runs `op` again when the database rolled it back as a deadlock victim (it changed
+        nothing), as the library does. Not inside a caller's transaction, which is rolled back."""
+        for attempt in range(10):
+            try:
+                return op()
+            except Exception as err:  # noqa: BLE001 - re-raised unless transient
+                if self._in_transaction or not self.dialect.transient(err) or attempt == 9:
+                    raise
+                time.sleep(random.uniform(0.001, 0.01) * (attempt + 1))
+
+    # ---- producing
+
+    def enqueue(self, queue: str, payload: Any, **columns: Any) -> int:
+        """Enqueues one job with the plain INSERT of docs/sql.md and returns its id. `payload` is
+        any value `json.dumps` takes. Optional columns: kind, priority,
+        run_at (µs), max_attempts, unique_key; the others take their defaults."""
+        d = self.dialect
+        names = ["queue", "payload"]
+        values = [queue, json.dumps(payload)]
+        for name, value in columns.items():
+            if name not in INSERT_COLUMNS:
+                raise TypeError(f"enqueue: unknown column {name!r}")
+            names.append(name)
+            values.append(value)
+        marks = [d.insert_placeholder, d.payload_placeholder] + [d.insert_placeholder] * (
+            len(names) - 2
+        )
+        sql = f"INSERT INTO backlog_job ({', '.join(names)}) VALUES ({', '.join(marks)})"
+        if isinstance(d, _Postgres):
+            # psycopg has no lastrowid: ask for the id.
+            return self.conn.execute(sql + " RETURNING id", values).fetchone()[0]
+        cur = self.conn.cursor()
+        cur.execute(sql, values)
+        return cur.lastrowid
+
+    # ---- consuming: each outcome is fenced by the claim's token
+
+    def queue_settings(self, queue: str) -> dict[str, Any]:
+        """The queue's row of backlog_queue, or the defaults when it has none."""
+        row = self.dialect.queue_row(self.conn, queue)
+        if row is None:
+            return dict(QUEUE_DEFAULTS)
+        keys = ("name", "paused", "max_attempts", "backoff_base_ms", "backoff_max_ms",
+                "lease_ms", "ordering", "retention", "concurrency")
+        settings = dict(zip(keys, row))
+        settings["paused"] = bool(settings["paused"])
+        return settings
+
+    def claim(self, queue: str, limit: int, *, owner: Optional[str] = None,
+              lease_ms: Optional[int] = None, kinds: Optional[Sequence[str]] = None,
+              settings: Optional[dict] = None) -> list[Job]:
+        """Claims up to `limit` due jobs of `queue` with the claim statement of the dialect,
+        under one fresh lease token. `kinds`: only jobs of these kinds (None: any)."""
+        settings = settings or self.queue_settings(queue)
+        lease_us = (lease_ms or settings["lease_ms"]) * 1000
+        token, now = new_token(), now_us()
+        expires = now + lease_us
+        rows = self._retrying(lambda: self.dialect.claim(
+            self.conn, queue, token, owner or default_owner(), expires, now, kinds, limit,
+            settings["ordering"]))
+        jobs = [
+            Job(id=r[0], queue=queue, kind=r[1], payload=json.loads(r[2]), priority=r[3],
+                attempt=r[4], max_attempts=r[5], run_at=r[6], created_at=r[7], token=token,
+                lease_expires_at=expires)
+            for r in rows
+        ]
+        # UPDATE … RETURNING gives rows in no particular order: claim order again.
+        key = (lambda j: (j.priority, j.run_at, j.id)) if settings["ordering"] == "fifo" else (
+            lambda j: (j.priority, -j.run_at, -j.id))
+        return sorted(jobs, key=key)
+
+    def ack(self, job: Job, *, retention: Optional[str] = None) -> bool:
+        """Completes the job (what that does follows the queue's retention). True when it was
+        completed; False when the lease was lost (the job was rescued and is someone else's, or
+        is gone): nothing changed, and the job must not be reported again."""
+        retention = retention or self.queue_settings(job.queue)["retention"]
+        now = now_us()
+        return self._retrying(lambda: self.dialect.complete(self.conn, retention, job, now))
+
+    def nack(self, job: Job, error: str, *, retry_at: Optional[int] = None,
+             settings: Optional[dict] = None) -> str:
+        """Fails this attempt with `error`: a retry at `retry_at` (µs; default the queue's backoff),
+        or dead when it was the last attempt. Returns 'retry', 'dead', or 'lost' (the lease was
+        lost; nothing changed)."""
+        settings = settings or self.queue_settings(job.queue)
+        now = now_us()
+        limit = job.max_attempts or settings["max_attempts"]
+        if job.attempt >= limit:
+            state, run_at, finished_at = "dead", now, now
+        else:
+            state, finished_at = "available", None
+            run_at = retry_at if retry_at is not None else now + backoff_us(job.attempt, settings)
+        held = self._retrying(lambda: self.dialect.fail(
+            self.conn, job, state, run_at, finished_at, now, error))
+        return ("dead" if state == "dead" else "retry") if held else "lost"
+
+    def cancelled(self, job: Job, reason: str = "cancelled") -> bool:
+        """Answers a requested cancel: the fail statement with the state `cancelled`."""
+        now = now_us()
+        return self._retrying(lambda: self.dialect.fail(
+            self.conn, job, "cancelled", now, now, now, reason))
+
+    def heartbeat(self, job: Job, *, lease_ms: Optional[int] = None) -> bool:
+        """Extends the job's lease to now + lease. False when the lease was lost: stop the job and
+        report nothing. Sets `job.cancel_requested` when its cancellation was requested."""
+        lease_us = (lease_ms or self.queue_settings(job.queue)["lease_ms"]) * 1000
+        expires = now_us() + lease_us
+        held, cancel = self._retrying(lambda: self.dialect.heartbeat(self.conn, job, expires))
+        if held:
+            job.lease_expires_at = expires
+            job.cancel_requested = job.cancel_requested or cancel
+        else:
+            job.lost = True
+        return held
+
+    def release(self, job: Job, run_at: Optional[int] = None) -> bool:
+        """Gives the job back without using an attempt, to run again at `run_at` (default now)."""
+        run_at = now_us() if run_at is None else run_at
+        return self._retrying(lambda: self.dialect.release(self.conn, job, run_at))
+
+    def rescue(self, limit: int = RESCUE_BATCH) -> int:
+        """Makes jobs whose lease expired available again (or dead after their last attempt).
+        Safe from any number of processes at once. Returns how many it moved."""
+        now = now_us()
+        return self._retrying(lambda: self.dialect.rescue(self.conn, now, limit))
+
+    def pending(self, queue: str) -> int:
+        """Jobs of the queue that are available (due or not) or running: 0 means drained."""
+        d = self.dialect
+        sql = ("SELECT COUNT(*) FROM backlog_job WHERE queue = "
+               f"{d.insert_placeholder} AND state IN ('available', 'running')")
+        cur = self.conn.cursor()
+        cur.execute(sql, (queue,))
+        return cur.fetchone()[0]
+
+    def clock_skew_us(self) -> int:
+        """The database's clock minus this machine's, in µs (half a round trip of error)."""
+        before = now_us()
+        cur = self.conn.cursor()
+        cur.execute(self.dialect.db_now_sql())
+        db_now = cur.fetchone()[0]
+        return db_now - (before + now_us()) // 2
+
+
+def backoff_us(attempt: int, settings: dict) -> int:
+    """The retry delay after attempt `attempt`: min(base · 2^(attempt−1), max), then a uniformly
+    random point between half of that and all of it (docs/sql.md "Nack")."""
+    ms = min(settings["backoff_base_ms"] * 2 ** max(attempt - 1, 0), settings["backoff_max_ms"])
+    return int(random.uniform(ms / 2, ms) * 1000)
+
+
+class _Heartbeats(threading.Thread):
+    """Extends the leases of the jobs a consumer holds, every third of the lease, on its own
+    connection, so a long job (or one waiting its turn in a batch) keeps its lease."""
+
+    def __init__(self, url: str, lease_ms: int) -> None:
+        super().__init__(daemon=True, name="backlog-heartbeats")
+        self.url, self.lease_ms = url, lease_ms
+        self.held: dict[int, Job] = {}
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.error: Optional[BaseException] = None
+
+    def hold(self, jobs: list[Job]) -> None:
+        with self.lock:
+            self.held.update((j.id, j) for j in jobs)
+
+    def drop(self, job: Job) -> None:
+        with self.lock:
+            self.held.pop(job.id, None)
+
+    def run(self) -> None:
+        try:
+            client = Client(self.url)  # opened here: an sqlite3 connection stays in its thread
+        except BaseException as err:
+            self.error = err
+            return
+        try:
+            while not self.stop.wait(self.lease_ms / 3000):
+                with self.lock:
+                    jobs = list(self.held.values())
+                for job in jobs:
+                    if not client.heartbeat(job, lease_ms=self.lease_ms):
+                        self.drop(job)
+        except BaseException as err:  # the consumer stops when its heartbeats cannot run
+            self.error = err
+        finally:
+            client.close()
+
+
+Outcome = str  # 'completed', 'retry', 'dead', 'cancelled' or 'lost'
+
+
+class Consumer:
+    """Claims batches of one queue and runs `handler(job)` for each: a return acks the job, an
+    exception nacks it (`Retry` chooses when it runs again). `on_outcome(job, outcome)`, if
+    given, hears what became of each job; 'lost' means its lease was lost and another worker
+    owns it (the outcome was not recorded)."""
+
+    def __init__(self, client: Client, queue: str, handler: Callable[[Job], Any], *,
+                 batch: int = 10, kinds: Optional[Sequence[str]] = None,
+                 owner: Optional[str] = None, lease_ms: Optional[int] = None,
+                 poll_max_s: float = 1.0,
+                 on_outcome: Optional[Callable[[Job, Outcome], None]] = None) -> None:
+        self.client, self.queue, self.handler = client, queue, handler
+        self.batch, self.kinds, self.owner = batch, kinds, owner or default_owner()
+        self.lease_ms, self.poll_max_s = lease_ms, poll_max_s
+        self.on_outcome = on_outcome or (lambda job, outcome: None)
+        self.stop = threading.Event()
+        self._last_rescue = 0.0
+
+    def run(self, *, drain: bool = False) -> None:
+        """Works until `self.stop` is set, or, with `drain`, until the queue has no job available
+        (due or not) or running."""
+        skew = self.client.clock_skew_us()
+        if abs(skew) > 1_000_000:
+            print(f"backlog_client: this clock is {-skew / 1e6:+.1f} s off the database's; "
+                  "keep the clocks of every worker and the database in sync", file=sys.stderr)
+        settings = self.client.queue_settings(self.queue)
+        lease_ms = self.lease_ms or settings["lease_ms"]
+        beats = _Heartbeats(self.client.url, lease_ms)
+        beats.start()
+        idle, refreshed = 0.05, time.monotonic()
+        try:
+            while not self.stop.is_set():
+                if beats.error is not None:
+                    raise RuntimeError("heartbeats failed") from beats.error
+                if time.monotonic() - refreshed > 5:
+                    settings, refreshed = self.client.queue_settings(self.queue), time.monotonic()
+                self._rescue_now_and_then()
+                jobs = self.client.claim(self.queue, self.batch, owner=self.owner,
+                                         lease_ms=lease_ms, kinds=self.kinds, settings=settings)
+                if not jobs:
+                    if drain and self.client.pending(self.queue) == 0:
+                        return
+                    self.stop.wait(idle)
+                    idle = min(idle * 2, self.poll_max_s)
+                    continue
+                idle = 0.05
+                beats.hold(jobs)
+                for i, job in enumerate(jobs):
+                    if self.stop.is_set():
+                        for rest in jobs[i:]:
+                            beats.drop(rest)
+                            self.client.release(rest)
+                        break
+                    self._run_one(job, settings)
+                    beats.drop(job)
+        finally:
+            beats.stop.set()
+            beats.join()
+
+    def _rescue_now_and_then(self) -> None:
+        # Rescue before claiming, at most once a second, as the library does: with no Rust
+        # process alongside, nobody else would recover a crashed worker's jobs.
+        if time.monotonic() - self._last_rescue >= RESCUE_EVERY_S:
+            self._last_rescue = time.monotonic()
+            self.client.rescue()
+
+    def _run_one(self, job: Job, settings: dict) -> None:
+        if job.lost:
+            self.on_outcome(job, "lost")
+            return
+        try:
+            if not job.cancel_requested:
+                self.handler(job)
+        except Retry as r:
+            retry_at = now_us() + int(r.delay_s * 1_000_000)
+            outcome = self.client.nack(job, str(r), retry_at=retry_at, settings=settings)
+        except Exception as err:  # noqa: BLE001 - a failed attempt, recorded on the job
+            outcome = self.client.nack(job, f"{type(err).__name__}: {err}", settings=settings)
+        else:
+            if job.cancel_requested:
+                outcome = "cancelled" if self.client.cancelled(job) else "lost"
+            else:
+                held = self.client.ack(job, retention=settings["retention"])
+                outcome = "completed" if held else "lost"
+        self.on_outcome(job, outcome)
+
+
+def _main(argv: list[str]) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="backlog_client.py", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("enqueue", help="enqueue JSON payloads with the plain INSERT")
+    e.add_argument("url")
+    e.add_argument("queue")
+    e.add_argument("payloads", nargs="*", help="JSON payloads")
+    e.add_argument("--jsonl", help="a file of payloads, one JSON value a line")
+    a = p.parse_args(argv)
+    client = connect(a.url)
+    payloads = list(a.payloads)
+    if a.jsonl:
+        with open(a.jsonl) as f:
+            payloads += [line.strip() for line in f if line.strip()]
+    values = [json.loads(payload) for payload in payloads]  # all JSON, before any is written
+    with client.transaction():  # all or nothing
+        ids = [client.enqueue(a.queue, value) for value in values]
+    print(len(ids))
+    return 0
+
+
+# --- QUERIES: verbatim copies of crates/backlog-sql/queries/<key> ---------------------------
+QUERIES["sqlite/job_claim.sql"] = """\
+-- One statement: SQLite has a single writer, so the picked rows cannot be taken by anyone else.
+UPDATE backlog_job
+SET state = 'running', attempt = attempt + 1, lease_token = ?1, lease_owner = ?2,
+    lease_expires_at = ?3, attempted_at = ?4
+WHERE id IN (
+    SELECT id FROM backlog_job
+    WHERE queue = ?5 AND state = 'available' AND run_at <= ?4
+      AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND paused = 1)
+    ORDER BY /*ORDER*/
+    LIMIT ?7
+)
+-- Not the queue, token or lease expiry: the claimer chose them.
+RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at
+"""
+
+QUERIES["sqlite/job_complete_delete.sql"] = """\
+-- ?1: the (id, lease_token) pairs as a JSON array of two-element arrays. One statement text for
+-- any batch size; each pair is looked up by primary key (never a scan of the running jobs).
+DELETE FROM backlog_job
+WHERE id IN (
+    SELECT b.id FROM json_each(?1) AS p
+    JOIN backlog_job AS b ON b.id = p.value ->> 0
+    WHERE b.lease_token = p.value ->> 1 AND b.state = 'running'
+)
+RETURNING id
+"""
+
+QUERIES["sqlite/job_complete_keep.sql"] = """\
+-- ?1: the (id, lease_token) pairs as JSON (see job_complete_delete); ?2: now.
+UPDATE backlog_job
+SET state = 'completed', finished_at = ?2, lease_token = NULL, lease_expires_at = NULL
+WHERE id IN (
+    SELECT b.id FROM json_each(?1) AS p
+    JOIN backlog_job AS b ON b.id = p.value ->> 0
+    WHERE b.lease_token = p.value ->> 1 AND b.state = 'running'
+)
+RETURNING id
+"""
+
+QUERIES["sqlite/job_complete_archive.sql"] = """\
+-- ?1: the (id, lease_token) pairs as JSON (see job_complete_delete); ?2: now. The DELETE of
+-- job_complete_delete follows in the same transaction.
+INSERT INTO backlog_job_archive
+    (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+     lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+     attempted_at, finished_at)
+SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
+       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?2
+FROM backlog_job
+WHERE id IN (
+    SELECT b.id FROM json_each(?1) AS p
+    JOIN backlog_job AS b ON b.id = p.value ->> 0
+    WHERE b.lease_token = p.value ->> 1 AND b.state = 'running'
+)
+"""
+
+QUERIES["sqlite/job_fail.sql"] = """\
+UPDATE backlog_job
+SET state = ?1, run_at = ?2, finished_at = ?3, lease_token = NULL, lease_expires_at = NULL,
+    errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'at', ?4, 'error', ?5))
+WHERE id = ?6 AND lease_token = ?7 AND state = 'running'
+"""
+
+QUERIES["sqlite/job_heartbeat.sql"] = """\
+-- Also tells the worker whether cancellation of the job was requested.
+UPDATE backlog_job SET lease_expires_at = ?1
+WHERE id = ?2 AND lease_token = ?3 AND state = 'running'
+RETURNING cancel_requested_at IS NOT NULL AS cancel_requested
+"""
+
+QUERIES["sqlite/job_release.sql"] = """\
+-- Back to available without consuming the attempt the claim counted.
+UPDATE backlog_job
+SET state = 'available', attempt = MAX(attempt - 1, 0), run_at = ?1,
+    lease_token = NULL, lease_expires_at = NULL
+WHERE id = ?2 AND lease_token = ?3 AND state = 'running'
+"""
+
+QUERIES["sqlite/job_rescue.sql"] = """\
+-- Expired leases: back to available, or dead when the attempt that died was the last one.
+-- Returns the queue of each job rescued and whether it ended dead (for the per-queue counts).
+UPDATE backlog_job
+SET state = CASE WHEN attempt >= COALESCE(max_attempts,
+                     (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
+                 THEN 'dead' ELSE 'available' END,
+    finished_at = CASE WHEN attempt >= COALESCE(max_attempts,
+                     (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
+                 THEN ?1 ELSE NULL END,
+    run_at = ?1,
+    errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'at', ?1,
+             'error', 'lease expired (worker ' || COALESCE(lease_owner, '?') || ' stopped heartbeating)')),
+    lease_token = NULL, lease_expires_at = NULL
+WHERE id IN (
+    SELECT id FROM backlog_job
+    WHERE state = 'running' AND lease_expires_at < ?1
+    ORDER BY lease_expires_at
+    LIMIT ?2
+)
+RETURNING queue, state = 'dead' AS dead
+"""
+
+QUERIES["sqlite/queue_get.sql"] = """\
+SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
+       retention, concurrency
+FROM backlog_queue WHERE name = ?1
+"""
+
+QUERIES["postgres/job_claim.sql"] = """\
+-- SKIP LOCKED: concurrent claimers pass over rows another claimer holds instead of queueing on them.
+WITH picked AS (
+    SELECT id FROM backlog_job
+    WHERE queue = $5 AND state = 'available' AND run_at <= $4
+      AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND paused)
+    ORDER BY /*ORDER*/
+    LIMIT $7
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE backlog_job j
+SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,
+    lease_expires_at = $3, attempted_at = $4
+FROM picked
+WHERE j.id = picked.id
+-- Not the queue, token or lease expiry: the claimer chose them.
+RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
+          j.run_at, j.created_at
+"""
+
+QUERIES["postgres/job_complete_delete.sql"] = """\
+-- (id, lease_token) pairs come as two parallel arrays: one statement for any batch size. The
+-- primary-key scan of `id = ANY` visits (and so locks) the rows in id order, as every multi-row
+-- writer here does, so concurrent completions and claim-token claimers do not deadlock (should a
+-- plan ever visit them otherwise, the database reports a deadlock and the completion is retried).
+-- Ids are distinct within a call; array_position finds each row's own token.
+DELETE FROM backlog_job
+WHERE id = ANY($1::bigint[]) AND state = 'running'
+  AND lease_token = ($2::bigint[])[array_position($1::bigint[], id)]
+RETURNING id
+"""
+
+QUERIES["postgres/job_complete_keep.sql"] = """\
+-- (id, lease_token) pairs come as two parallel arrays (see job_complete_delete for the lock order).
+UPDATE backlog_job
+SET state = 'completed', finished_at = $3, lease_token = NULL, lease_expires_at = NULL
+WHERE id = ANY($1::bigint[]) AND state = 'running'
+  AND lease_token = ($2::bigint[])[array_position($1::bigint[], id)]
+RETURNING id
+"""
+
+QUERIES["postgres/job_complete_archive.sql"] = """\
+-- One statement: the CTE deletes the rows and the INSERT moves exactly those, atomically.
+-- (id, lease_token) pairs come as two parallel arrays (see job_complete_delete for the lock order).
+WITH moved AS (
+    DELETE FROM backlog_job
+    WHERE id = ANY($1::bigint[]) AND state = 'running'
+      AND lease_token = ($2::bigint[])[array_position($1::bigint[], id)]
+    RETURNING *
+)
+INSERT INTO backlog_job_archive
+    (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+     lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+     attempted_at, finished_at, cancel_requested_at)
+SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
+       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, $3,
+       cancel_requested_at
+FROM moved
+RETURNING id
+"""
+
+QUERIES["postgres/job_fail.sql"] = """\
+-- Casts: $3 may be NULL, and jsonb_build_object takes "any" so its arguments need a type.
+UPDATE backlog_job
+SET state = $1, run_at = $2, finished_at = $3::bigint, lease_token = NULL, lease_expires_at = NULL,
+    errors = errors || jsonb_build_array(
+        jsonb_build_object('attempt', attempt, 'at', $4::bigint, 'error', $5::text))
+WHERE id = $6 AND lease_token = $7 AND state = 'running'
+"""
+
+QUERIES["postgres/job_heartbeat.sql"] = """\
+-- Also tells the worker whether cancellation of the job was requested.
+UPDATE backlog_job SET lease_expires_at = $1
+WHERE id = $2 AND lease_token = $3 AND state = 'running'
+RETURNING cancel_requested_at IS NOT NULL AS cancel_requested
+"""
+
+QUERIES["postgres/job_release.sql"] = """\
+-- Back to available without consuming the attempt the claim counted.
+UPDATE backlog_job
+SET state = 'available', attempt = GREATEST(attempt - 1, 0), run_at = $1,
+    lease_token = NULL, lease_expires_at = NULL
+WHERE id = $2 AND lease_token = $3 AND state = 'running'
+"""
+
+QUERIES["postgres/job_rescue.sql"] = """\
+-- Expired leases: back to available, or dead when the attempt that died was the last one.
+-- Returns the queue of each job rescued and whether it ended dead (for the per-queue counts).
+-- SKIP LOCKED: a row held open by a transaction-mode claimer or another rescuer is passed over;
+-- the outer WHERE rechecks state and expiry on the row as it is once locked. = ANY(ARRAY(…)): the
+-- batch is locked once (an InitPlan); `id IN (SELECT … LIMIT … FOR UPDATE)` may be rescanned per
+-- outer row, each rescan locking more rows than the limit.
+UPDATE backlog_job
+SET state = CASE WHEN attempt >= COALESCE(max_attempts,
+                     (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
+                 THEN 'dead' ELSE 'available' END,
+    finished_at = CASE WHEN attempt >= COALESCE(max_attempts,
+                     (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
+                 THEN $1::bigint ELSE NULL END,
+    run_at = $1,
+    errors = errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', $1::bigint,
+             'error', 'lease expired (worker ' || COALESCE(lease_owner, '?') || ' stopped heartbeating)')),
+    lease_token = NULL, lease_expires_at = NULL
+WHERE id = ANY(ARRAY(
+    SELECT id FROM backlog_job
+    WHERE state = 'running' AND lease_expires_at < $1
+    ORDER BY lease_expires_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+))
+AND state = 'running' AND lease_expires_at < $1
+RETURNING queue, state = 'dead' AS dead
+"""
+
+QUERIES["postgres/queue_get.sql"] = """\
+SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
+       retention, concurrency
+FROM backlog_queue WHERE name = $1
+"""
+
+QUERIES["mysql/job_claim.sql"] = """\
+-- SKIP LOCKED: concurrent claimers pass over each other's rows; job_claim_update takes these in
+-- the same transaction (no UPDATE … RETURNING in MySQL), so the SELECT returns what it will write.
+-- FORCE INDEX: the claim index whatever the statistics say (a scan would lock far more rows).
+-- Not the queue, token or lease expiry: the claimer chose them.
+SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
+       max_attempts, run_at, created_at
+FROM backlog_job FORCE INDEX (backlog_job_claim)
+WHERE queue = ? AND state = 'available' AND run_at <= ?
+  AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND paused)
+ORDER BY /*ORDER*/
+LIMIT ?
+FOR UPDATE SKIP LOCKED
+"""
+
+QUERIES["mysql/job_claim_update.sql"] = """\
+-- The rows job_claim locked in this transaction (one ? each). FORCE INDEX: on a small table the
+-- optimizer scans instead, waiting on rows other workers hold.
+UPDATE backlog_job FORCE INDEX (PRIMARY)
+SET state = 'running', attempt = attempt + 1, lease_token = ?, lease_owner = ?,
+    lease_expires_at = ?, attempted_at = ?
+WHERE id IN (/*IDS*/)
+"""
+
+QUERIES["mysql/job_complete_delete_fenced.sql"] = """\
+-- The common case in one statement: the jobs of one lease token (a claim gives its whole batch
+-- one token), fenced by it. FORCE INDEX (PRIMARY): rows are found and locked in id order, never
+-- by a scan. Multi-table syntax because single-table DELETE takes no index hint.
+DELETE backlog_job FROM backlog_job FORCE INDEX (PRIMARY)
+WHERE id IN (/*IDS*/) AND lease_token = ? AND state = 'running'
+"""
+
+QUERIES["mysql/job_complete_keep_fenced.sql"] = """\
+-- The common case in one statement: the jobs of one lease token, fenced by it (see
+-- job_complete_delete_fenced).
+UPDATE backlog_job FORCE INDEX (PRIMARY)
+SET state = 'completed', finished_at = ?, lease_token = NULL, lease_expires_at = NULL
+WHERE id IN (/*IDS*/) AND lease_token = ? AND state = 'running'
+"""
+
+QUERIES["mysql/job_complete_lock.sql"] = """\
+-- No RETURNING in MySQL: lock the rows first to learn which hold the caller's token. FORCE INDEX:
+-- on a small table the optimizer scans instead, locking rows other workers hold (deadlocks).
+SELECT id, lease_token, state FROM backlog_job FORCE INDEX (PRIMARY) WHERE id IN (/*IDS*/) FOR UPDATE
+"""
+
+QUERIES["mysql/job_complete_archive.sql"] = """\
+-- Rows job_complete_lock found running with the caller's token (FORCE INDEX: see there); they
+-- are deleted afterwards.
+INSERT INTO backlog_job_archive
+    (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+     lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+     attempted_at, finished_at)
+SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
+       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?
+FROM backlog_job FORCE INDEX (PRIMARY)
+WHERE id IN (/*IDS*/)
+"""
+
+QUERIES["mysql/job_complete_delete.sql"] = """\
+-- Rows job_complete_lock found running with the caller's token (still locked). Multi-table
+-- syntax because single-table DELETE takes no index hint (see job_complete_lock for why).
+DELETE backlog_job FROM backlog_job FORCE INDEX (PRIMARY) WHERE id IN (/*IDS*/)
+"""
+
+QUERIES["mysql/job_fail.sql"] = """\
+-- errors first: MySQL evaluates SET left to right with the values already assigned.
+UPDATE backlog_job
+SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_OBJECT('attempt', attempt, 'at', ?, 'error', ?)),
+    state = ?, run_at = ?, finished_at = ?, lease_token = NULL, lease_expires_at = NULL
+WHERE id = ? AND lease_token = ? AND state = 'running'
+"""
+
+QUERIES["mysql/job_heartbeat.sql"] = """\
+-- No RETURNING in MySQL: job_heartbeat_cancel reads the cancel flag after this.
+UPDATE backlog_job SET lease_expires_at = ?
+WHERE id = ? AND lease_token = ? AND state = 'running'
+"""
+
+QUERIES["mysql/job_heartbeat_cancel.sql"] = """\
+-- Whether cancellation of the job was requested, read after job_heartbeat (fenced again: no row
+-- means the lease was lost in between).
+SELECT cancel_requested_at IS NOT NULL AS cancel_requested
+FROM backlog_job WHERE id = ? AND lease_token = ? AND state = 'running'
+"""
+
+QUERIES["mysql/job_release.sql"] = """\
+-- Back to available without consuming the attempt the claim counted.
+UPDATE backlog_job
+SET state = 'available', attempt = GREATEST(attempt - 1, 0), run_at = ?,
+    lease_token = NULL, lease_expires_at = NULL
+WHERE id = ? AND lease_token = ? AND state = 'running'
+"""
+
+QUERIES["mysql/job_rescue_ids.sql"] = """\
+-- Expired leases, oldest first, locked for job_rescue in the same transaction. SKIP LOCKED: a row
+-- held open by a transaction-mode claimer (or another rescuer) is passed over instead of waited
+-- on; a plain UPDATE … ORDER BY … LIMIT scanned into it and stalled every claimer's rescue.
+-- FORCE INDEX: the lease index gives the order, so no sort locks rows beyond the LIMIT.
+SELECT id FROM backlog_job FORCE INDEX (backlog_job_lease)
+WHERE state = 'running' AND lease_expires_at < ?
+ORDER BY lease_expires_at
+LIMIT ?
+FOR UPDATE SKIP LOCKED
+"""
+
+QUERIES["mysql/job_rescue.sql"] = """\
+-- Expired leases that job_rescue_ids locked (one ? each): back to available, or dead when the
+-- attempt that died was the last one. errors first (SET runs left to right); the CASE is repeated
+-- rather than reading the new state, which MariaDB's SIMULTANEOUS_ASSIGNMENT mode would not see.
+-- The WHERE rechecks state and expiry on the locked rows.
+UPDATE backlog_job FORCE INDEX (PRIMARY)
+SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_OBJECT('attempt', attempt, 'at', ?,
+             'error', CONCAT('lease expired (worker ', COALESCE(lease_owner, '?'),
+                             ' stopped heartbeating)'))),
+    state = CASE WHEN attempt >= COALESCE(max_attempts,
+                     (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
+                 THEN 'dead' ELSE 'available' END,
+    finished_at = CASE WHEN attempt >= COALESCE(max_attempts,
+                     (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
+                 THEN ? ELSE NULL END,
+    run_at = ?, lease_token = NULL, lease_expires_at = NULL
+WHERE id IN (/*IDS*/) AND state = 'running' AND lease_expires_at < ?
+"""
+
+QUERIES["mysql/queue_get.sql"] = """\
+SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
+       retention, concurrency
+FROM backlog_queue WHERE name = ?
+"""
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
