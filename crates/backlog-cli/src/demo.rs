@@ -103,5 +103,6 @@ pub async fn run(client: Client, jobs: u32) -> anyhow::Result<ExitCode> {
         println!("6. the dead job, as `backlog job show {}` prints it:", j.id);
         print!("{}", output::job(j, client.now()));
     }
+    client.close().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -886,6 +886,44 @@ async fn claims_are_capped(engine: Engine) {
     db.drop_db().await;
 }
 
+/// A drain's counts are in backlog_stat when it returns (no maintenance, no periodic flush yet):
+/// the history and /metrics see a short-lived worker's work.
+async fn a_drain_leaves_its_counts(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    c.enqueue_many((0..30).map(|n| task(c, n, "complete")).collect())
+        .await
+        .unwrap();
+    c.enqueue(task(c, 99, "discard")).await.unwrap();
+    let report = builder(&db)
+        .queue("work", 8)
+        .handler(|_ctx: JobContext, t: Task| async move {
+            Ok(match t.action.as_str() {
+                "discard" => Outcome::Discard("no".into()),
+                _ => Outcome::Complete,
+            })
+        })
+        .configure(|w| w.drain = Some(DrainMode::All))
+        .build()
+        .unwrap()
+        .run(CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(report.completed, 30);
+    let totals = c.totals().await.unwrap();
+    let work = totals
+        .iter()
+        .find(|r| r.queue == "work")
+        .expect("counts for work");
+    let n = &work.counts;
+    assert_eq!(
+        (n.enqueued, n.started, n.completed, n.failed, n.dead),
+        (31, 31, 30, 1, 1)
+    );
+    assert_eq!(n.wait.iter().sum::<i64>(), 31, "one wait per start");
+    db.drop_db().await;
+}
+
 macro_rules! on_every_backend {
     ($($name:ident),* $(,)?) => {
         mod sqlite { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::Sqlite).await } )* }
@@ -908,4 +946,5 @@ on_every_backend!(
     periodic_jobs_fire_once_per_tick,
     test_helpers,
     leader_prunes_per_retention,
+    a_drain_leaves_its_counts,
 );

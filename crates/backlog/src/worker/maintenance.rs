@@ -175,9 +175,6 @@ pub(crate) async fn run(
     if let Some(t) = m.vacuuming.take() {
         t.abort();
     }
-    if let Err(e) = m.client.flush_stats().await {
-        tracing::warn!("could not write the last counts to backlog_stat: {e}");
-    }
     if m.term.is_some() {
         let _ = m
             .client

@@ -200,6 +200,11 @@ pub(crate) async fn run(
     if let Some(m) = maint {
         let _ = m.await;
     }
+    // What this run counted goes to backlog_stat now, not at the next periodic flush: a worker
+    // that drains and exits (or runs no maintenance) would otherwise leave it unwritten.
+    if let Err(e) = client.flush_stats().await {
+        tracing::warn!("could not write the run's counts to backlog_stat: {e}");
+    }
     result?;
     Ok(RunReport {
         completed: counters.completed.load(Ordering::Relaxed) - at_start.0,
