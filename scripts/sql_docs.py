@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Copies each query file into its block of docs/sql.md (the blocks marked
-`<!-- query: DIALECT/NAME.sql -->`), so the page shows exactly what runs.
+`<!-- query: DIALECT/NAME.sql -->`), so the page shows exactly what runs, and into the
+QUERIES copies of examples/python/backlog_client.py.
 crates/backlog-sql/tests/docs.rs fails when a block and its file differ; run this, then read the
 prose around the blocks that changed."""
 import pathlib
@@ -33,3 +34,23 @@ while i < len(lines):
     i += 1
 doc.write_text("\n".join(out))
 print("updated:", ", ".join(changed) or "nothing")
+
+# The Python example client: QUERIES["DIALECT/NAME.sql"] = """\ … """ blocks.
+client = root / "examples" / "python" / "backlog_client.py"
+py = client.read_text()
+copied = []
+
+
+def copy(m):
+    key = m.group(1)
+    text = (queries / key).read_text()
+    if '"""' in text or "\\" in text:
+        raise SystemExit(f"{key}: cannot be copied into a triple-quoted string as it is")
+    if m.group(2) != text:
+        copied.append(key)
+    return f'QUERIES["{key}"] = """\\\n{text}"""'
+
+
+py = re.sub(r'QUERIES\["([^"]+)"\] = """\\\n(.*?)"""', copy, py, flags=re.S)
+client.write_text(py)
+print("python copies updated:", ", ".join(copied) or "nothing")

@@ -794,7 +794,7 @@ WHERE id IN (
     LIMIT ?7
 )
 -- Not the queue, token or lease expiry: the claimer chose them.
-RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at
+RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context
 """
 
 QUERIES["sqlite/job_complete_delete.sql"] = """\
@@ -827,9 +827,10 @@ QUERIES["sqlite/job_complete_archive.sql"] = """\
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
-     attempted_at, finished_at)
+     attempted_at, finished_at, cancel_requested_at, trace_context)
 SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
-       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?2
+       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?2,
+       cancel_requested_at, trace_context
 FROM backlog_job
 WHERE id IN (
     SELECT b.id FROM json_each(?1) AS p
@@ -907,7 +908,7 @@ FROM picked
 WHERE j.id = picked.id
 -- Not the queue, token or lease expiry: the claimer chose them.
 RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
-          j.run_at, j.created_at
+          j.run_at, j.created_at, j.trace_context
 """
 
 QUERIES["postgres/job_complete_delete.sql"] = """\
@@ -943,10 +944,10 @@ WITH moved AS (
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
-     attempted_at, finished_at, cancel_requested_at)
+     attempted_at, finished_at, cancel_requested_at, trace_context)
 SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
        lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, $3,
-       cancel_requested_at
+       cancel_requested_at, trace_context
 FROM moved
 RETURNING id
 """
@@ -1016,7 +1017,7 @@ QUERIES["mysql/job_claim.sql"] = """\
 -- FORCE INDEX: the claim index whatever the statistics say (a scan would lock far more rows).
 -- Not the queue, token or lease expiry: the claimer chose them.
 SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
-       max_attempts, run_at, created_at
+       max_attempts, run_at, created_at, trace_context
 FROM backlog_job FORCE INDEX (backlog_job_claim)
 WHERE queue = ? AND state = 'available' AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
@@ -1063,9 +1064,10 @@ QUERIES["mysql/job_complete_archive.sql"] = """\
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
-     attempted_at, finished_at)
+     attempted_at, finished_at, cancel_requested_at, trace_context)
 SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
-       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?
+       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?,
+       cancel_requested_at, trace_context
 FROM backlog_job FORCE INDEX (PRIMARY)
 WHERE id IN (/*IDS*/)
 """

@@ -25,6 +25,15 @@ pub struct Cli {
     #[arg(long, global = true, env = "BACKLOG_PAYLOAD_LIMIT", default_value_t = backlog::DEFAULT_PAYLOAD_LIMIT as u64,
           value_parser = clap::value_parser!(u64).range(1..=64 * 1024 * 1024))]
     pub payload_limit: u64,
+    /// Export spans (a job's handler, an API request) to this OpenTelemetry collector, over
+    /// OTLP/HTTP with protobuf: the base URL, `/v1/traces` is added (e.g. http://localhost:4318).
+    #[arg(
+        long,
+        global = true,
+        env = "OTEL_EXPORTER_OTLP_ENDPOINT",
+        value_name = "URL"
+    )]
+    pub otlp_endpoint: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -212,6 +221,17 @@ pub struct EnqueueArgs {
     /// Job kind (for typed handlers and filters).
     #[arg(long)]
     pub kind: Option<String>,
+    /// The W3C trace context to carry to the job's handler, so its span continues this trace.
+    #[arg(long, env = "TRACEPARENT", value_name = "TRACEPARENT")]
+    pub traceparent: Option<String>,
+    /// The W3C `tracestate` that goes with --traceparent.
+    #[arg(
+        long,
+        env = "TRACESTATE",
+        requires = "traceparent",
+        value_name = "TRACESTATE"
+    )]
+    pub tracestate: Option<String>,
 }
 
 #[derive(Debug, Args)]

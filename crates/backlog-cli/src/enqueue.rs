@@ -4,7 +4,7 @@ use std::io::{BufRead, IsTerminal, Read};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use backlog::{Client, Kind, NewJob, Payload, UniqueKey};
+use backlog::{Client, Kind, NewJob, Payload, TraceContext, UniqueKey};
 
 use crate::cli::{EnqueueArgs, queue_name};
 
@@ -20,6 +20,7 @@ pub fn check(a: &EnqueueArgs, limit: usize) -> anyhow::Result<()> {
     if let Some(k) = &a.unique_key {
         UniqueKey::new(k.as_str())?;
     }
+    trace_context(a)?;
     match (&a.payload, &a.jsonl) {
         (None, None) => bail!("a payload is required: give JSON, - to read stdin, or --jsonl FILE"),
         (Some(p), None) if p != "-" => {
@@ -37,7 +38,16 @@ fn template(client: &Client, a: &EnqueueArgs, payload: Payload) -> anyhow::Resul
     job.max_attempts = a.max_attempts;
     job.unique_key = a.unique_key.as_deref().map(UniqueKey::new).transpose()?;
     job.run_at = a.delay.map(|d| client.now() + d.as_micros() as i64);
+    job.trace_context = trace_context(a)?;
     Ok(job)
+}
+
+/// The trace context given with --traceparent (or `TRACEPARENT`), validated.
+fn trace_context(a: &EnqueueArgs) -> anyhow::Result<Option<TraceContext>> {
+    Ok(a.traceparent
+        .as_deref()
+        .map(|tp| TraceContext::new(tp, a.tracestate.as_deref()))
+        .transpose()?)
 }
 
 /// Runs the command.

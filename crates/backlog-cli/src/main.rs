@@ -7,29 +7,50 @@ mod demo;
 mod enqueue;
 mod output;
 mod serve;
+mod telemetry;
 mod work;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
+    let provider = match cli.otlp_endpoint.as_deref().map(telemetry::provider) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(e)) => {
+            eprintln!("error: {}", message(&e));
+            return ExitCode::FAILURE;
+        }
+    };
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_filter(
             tracing_subscriber::EnvFilter::try_from_env("BACKLOG_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    match cli::run(cli).await {
+        );
+    let spans = provider.as_ref().map(|p| {
+        tracing_opentelemetry::layer()
+            .with_tracer(telemetry::tracer(p))
+            .with_filter(telemetry::span_filter())
+    });
+    tracing_subscriber::registry().with(logs).with(spans).init();
+    let code = match cli::run(cli).await {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", message(&e));
             ExitCode::FAILURE
         }
+    };
+    if let Some(p) = provider {
+        telemetry::shutdown(p).await;
     }
+    code
 }
 
 /// The error and its causes on one line, skipping causes the message above already quotes.

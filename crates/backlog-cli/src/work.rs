@@ -97,6 +97,21 @@ const PROGRESS: &str = "backlog:progress ";
 /// A stdout line of the command that sets the job's result: `backlog:result {json}`.
 const RESULT: &str = "backlog:result ";
 
+/// `TRACEPARENT` and `TRACESTATE` for the command (the environment carrier OpenTelemetry SDKs
+/// read): the job's own span when spans are exported, else the enqueuer's. The variables of
+/// this process are replaced, never passed on from an unrelated trace.
+fn trace_env(job: &backlog::ClaimedJob) -> Vec<(&'static str, String)> {
+    let tc = backlog::trace::current().or_else(|| job.trace_context.clone());
+    match tc {
+        Some(tc) => {
+            let mut env = vec![("TRACEPARENT", tc.traceparent().to_owned())];
+            env.extend(tc.tracestate().map(|s| ("TRACESTATE", s.to_owned())));
+            env
+        }
+        None => vec![],
+    }
+}
+
 /// Runs CMD for one job: payload on stdin, the job in its environment. Exit 0 completes the job;
 /// anything else fails it with the tail of stderr. Stdout passes through, except the lines
 /// `backlog:progress JSON` (stored as the job's progress at once) and `backlog:result JSON` (the
@@ -109,6 +124,9 @@ async fn run_command(cmd: &[String], ctx: JobContext) -> HandlerResult {
         .env("BACKLOG_JOB_ID", job.id.to_string())
         .env("BACKLOG_QUEUE", &job.queue)
         .env("BACKLOG_ATTEMPT", job.attempt.to_string())
+        .env_remove("TRACEPARENT")
+        .env_remove("TRACESTATE")
+        .envs(trace_env(job))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

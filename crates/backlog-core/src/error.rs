@@ -31,6 +31,12 @@ pub enum Error {
         /// Why it was refused.
         reason: &'static str,
     },
+    /// A W3C trace context (`traceparent`, `tracestate`) is malformed.
+    #[error("invalid trace context: {reason}")]
+    TraceContextInvalid {
+        /// Why it was refused.
+        reason: &'static str,
+    },
     /// A payload is not valid JSON.
     #[error("invalid JSON payload: {reason}")]
     PayloadInvalid {

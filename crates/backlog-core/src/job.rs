@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{JobState, Kind, Payload, QueueName, UniqueKey};
+use crate::{JobState, Kind, Payload, QueueName, TraceContext, UniqueKey};
 
 /// A job to enqueue. Every field but `queue` and `payload` has a default.
 #[derive(Debug, Clone)]
@@ -21,6 +21,10 @@ pub struct NewJob {
     pub max_attempts: Option<i32>,
     /// While a job with this key is not finished, enqueueing it again returns the existing id.
     pub unique_key: Option<UniqueKey>,
+    /// The W3C trace context of the code that enqueued it, continued by the handler's span.
+    /// `None` lets the client take the current span's (with the `opentelemetry` feature of
+    /// the `backlog` crate), or leaves the job without one.
+    pub trace_context: Option<TraceContext>,
 }
 
 impl NewJob {
@@ -34,6 +38,7 @@ impl NewJob {
             run_at: None,
             max_attempts: None,
             unique_key: None,
+            trace_context: None,
         }
     }
 
@@ -96,6 +101,8 @@ pub struct ClaimedJob {
     pub run_at: i64,
     /// When it was enqueued.
     pub created_at: i64,
+    /// The trace context it was enqueued with, if any.
+    pub trace_context: Option<TraceContext>,
 }
 
 impl ClaimedJob {
@@ -162,6 +169,8 @@ pub struct Job {
     pub finished_at: Option<i64>,
     /// When cancellation of the running job was requested, if it was.
     pub cancel_requested_at: Option<i64>,
+    /// The trace context it was enqueued with, if any.
+    pub trace_context: Option<TraceContext>,
 }
 
 impl Job {

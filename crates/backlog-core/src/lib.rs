@@ -5,6 +5,7 @@
 //! - [`JobState`]: the closed set of states a job can be in (one CHECK constraint per dialect).
 //! - [`Job`], [`NewJob`], [`ClaimedJob`], [`JobRef`]: a job as stored, as enqueued, as claimed.
 //! - [`QueueSettings`], [`Ordering`], [`Retention`]: per-queue configuration.
+//! - [`TraceContext`]: the W3C trace context a job carries from its enqueuer to its handler.
 //! - [`QueueName`], [`Kind`], [`UniqueKey`], [`Payload`]: validated inputs (nothing a user types
 //!   reaches SQL as text).
 //! - [`Backend`] with its `…Params` structs and [`Capabilities`]: the one trait a database implements.
@@ -20,6 +21,7 @@ mod job;
 mod queue;
 mod stat;
 mod state;
+mod trace;
 mod validate;
 
 pub use backend::{
@@ -40,6 +42,7 @@ pub use stat::{
     AuditEntry, AuditListParams, StatCounts, StatDepth, StatRow, WAIT_BOUNDS_US, minute_of,
 };
 pub use state::{JobState, StateFilter};
+pub use trace::{MAX_TRACESTATE_LEN, TraceContext};
 pub use validate::{
     DEFAULT_PAYLOAD_LIMIT, Kind, MAX_NAME_LEN, MAX_UNIQUE_KEY_LEN, Payload, QueueName, UniqueKey,
 };

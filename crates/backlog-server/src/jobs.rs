@@ -1,7 +1,7 @@
 //! `/api/v1/jobs`: enqueue, inspect, and the operator's actions on one job.
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use backlog::{JobListOpts, Kind, NewJob, QueueName, StateFilter, UniqueKey, parse_duration};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -64,9 +64,11 @@ impl EnqueueRequest {
 pub async fn enqueue(
     State(state): State<AppState>,
     _who: Producer,
+    headers: HeaderMap,
     ApiJson(req): ApiJson<EnqueueRequest>,
 ) -> ApiResult<(StatusCode, ApiJson<EnqueuedView>)> {
-    let job = req.into_job(&state)?;
+    let mut job = req.into_job(&state)?;
+    job.trace_context = crate::trace::for_jobs(&headers);
     let out = state.client.enqueue(job).await?;
     if !out.created {
         return Err(ApiError::new(
@@ -103,8 +105,10 @@ pub struct BatchResponse {
 pub async fn enqueue_batch(
     State(state): State<AppState>,
     _who: Producer,
+    headers: HeaderMap,
     ApiJson(req): ApiJson<BatchRequest>,
 ) -> ApiResult<ApiJson<BatchResponse>> {
+    let trace_context = crate::trace::for_jobs(&headers);
     if req.jobs.is_empty() || req.jobs.len() > MAX_BATCH {
         return Err(ApiError::bad_request(
             "batch_size_invalid",
@@ -116,11 +120,13 @@ pub async fn enqueue_batch(
     }
     let mut jobs = Vec::with_capacity(req.jobs.len());
     for (i, r) in req.jobs.into_iter().enumerate() {
-        jobs.push(r.into_job(&state).map_err(|e| {
+        let mut job = r.into_job(&state).map_err(|e| {
             let mut e = ApiError::from(e);
             e.message = format!("job {i}: {}", e.message);
             e
-        })?);
+        })?;
+        job.trace_context = trace_context.clone();
+        jobs.push(job);
     }
     let out = state.client.enqueue_many(jobs).await?;
     Ok(ApiJson(BatchResponse {

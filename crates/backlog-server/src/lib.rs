@@ -27,6 +27,7 @@ mod history;
 mod jobs;
 mod ops;
 mod queues;
+pub mod trace;
 pub mod view;
 mod worker;
 
@@ -206,6 +207,7 @@ pub fn router(client: Arc<Client>, config: &ServerConfig) -> Router {
         .route("/", get(dashboard::index))
         .route("/assets/{file}", get(dashboard::asset))
         .layer(DefaultBodyLimit::max(config.body_limit))
+        .layer(axum::middleware::from_fn(trace::layer))
         .with_state(state)
 }
 

@@ -50,6 +50,11 @@ pub struct ClaimedView {
     pub lease_expires_at_rfc3339: String,
     /// When it was enqueued (µs).
     pub created_at: i64,
+    /// The W3C `traceparent` of the span that enqueued it: make it the parent of the span that
+    /// handles the job, and the trace goes on.
+    pub traceparent: Option<String>,
+    /// The W3C `tracestate` that came with it, if any.
+    pub tracestate: Option<String>,
 }
 
 impl From<&ClaimedJob> for ClaimedView {
@@ -68,6 +73,11 @@ impl From<&ClaimedJob> for ClaimedView {
             lease_expires_at: c.lease_expires_at,
             lease_expires_at_rfc3339: rfc3339(c.lease_expires_at),
             created_at: c.created_at,
+            traceparent: c.trace_context.as_ref().map(|t| t.traceparent().to_owned()),
+            tracestate: c
+                .trace_context
+                .as_ref()
+                .and_then(|t| t.tracestate().map(str::to_owned)),
         }
     }
 }

@@ -195,6 +195,7 @@ async fn held(state: &AppState, id: i64, token: &Token) -> ApiResult<ClaimedJob>
         lease_expires_at: j.lease_expires_at.unwrap_or(0),
         run_at: j.run_at,
         created_at: j.created_at,
+        trace_context: j.trace_context,
     })
 }
 

@@ -1256,6 +1256,77 @@ async fn unmigrated_database_is_not_ready(engine: Engine) {
     api.done().await;
 }
 
+/// A job enqueued with the caller's W3C trace context (headers) carries it: `job show` and the
+/// worker protocol's claim hand it back. A malformed `traceparent` is ignored, not refused.
+async fn trace_context_from_headers(engine: Engine) {
+    let api = Api::new(engine).await;
+    let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let (status, one) = api
+        .post_with(
+            "/api/v1/jobs",
+            json!({"queue": "tr", "payload": 1}),
+            &[("traceparent", tp), ("tracestate", "congo=t61rcWkgMzE")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{one}");
+    let (status, batch) = api
+        .post_with(
+            "/api/v1/jobs/batch",
+            json!({"jobs": [{"queue": "tr", "payload": 2}, {"queue": "tr", "payload": 3}]}),
+            &[("traceparent", tp)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{batch}");
+    let (status, bad) = api
+        .post_with(
+            "/api/v1/jobs",
+            json!({"queue": "tr", "payload": 4}),
+            &[("traceparent", "00-not-a-trace-01")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{bad}");
+    let plain = api
+        .ok(
+            Method::POST,
+            "/api/v1/jobs",
+            Some(json!({"queue": "tr", "payload": 5})),
+        )
+        .await;
+
+    let show = |id: &Value| format!("/api/v1/jobs/{id}");
+    let j = api.ok(Method::GET, &show(&one["id"]), None).await;
+    assert_eq!(
+        (&j["traceparent"], &j["tracestate"]),
+        (&json!(tp), &json!("congo=t61rcWkgMzE"))
+    );
+    for b in batch["jobs"].as_array().unwrap() {
+        let j = api.ok(Method::GET, &show(&b["id"]), None).await;
+        assert_eq!(
+            (&j["traceparent"], &j["tracestate"]),
+            (&json!(tp), &Value::Null)
+        );
+    }
+    for id in [&bad["id"], &plain["id"]] {
+        let j = api.ok(Method::GET, &show(id), None).await;
+        assert_eq!(j["traceparent"], Value::Null);
+    }
+    let claimed = api
+        .ok(
+            Method::POST,
+            "/api/v1/queues/tr/claim",
+            Some(json!({"limit": 10, "lease": "10s", "worker": "w-1"})),
+        )
+        .await;
+    let jobs = claimed["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 5);
+    let traced: Vec<&Value> = jobs
+        .iter()
+        .filter(|j| j["traceparent"] == json!(tp))
+        .collect();
+    assert_eq!(traced.len(), 3, "{claimed}");
+    api.done().await;
+}
+
 #[tokio::test]
 async fn sqlite_unmigrated_database_is_not_ready() {
     unmigrated_database_is_not_ready(Engine::Sqlite).await;
@@ -1268,6 +1339,7 @@ async fn postgres_unmigrated_database_is_not_ready() {
 
 per_backend!(
     every_documented_route_answers,
+    trace_context_from_headers,
     counters_history_and_audit,
     enqueue_show_list_and_page,
     worker_protocol_is_fenced,

@@ -7,7 +7,7 @@ use backlog_core::{EnqueueOutcome, NewJob, Result};
 
 use crate::rows::unique_slot;
 
-/// Most rows in one INSERT statement (SQLite allows 32,766 bound values; 8 per row).
+/// Most rows in one INSERT statement (SQLite allows 32,766 bound values; at most 9 per row).
 pub(crate) const INSERT_CHUNK: usize = 1000;
 
 /// Whether a batch goes in as one INSERT statement that needs nothing after it: no unique key
@@ -18,8 +18,8 @@ pub(crate) fn one_statement(rows: &[NewJob]) -> bool {
     rows.len() <= INSERT_CHUNK && rows.iter().all(|j| j.unique_key.is_none())
 }
 
-/// Whether the rows differ in their payload alone (one queue, kind, priority, due time and
-/// attempt limit; no unique key): they can go in with those values bound once.
+/// Whether the rows differ in their payload alone (one queue, kind, priority, due time, attempt
+/// limit and trace context; no unique key): they can go in with those values bound once.
 pub(crate) fn uniform(rows: &[NewJob]) -> bool {
     let Some(first) = rows.first() else {
         return false;
@@ -31,6 +31,7 @@ pub(crate) fn uniform(rows: &[NewJob]) -> bool {
             && j.priority == first.priority
             && j.run_at == first.run_at
             && j.max_attempts == first.max_attempts
+            && j.trace_context == first.trace_context
     })
 }
 

@@ -54,6 +54,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "operator",
         sql: include_str!("../migrations/mysql/0005_operator.sql"),
     },
+    Migration {
+        version: 6,
+        name: "trace_context",
+        sql: include_str!("../migrations/mysql/0006_trace_context.sql"),
+    },
 ];
 
 macro_rules! q {
@@ -478,7 +483,8 @@ struct Inserter<'c> {
     id_step: Option<i64>,
 }
 
-/// Binds a job's queue, kind, payload, priority, run_at and max_attempts, in that order.
+/// Binds a job's queue, kind, payload, priority, run_at, max_attempts and trace context, in that
+/// order.
 fn bind_job(q: MyQuery, j: &NewJob, now: i64) -> MyQuery {
     // Values are encoded into the statement's buffer as they are bound: no copy of their own.
     q.bind(j.queue.as_str())
@@ -487,6 +493,7 @@ fn bind_job(q: MyQuery, j: &NewJob, now: i64) -> MyQuery {
         .bind(j.priority)
         .bind(j.run_at.unwrap_or(now))
         .bind(j.max_attempts)
+        .bind(j.trace_context.as_ref().map(|t| t.to_json()))
 }
 
 impl batch::InsertOps for Inserter<'_> {
@@ -502,7 +509,7 @@ impl batch::InsertOps for Inserter<'_> {
                 .filter(|_| chunk.iter().all(|j| j.unique_key.is_none()));
             if let Some(step) = step {
                 let sql =
-                    q!("job_insert_plain").replace("/*ROWS*/", &question_rows(chunk.len(), 7));
+                    q!("job_insert_plain").replace("/*ROWS*/", &question_rows(chunk.len(), 8));
                 let mut query = sqlx::query(AssertSqlSafe(sql));
                 for j in chunk {
                     query = bind_job(query, j, self.now).bind(self.now);
@@ -512,7 +519,7 @@ impl batch::InsertOps for Inserter<'_> {
                 continue;
             }
             let marker = shared::new_token();
-            let sql = q!("job_insert").replace("/*ROWS*/", &question_rows(chunk.len(), 9));
+            let sql = q!("job_insert").replace("/*ROWS*/", &question_rows(chunk.len(), 10));
             let mut query = sqlx::query(AssertSqlSafe(sql));
             for j in chunk {
                 query = bind_job(query, j, self.now)

@@ -54,6 +54,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "operator",
         sql: include_str!("../migrations/postgres/0005_operator.sql"),
     },
+    Migration {
+        version: 6,
+        name: "trace_context",
+        sql: include_str!("../migrations/postgres/0006_trace_context.sql"),
+    },
 ];
 
 /// The advisory lock migrators take (transaction-scoped): "backlog" in ASCII.
@@ -308,8 +313,8 @@ async fn notify_loop(pool: PgPool, mut listener: PgListener, notifier: Arc<Notif
     }
 }
 
-/// Binds the columns both insert statements take as arrays, $1 to $6: queue, kind, payload,
-/// priority, run_at, max_attempts.
+/// Binds the columns both insert statements take as arrays, $1 to $7: queue, kind, payload,
+/// priority, run_at, max_attempts, trace_context.
 fn bind_columns<'q>(
     query: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
     chunk: &[NewJob],
@@ -335,6 +340,12 @@ fn bind_columns<'q>(
                 .map(|j| j.max_attempts)
                 .collect::<Vec<Option<i32>>>(),
         )
+        .bind(
+            chunk
+                .iter()
+                .map(|j| j.trace_context.as_ref().map(|t| t.to_json()))
+                .collect::<Vec<Option<String>>>(),
+        )
 }
 
 struct Inserter<'c> {
@@ -358,6 +369,7 @@ impl batch::InsertOps for Inserter<'_> {
                     .bind(j.run_at.unwrap_or(now))
                     .bind(j.max_attempts)
                     .bind(now)
+                    .bind(j.trace_context.as_ref().map(|t| t.to_json()))
                     .fetch_one(&mut *conn)
                     .await
                     .db()?;
@@ -377,6 +389,7 @@ impl batch::InsertOps for Inserter<'_> {
                     .bind(first.max_attempts)
                     .bind(now)
                     .bind(payloads)
+                    .bind(first.trace_context.as_ref().map(|t| t.to_json()))
                     .fetch_one(&mut *conn)
                     .await
                     .db()?;

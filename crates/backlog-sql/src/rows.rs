@@ -13,6 +13,12 @@ pub(crate) fn errors(text: Option<String>) -> Vec<ErrorRecord> {
         .unwrap_or_default()
 }
 
+/// Reads a stored trace context; one that does not parse reads as none.
+pub(crate) fn trace_context(text: Option<String>) -> Option<backlog_core::TraceContext> {
+    text.as_deref()
+        .and_then(backlog_core::TraceContext::from_json)
+}
+
 /// The columns every query that returns whole jobs selects, in this order.
 macro_rules! job_from_row {
     ($row:expr) => {{
@@ -39,12 +45,14 @@ macro_rules! job_from_row {
             attempted_at: row.try_get("attempted_at").db()?,
             finished_at: row.try_get("finished_at").db()?,
             cancel_requested_at: row.try_get("cancel_requested_at").db()?,
+            trace_context: $crate::rows::trace_context(row.try_get("trace_context").db()?),
         }
     }};
 }
 
 /// A claimed job from a claim's row. Every claim statement returns, in this order, in every
-/// dialect: id, kind, payload, priority, attempt, max_attempts, run_at, created_at. Read by
+/// dialect: id, kind, payload, priority, attempt, max_attempts, run_at, created_at,
+/// trace_context. Read by
 /// position: by name, every column of every row is a hashed name look-up, which showed under
 /// `perf` in the PostgreSQL claim (figures in BENCHMARKS.md). The queue, token and lease expiry
 /// are the claim's own (`$claim`, a `JobClaimParams`; `$token`; `$expires`) and are not sent
@@ -67,6 +75,7 @@ macro_rules! claimed_from_row {
             lease_expires_at: $expires,
             run_at: row.try_get(at + 6).db()?,
             created_at: row.try_get(at + 7).db()?,
+            trace_context: $crate::rows::trace_context(row.try_get(at + 8).db()?),
         }
     }};
 }

@@ -54,6 +54,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "operator",
         sql: include_str!("../migrations/sqlite/0005_operator.sql"),
     },
+    Migration {
+        version: 6,
+        name: "trace_context",
+        sql: include_str!("../migrations/sqlite/0006_trace_context.sql"),
+    },
 ];
 
 macro_rules! q {
@@ -210,7 +215,7 @@ struct Inserter<'c> {
 }
 
 /// Binds the values of a row that both insert statements share: queue, kind, payload, priority,
-/// run_at, max_attempts.
+/// run_at, max_attempts, trace_context.
 fn bind_job<'q>(
     query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
     j: &NewJob,
@@ -223,6 +228,7 @@ fn bind_job<'q>(
         .bind(j.priority)
         .bind(j.run_at.unwrap_or(now))
         .bind(j.max_attempts)
+        .bind(j.trace_context.as_ref().map(|t| t.to_json()))
 }
 
 impl batch::InsertOps for Inserter<'_> {
@@ -244,6 +250,7 @@ impl batch::InsertOps for Inserter<'_> {
                     .bind(first.max_attempts)
                     .bind(now)
                     .bind(payloads)
+                    .bind(first.trace_context.as_ref().map(|t| t.to_json()))
                     .execute(&mut *conn)
                     .await
                     .db()?
@@ -254,7 +261,7 @@ impl batch::InsertOps for Inserter<'_> {
             }
             if chunk.iter().all(|j| j.unique_key.is_none()) {
                 let sql =
-                    q!("job_insert_plain").replace("/*ROWS*/", &question_rows(chunk.len(), 7));
+                    q!("job_insert_plain").replace("/*ROWS*/", &question_rows(chunk.len(), 8));
                 let mut query = sqlx::query(AssertSqlSafe(sql));
                 for j in chunk {
                     query = bind_job(query, j, now).bind(now);
@@ -264,7 +271,7 @@ impl batch::InsertOps for Inserter<'_> {
                 out.extend((first..=last).map(Some));
                 continue;
             }
-            let sql = q!("job_insert").replace("/*ROWS*/", &question_rows(chunk.len(), 8));
+            let sql = q!("job_insert").replace("/*ROWS*/", &question_rows(chunk.len(), 9));
             let mut query = sqlx::query(AssertSqlSafe(sql));
             for j in chunk {
                 query = bind_job(query, j, now)

@@ -2054,9 +2054,75 @@ async fn transactions_the_caller_controls(db: Db) {
     assert_eq!(state_of(&db, id).await, JobState::Running);
 }
 
+fn traced(queue: &str, n: u8) -> NewJob {
+    let mut j = job(queue, "{}");
+    j.trace_context = Some(
+        TraceContext::new(
+            &format!("00-4bf92f3577b34da6a3ce929d0e0e47{n:02x}-00f067aa0ba902{n:02x}-01"),
+            n.is_multiple_of(2).then_some("congo=t61rcWkgMzE"),
+        )
+        .unwrap(),
+    );
+    j
+}
+
+/// A job's W3C trace context goes in through every insert path (one job, a uniform batch, a
+/// mixed batch, a unique key) and comes back from every claim path (each strategy, and a claim
+/// that follows a completion) and from `job_get`, the archive too.
+async fn trace_context_travels_with_the_job(db: Db) {
+    let now = db.now;
+    for strategy in db.strategies() {
+        let qn = format!("tc-{}", harness::strategy_name(strategy));
+        let mut batches = vec![vec![traced(&qn, 1)]];
+        // A batch that differs only in payload: one trace context for all.
+        batches.push((0..3).map(|_| traced(&qn, 2)).collect());
+        // A batch of different contexts, and one without.
+        batches.push(vec![traced(&qn, 3), job(&qn, "{}"), traced(&qn, 4)]);
+        let mut k = traced(&qn, 5);
+        k.unique_key = Some(UniqueKey::new(format!("{qn}-k")).unwrap());
+        batches.push(vec![k]);
+        let mut want = std::collections::HashMap::new();
+        for b in batches {
+            let out = enqueue(&db, b.clone(), now).await;
+            for (o, j) in out.iter().zip(&b) {
+                assert!(o.created);
+                want.insert(o.id, j.trace_context.clone());
+            }
+        }
+        for (&id, tc) in &want {
+            assert_eq!(&db.b.job_get(id).await.unwrap().unwrap().trace_context, tc);
+        }
+        let first = db.b.job_claim(&claim(&qn, 4, now, strategy)).await.unwrap();
+        let r =
+            db.b.job_complete_claim(JobCompleteClaimParams {
+                complete: JobCompleteParams {
+                    jobs: first.iter().map(|c| c.job_ref()).collect(),
+                    now: now + 1,
+                    retention: Retention::Archive,
+                },
+                claim: claim(&qn, 10, now + 1, strategy),
+                expect_jobs: true,
+            })
+            .await
+            .unwrap();
+        let rest = r.claimed.unwrap();
+        assert_eq!(first.len() + rest.len(), want.len(), "{strategy:?}");
+        for c in first.iter().chain(&rest) {
+            assert_eq!(&c.trace_context, &want[&c.id], "{strategy:?} job {}", c.id);
+        }
+        // Archived on completion, and still carrying it.
+        for c in &first {
+            assert_eq!(db.archived(c.id).await, Some("completed".to_string()));
+            let j = db.b.job_get(c.id).await.unwrap().unwrap();
+            assert_eq!(&j.trace_context, &want[&c.id]);
+        }
+    }
+}
+
 harness::conformance!(
     migrate_is_idempotent_and_concurrent,
     enqueue_defaults_and_claim,
+    trace_context_travels_with_the_job,
     batch_enqueue_keeps_input_order,
     unique_keys,
     unique_keys_under_concurrent_producers,

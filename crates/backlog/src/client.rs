@@ -241,11 +241,12 @@ impl Client {
     pub async fn enqueue_in<C: JobConnection>(
         &self,
         conn: &mut C,
-        jobs: Vec<NewJob>,
+        mut jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         for job in &jobs {
             check_new_job(job, self.payload_limit)?;
         }
+        crate::trace::stamp(&mut jobs);
         conn.backlog_enqueue(jobs, self.now()).await
     }
 
@@ -338,13 +339,14 @@ impl Client {
     }
 
     /// Enqueues jobs in one transaction, one multi-row statement per chunk; outcomes in order.
-    pub async fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+    pub async fn enqueue_many(&self, mut jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
         if jobs.is_empty() {
             return Ok(vec![]);
         }
         for job in &jobs {
             check_new_job(job, self.payload_limit)?;
         }
+        crate::trace::stamp(&mut jobs);
         let queues: Vec<QueueName> = NewJob::queues_of(&jobs).into_iter().cloned().collect();
         self.ensure_queues(&queues).await?;
         let runs = queue_runs(&jobs);

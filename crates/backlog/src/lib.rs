@@ -78,6 +78,7 @@ mod client;
 mod messaging;
 mod stats;
 pub mod testing;
+pub mod trace;
 mod typed;
 pub mod view;
 mod worker;
@@ -87,7 +88,8 @@ pub use backlog_core::{
     Clock, CompleteClaimed, DEFAULT_PAYLOAD_LIMIT, DbErrorKind, EnqueueOutcome, Error, ErrorRecord,
     Job, JobRef, JobState, Kind, ManualClock, NewJob, Ordering, Payload, QueueInfo, QueueName,
     QueueSettings, QueueStats, Result, Retention, StatCounts, StatDepth, StatRow, StateFilter,
-    SystemClock, UniqueKey, WAIT_BOUNDS_US, format_duration, minute_of, parse_duration,
+    SystemClock, TraceContext, UniqueKey, WAIT_BOUNDS_US, format_duration, minute_of,
+    parse_duration,
 };
 pub use backlog_sql::{BackendConfig, SCHEMA_VERSION, redact_url};
 pub use backlog_sql::{JobConnection, JobTx, MySqlBackend, PgBackend, SqlBackend, SqliteBackend};

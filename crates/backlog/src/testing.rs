@@ -31,6 +31,7 @@ pub async fn run_inline<A: JobArgs>(worker: &Worker, args: &A) -> HandlerResult 
         lease_expires_at: now,
         run_at: now,
         created_at: now,
+        trace_context: None,
     };
     handler(JobContext {
         job: Arc::new(job),

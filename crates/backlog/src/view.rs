@@ -88,6 +88,10 @@ pub struct JobView {
     pub cancel_requested_at: Option<i64>,
     /// When cancellation was asked for.
     pub cancel_requested_at_rfc3339: Option<String>,
+    /// The W3C `traceparent` of the span that enqueued it, if it was traced.
+    pub traceparent: Option<String>,
+    /// The W3C `tracestate` that came with it, if any.
+    pub tracestate: Option<String>,
 }
 
 /// One failed attempt.
@@ -155,6 +159,11 @@ impl JobView {
             finished_at_rfc3339: opt(j.finished_at),
             cancel_requested_at: j.cancel_requested_at,
             cancel_requested_at_rfc3339: opt(j.cancel_requested_at),
+            traceparent: j.trace_context.as_ref().map(|t| t.traceparent().to_owned()),
+            tracestate: j
+                .trace_context
+                .as_ref()
+                .and_then(|t| t.tracestate().map(str::to_owned)),
         })
     }
 

@@ -126,7 +126,43 @@ impl Api {
         body: Option<String>,
         content_type: &str,
     ) -> (StatusCode, Value) {
+        self.raw_with(token, method, path, body, content_type, &[])
+            .await
+    }
+
+    /// A POST of JSON with more request headers.
+    pub async fn post_with(
+        &self,
+        path: &str,
+        body: Value,
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, Value) {
+        let body = Some(body.to_string());
+        self.raw_with(
+            self.token,
+            Method::POST,
+            path,
+            body,
+            "application/json",
+            headers,
+        )
+        .await
+    }
+
+    /// [`Api::raw`] with more request headers.
+    pub async fn raw_with(
+        &self,
+        token: Option<&str>,
+        method: Method,
+        path: &str,
+        body: Option<String>,
+        content_type: &str,
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, Value) {
         let mut req = Request::builder().method(method.clone()).uri(path);
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
         if let Some(t) = token {
             req = req.header("authorization", format!("Bearer {t}"));
         }

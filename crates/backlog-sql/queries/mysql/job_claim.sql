@@ -3,7 +3,7 @@
 -- FORCE INDEX: the claim index whatever the statistics say (a scan would lock far more rows).
 -- Not the queue, token or lease expiry: the claimer chose them.
 SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
-       max_attempts, run_at, created_at
+       max_attempts, run_at, created_at, trace_context
 FROM backlog_job FORCE INDEX (backlog_job_claim)
 WHERE queue = ? AND state = 'available' AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))

@@ -3,5 +3,5 @@ SELECT id, queue, kind, state, CAST(payload AS CHAR) AS payload, priority, run_a
        max_attempts, lease_token, lease_owner, lease_expires_at, unique_key,
        CAST(errors AS CHAR) AS errors, CAST(result AS CHAR) AS result,
        CAST(progress AS CHAR) AS progress, created_at, attempted_at, finished_at,
-       cancel_requested_at
+       cancel_requested_at, trace_context
 FROM backlog_job_archive WHERE id = ?

@@ -1,5 +1,5 @@
 -- All rows of one claim share its expiry, so the lease index finds them.
 SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt, max_attempts, run_at,
-       created_at
+       created_at, trace_context
 FROM backlog_job
 WHERE state = 'running' AND lease_expires_at = ? AND lease_token = ?

@@ -15,4 +15,4 @@ FROM picked
 WHERE j.id = picked.id
 -- Not the queue, token or lease expiry: the claimer chose them.
 RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
-          j.run_at, j.created_at
+          j.run_at, j.created_at, j.trace_context

@@ -1,9 +1,11 @@
 -- One statement per chunk: rows come as parallel arrays, inserted in ordinality order so ids
 -- follow input order. A taken unique key inserts nothing.
-INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at)
-SELECT q, k, p::jsonb, pr, ra, ma, uk, $8
-FROM UNNEST($1::text[], $2::text[], $3::text[], $4::smallint[], $5::bigint[], $6::int[], $7::text[])
-     WITH ORDINALITY AS t(q, k, p, pr, ra, ma, uk, ord)
+INSERT INTO backlog_job
+    (queue, kind, payload, priority, run_at, max_attempts, trace_context, unique_key, created_at)
+SELECT q, k, p::jsonb, pr, ra, ma, tc, uk, $9
+FROM UNNEST($1::text[], $2::text[], $3::text[], $4::smallint[], $5::bigint[], $6::int[],
+            $7::text[], $8::text[])
+     WITH ORDINALITY AS t(q, k, p, pr, ra, ma, tc, uk, ord)
 ORDER BY ord
 ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'held')
 DO NOTHING

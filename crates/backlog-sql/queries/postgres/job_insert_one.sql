@@ -1,5 +1,5 @@
 -- One row without a unique key (a single enqueue): plain VALUES, which PostgreSQL plans and runs
 -- cheaper than the arrays of job_insert.
-INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, created_at)
-VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7)
+INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, trace_context, created_at)
+VALUES ($1, $2, $3::jsonb, $4, $5, $6, $8, $7)
 RETURNING id

@@ -2,10 +2,11 @@
 -- in input order (rows are inserted in ordinality order and ids come from one sequence), as one
 -- array in one row (see job_insert_uniform).
 WITH ins AS (
-    INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, created_at)
-    SELECT q, k, p::jsonb, pr, ra, ma, $7
-    FROM UNNEST($1::text[], $2::text[], $3::text[], $4::smallint[], $5::bigint[], $6::int[])
-         WITH ORDINALITY AS t(q, k, p, pr, ra, ma, ord)
+    INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, trace_context, created_at)
+    SELECT q, k, p::jsonb, pr, ra, ma, tc, $8
+    FROM UNNEST($1::text[], $2::text[], $3::text[], $4::smallint[], $5::bigint[], $6::int[],
+                $7::text[])
+         WITH ORDINALITY AS t(q, k, p, pr, ra, ma, tc, ord)
     ORDER BY ord
     RETURNING id
 )

@@ -4,8 +4,8 @@
 -- job_insert_plain, and come back as one array in one row: a row per id cost the client more
 -- CPU than the rest of the enqueue (a message, a row and a decode each).
 WITH ins AS (
-    INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, created_at)
-    SELECT $1, $2, p::jsonb, $3, $4, $5, $6
+    INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, trace_context, created_at)
+    SELECT $1, $2, p::jsonb, $3, $4, $5, $8, $6
     FROM UNNEST($7::text[]) WITH ORDINALITY AS t(p, ord)
     ORDER BY ord
     RETURNING id

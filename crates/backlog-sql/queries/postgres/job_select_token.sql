@@ -1,4 +1,5 @@
 -- All rows of one claim share its expiry, so the lease index finds them.
-SELECT id, kind, payload::text AS payload, priority, attempt, max_attempts, run_at, created_at
+SELECT id, kind, payload::text AS payload, priority, attempt, max_attempts, run_at, created_at,
+       trace_context
 FROM backlog_job
 WHERE state = 'running' AND lease_expires_at = $1 AND lease_token = $2

@@ -1,5 +1,6 @@
 -- Multi-row insert; /*ROWS*/ becomes (?, ?, ?, ?, ?, ?, ?, ?) per row. A taken unique key inserts nothing.
-INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at)
+INSERT INTO backlog_job
+    (queue, kind, payload, priority, run_at, max_attempts, trace_context, unique_key, created_at)
 VALUES /*ROWS*/
 ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'held')
 DO NOTHING

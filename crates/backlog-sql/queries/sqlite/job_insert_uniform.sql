@@ -4,7 +4,7 @@
 -- rows. (Numbered placeholders reused per row would be fewer still in the text, but the driver
 -- asks SQLite for each placeholder's name, a linear search per placeholder.) Ids as in
 -- job_insert_plain: one statement, consecutive.
-INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, created_at)
-SELECT ?1, ?2, p.value, ?3, ?4, ?5, ?6
+INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, trace_context, created_at)
+SELECT ?1, ?2, p.value, ?3, ?4, ?5, ?8, ?6
 FROM json_each(?7) AS p
 ORDER BY p.key

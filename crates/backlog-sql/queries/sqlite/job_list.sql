@@ -1,7 +1,7 @@
 -- ?7, ?8: only this kind, this unique key, when not NULL. ?4: 0 any time, 1 due (run_at <= now), 2 not yet due, 3 not yet due after a failed attempt.
 SELECT id, queue, kind, state, payload, priority, run_at, attempt, max_attempts, lease_token,
        lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
-       attempted_at, finished_at, cancel_requested_at
+       attempted_at, finished_at, cancel_requested_at, trace_context
 FROM backlog_job
 WHERE (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR state = ?2) AND id > ?3
   AND (?4 = 0 OR (?4 = 1 AND run_at <= ?5) OR (?4 = 2 AND run_at > ?5)

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use tokio::time::Instant;
+use tracing::Instrument as _;
 
 use super::context::{JobStop, StopReason};
 use super::run::{Counters, Inner};
@@ -37,6 +38,8 @@ pub(crate) struct Execution {
     early: Option<Ended>,
     /// When the job's time is up, if the worker has a job timeout.
     deadline: Option<(Instant, Duration)>,
+    /// The span the handler runs in (`backlog.job`, continuing the job's trace).
+    span: tracing::Span,
 }
 
 /// What is left to do for a job whose handler has ended.
@@ -54,6 +57,7 @@ impl Execution {
         let job = Arc::new(job);
         let stop = Arc::new(JobStop::default());
         let deadline = timeout.map(|d| (Instant::now() + d, d));
+        let span = crate::trace::job_span(&job);
         let handler = job
             .kind
             .as_deref()
@@ -74,6 +78,7 @@ impl Execution {
                     stop: stop.clone(),
                     inline: false,
                 };
+                let _in_span = span.enter();
                 match std::panic::catch_unwind(AssertUnwindSafe(|| handler(ctx))) {
                     Ok(fut) => (Some(fut), None),
                     Err(p) => (None, Some(Ended::Panicked(panic_message(&p)))),
@@ -86,6 +91,7 @@ impl Execution {
             fut,
             early,
             deadline,
+            span,
         }
     }
 
@@ -107,6 +113,7 @@ impl Execution {
             return Some(ended);
         }
         let fut = self.fut.as_mut()?;
+        let _in_span = self.span.enter();
         let mut cx = Context::from_waker(Waker::noop());
         match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx))) {
             Ok(Poll::Pending) => None,
@@ -135,7 +142,7 @@ impl Execution {
             .deadline
             .map(|(at, _)| Box::pin(tokio::time::sleep_until(at)));
         let ended = tokio::select! {
-            r = AssertUnwindSafe(fut).catch_unwind() => match r {
+            r = AssertUnwindSafe(fut.instrument(self.span.clone())).catch_unwind() => match r {
                 Ok(r) => Ended::Handler(r),
                 Err(p) => Ended::Panicked(panic_message(&p)),
             },
