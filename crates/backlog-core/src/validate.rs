@@ -139,6 +139,26 @@ impl UniqueKey {
     }
 }
 
+/// Whether JSON text holds a NUL character: JSON can only write one as the escape `\u0000`, which
+/// counts when the backslash before `u` is not itself escaped (`"\\u0000"` is a backslash and
+/// the text `u0000`).
+fn has_nul_escape(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(at) = text[from..].find("\\u0000").map(|i| i + from) {
+        let backslashes = bytes[..=at]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        if !backslashes.is_multiple_of(2) {
+            return true;
+        }
+        from = at + 1;
+    }
+    false
+}
+
 /// A JSON payload that was checked to parse and to fit the size limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Payload(String);
@@ -173,7 +193,7 @@ impl Payload {
                 limit,
             });
         }
-        if text.contains("\\u0000") {
+        if has_nul_escape(&text) {
             // PostgreSQL's jsonb cannot store NUL; refuse it everywhere for identical behaviour.
             return Err(Error::PayloadInvalid {
                 reason: "\\u0000 is not allowed in payloads".into(),
@@ -234,6 +254,9 @@ mod tests {
         assert!(Payload::parse("", 10).is_err());
         assert!(Payload::parse("{} {}", 10).is_err());
         assert!(Payload::parse(r#""\u0000""#, 10).is_err());
+        assert!(Payload::parse(r#""\\\u0000""#, 10).is_err());
+        // An escaped backslash, then the text u0000: no NUL.
+        assert!(Payload::parse(r#""\\u0000""#, 10).is_ok());
     }
 
     #[test]

@@ -80,11 +80,12 @@ pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
+    // The password runs from the first `:` to the last `@`: a password written without
+    // percent-encoding may hold `/`, `?`, `#` or `@` itself. (An `@` later in the URL only makes
+    // more of it hidden, never less.)
+    match rest.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
             None => url.to_owned(),
         },
         None => url.to_owned(),
@@ -123,6 +124,9 @@ mod tests {
             "postgres://u:***@h:xx/db?x=1"
         );
         assert_eq!(redact_url("mysql://root@h/db"), "mysql://root@h/db");
+        // Found by tests/parsers.rs: a password with `?`, `/` or `@` was shown whole.
+        assert_eq!(redact_url("postgres://a:Zq?Zq@a"), "postgres://a:***@a");
+        assert_eq!(redact_url("mysql://a:p/w@d@h/db"), "mysql://a:***@h/db");
         assert_eq!(redact_url("sqlite://backlog.db"), "sqlite://backlog.db");
         assert!(url_scheme("oracle://x").is_err());
         assert_eq!(url_scheme("postgresql://x").unwrap(), UrlScheme::Postgres);
