@@ -158,9 +158,10 @@ async fn any_body_gets_a_documented_answer(engine: Engine) {
             })
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    // The bodies reached past the parser: some were accepted, most refused.
+    // Random bodies are mostly refused (whether any is accepted depends on the draw; the
+    // accepted path is the other API tests' subject).
     let seen = seen.into_inner().unwrap();
-    assert!(seen[4] > 0 && seen[2] > 0, "statuses by class: {seen:?}");
+    assert!(seen[4] > 0, "statuses by class: {seen:?}");
     api.done().await;
 }
 
