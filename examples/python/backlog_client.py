@@ -18,9 +18,10 @@ is imported.
 
 The statements are the library's own, copied verbatim into QUERIES from
 crates/backlog-sql/queries/<dialect>/ (backlog's test suite fails when a copy and its file differ).
-Before a statement is sent, its markers are filled in (`/*ORDER*/` from the queue's ordering,
-`/*IDS*/` with one placeholder per id) and, for the drivers whose placeholders differ from the
-file's, the placeholders are rewritten: see `_placeholders`. Nothing else is ever formatted into SQL.
+The claim has one file per ordering (`job_claim_fifo.sql`, `job_claim_lifo.sql`). Before a
+statement is sent, its list marker is filled in (`/*IDS*/` with one placeholder per id, as each
+file's `-- @list` line declares) and, for the drivers whose placeholders differ from the file's,
+the placeholders are rewritten: see `_placeholders`. Nothing else is ever formatted into SQL.
 
 Guarantees, as for any consumer of the contract: at-least-once execution (a job whose worker dies
 runs again after its lease expires) and fenced outcomes (an ack, nack or heartbeat counts only
@@ -61,8 +62,8 @@ QUEUE_DEFAULTS = {
     "ordering": "fifo",
     "retention": "keep",
 }
-#: What `/*ORDER*/` becomes for each ordering.
-ORDER_BY = {"fifo": "priority, run_at, id", "lifo": "priority, run_at DESC, id DESC"}
+#: The orderings a queue can have; the claim has a file for each.
+ORDERINGS = ("fifo", "lifo")
 #: The optional columns a plain INSERT may set (docs/sql.md "Enqueue from any language").
 INSERT_COLUMNS = ("kind", "priority", "run_at", "max_attempts", "unique_key")
 
@@ -158,12 +159,15 @@ class _Dialect:
     def __init__(self) -> None:
         self._cache: dict[tuple, str] = {}
 
-    def sql(self, name: str, order: str = "fifo", ids: int = 0) -> str:
-        """The statement `name` of this dialect, markers filled in, in the driver's placeholders."""
+    def sql(self, name: str, order: str | None = None, ids: int = 0) -> str:
+        """The statement `name` of this dialect (`name_ORDER` when an ordering is given), its
+        list filled in, in the driver's placeholders."""
         key = (name, order, ids)
         if key not in self._cache:
-            text = QUERIES[f"{self.name}/{name}.sql"]
-            text = text.replace("/*ORDER*/", ORDER_BY[order])
+            if order is not None and order not in ORDERINGS:
+                raise ValueError(f"unknown ordering {order!r}")
+            file = name if order is None else f"{name}_{order}"
+            text = QUERIES[f"{self.name}/{file}.sql"]
             text = text.replace("/*IDS*/", ", ".join(["?"] * ids))
             self._cache[key] = self.translate(text)
         return self._cache[key]
@@ -281,7 +285,7 @@ class _Postgres(_Dialect):
     def db_now_sql(self) -> str:
         return "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)"
 
-    def _run(self, conn, name, *values, order="fifo"):
+    def _run(self, conn, name, *values, order=None):
         return conn.execute(self.sql(name, order), self.params(*values))
 
     def claim(self, conn, queue, token, owner, expires, now, kinds, limit, order):
@@ -374,7 +378,7 @@ class _MySql(_Dialect):
     def db_now_sql(self) -> str:
         return "SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)"
 
-    def _run(self, conn, name, params, order="fifo", ids=0):
+    def _run(self, conn, name, params, order=None, ids=0):
         cur = conn.cursor()
         cur.execute(self.sql(name, order, ids), params)
         return cur
@@ -780,8 +784,17 @@ def _main(argv: list[str]) -> int:
 
 
 # --- QUERIES: verbatim copies of crates/backlog-sql/queries/<key> ---------------------------
-QUERIES["sqlite/job_claim.sql"] = """\
--- One statement: SQLite has a single writer, so the picked rows cannot be taken by anyone else.
+QUERIES["sqlite/job_claim_fifo.sql"] = """\
+-- Claims up to `limit` due jobs of a queue under one new lease, FIFO: by priority, then due time,
+-- then id. `kinds`: a JSON array, NULL for any kind. One statement: SQLite has a single writer, so
+-- the picked rows cannot be taken by anyone else.
+-- @param token: i64
+-- @param owner: &str
+-- @param expires: i64
+-- @param now: i64
+-- @param queue: &str
+-- @param kinds: Option<String>
+-- @param limit: i64
 UPDATE backlog_job
 SET state = 'running', attempt = attempt + 1, lease_token = ?1, lease_owner = ?2,
     lease_expires_at = ?3, attempted_at = ?4
@@ -790,7 +803,32 @@ WHERE id IN (
     WHERE queue = ?5 AND state = 'available' AND run_at <= ?4
       AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
       AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND paused = 1)
-    ORDER BY /*ORDER*/
+    ORDER BY priority, run_at, id
+    LIMIT ?7
+)
+-- Not the queue, token or lease expiry: the claimer chose them.
+RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context
+"""
+QUERIES["sqlite/job_claim_lifo.sql"] = """\
+-- Claims up to `limit` due jobs of a queue under one new lease, LIFO: by priority, then latest due
+-- time first, then highest id. `kinds`: a JSON array, NULL for any kind. One statement: SQLite has
+-- a single writer, so the picked rows cannot be taken by anyone else.
+-- @param token: i64
+-- @param owner: &str
+-- @param expires: i64
+-- @param now: i64
+-- @param queue: &str
+-- @param kinds: Option<String>
+-- @param limit: i64
+UPDATE backlog_job
+SET state = 'running', attempt = attempt + 1, lease_token = ?1, lease_owner = ?2,
+    lease_expires_at = ?3, attempted_at = ?4
+WHERE id IN (
+    SELECT id FROM backlog_job
+    WHERE queue = ?5 AND state = 'available' AND run_at <= ?4
+      AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND paused = 1)
+    ORDER BY priority, run_at DESC, id DESC
     LIMIT ?7
 )
 -- Not the queue, token or lease expiry: the claimer chose them.
@@ -798,8 +836,10 @@ RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at
 """
 
 QUERIES["sqlite/job_complete_delete.sql"] = """\
--- ?1: the (id, lease_token) pairs as a JSON array of two-element arrays. One statement text for
--- any batch size; each pair is looked up by primary key (never a scan of the running jobs).
+-- Completes running jobs whose lease tokens still match: deletes them, returning their ids.
+-- `pairs`: the (id, lease_token) pairs as a JSON array of two-element arrays. One statement text
+-- for any batch size; each pair is looked up by primary key (never a scan of the running jobs).
+-- @param pairs: &str
 DELETE FROM backlog_job
 WHERE id IN (
     SELECT b.id FROM json_each(?1) AS p
@@ -810,7 +850,10 @@ RETURNING id
 """
 
 QUERIES["sqlite/job_complete_keep.sql"] = """\
--- ?1: the (id, lease_token) pairs as JSON (see job_complete_delete); ?2: now.
+-- Completes running jobs whose lease tokens still match: marks them completed, kept, returning
+-- their ids. `pairs`: the (id, lease_token) pairs as JSON (see job_complete_delete).
+-- @param pairs: &str
+-- @param now: i64
 UPDATE backlog_job
 SET state = 'completed', finished_at = ?2, lease_token = NULL, lease_expires_at = NULL
 WHERE id IN (
@@ -822,8 +865,11 @@ RETURNING id
 """
 
 QUERIES["sqlite/job_complete_archive.sql"] = """\
--- ?1: the (id, lease_token) pairs as JSON (see job_complete_delete); ?2: now. The DELETE of
--- job_complete_delete follows in the same transaction.
+-- Copies running jobs whose lease tokens still match into the archive, completed. `pairs`: the
+-- (id, lease_token) pairs as JSON (see job_complete_delete). The DELETE of job_complete_delete
+-- follows in the same transaction.
+-- @param pairs: &str
+-- @param now: i64
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
@@ -840,6 +886,15 @@ WHERE id IN (
 """
 
 QUERIES["sqlite/job_fail.sql"] = """\
+-- A failed attempt of a job whose lease token still matches: retried (available at `run_at`),
+-- dead or cancelled (finished at `finished_at`), the error appended to its errors.
+-- @param state: &str
+-- @param run_at: i64
+-- @param finished_at: Option<i64>
+-- @param now: i64
+-- @param error: &str
+-- @param id: i64
+-- @param token: i64
 UPDATE backlog_job
 SET state = ?1, run_at = ?2, finished_at = ?3, lease_token = NULL, lease_expires_at = NULL,
     errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'at', ?4, 'error', ?5))
@@ -847,7 +902,11 @@ WHERE id = ?6 AND lease_token = ?7 AND state = 'running'
 """
 
 QUERIES["sqlite/job_heartbeat.sql"] = """\
--- Also tells the worker whether cancellation of the job was requested.
+-- Extends the lease of a job whose lease token still matches. Also tells the worker whether
+-- cancellation of the job was requested.
+-- @param lease_expires_at: i64
+-- @param id: i64
+-- @param token: i64
 UPDATE backlog_job SET lease_expires_at = ?1
 WHERE id = ?2 AND lease_token = ?3 AND state = 'running'
 RETURNING cancel_requested_at IS NOT NULL AS cancel_requested
@@ -855,6 +914,9 @@ RETURNING cancel_requested_at IS NOT NULL AS cancel_requested
 
 QUERIES["sqlite/job_release.sql"] = """\
 -- Back to available without consuming the attempt the claim counted.
+-- @param run_at: i64
+-- @param id: i64
+-- @param token: i64
 UPDATE backlog_job
 SET state = 'available', attempt = MAX(attempt - 1, 0), run_at = ?1,
     lease_token = NULL, lease_expires_at = NULL
@@ -864,6 +926,8 @@ WHERE id = ?2 AND lease_token = ?3 AND state = 'running'
 QUERIES["sqlite/job_rescue.sql"] = """\
 -- Expired leases: back to available, or dead when the attempt that died was the last one.
 -- Returns the queue of each job rescued and whether it ended dead (for the per-queue counts).
+-- @param now: i64
+-- @param limit: i64
 UPDATE backlog_job
 SET state = CASE WHEN attempt >= COALESCE(max_attempts,
                      (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
@@ -885,19 +949,59 @@ RETURNING queue, state = 'dead' AS dead
 """
 
 QUERIES["sqlite/queue_get.sql"] = """\
+-- A queue's stored settings.
+-- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
        retention, concurrency
 FROM backlog_queue WHERE name = ?1
 """
 
-QUERIES["postgres/job_claim.sql"] = """\
--- SKIP LOCKED: concurrent claimers pass over rows another claimer holds instead of queueing on them.
+QUERIES["postgres/job_claim_fifo.sql"] = """\
+-- Claims up to `limit` due jobs of a queue under one new lease, FIFO: by priority, then due time,
+-- then id. SKIP LOCKED: concurrent claimers pass over rows another claimer holds instead of
+-- queueing on them.
+-- @param token: i64
+-- @param owner: &str
+-- @param expires: i64
+-- @param now: i64
+-- @param queue: &str
+-- @param kinds: Option<Vec<String>>
+-- @param limit: i64
 WITH picked AS (
     SELECT id FROM backlog_job
     WHERE queue = $5 AND state = 'available' AND run_at <= $4
       AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
       AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND paused)
-    ORDER BY /*ORDER*/
+    ORDER BY priority, run_at, id
+    LIMIT $7
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE backlog_job j
+SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,
+    lease_expires_at = $3, attempted_at = $4
+FROM picked
+WHERE j.id = picked.id
+-- Not the queue, token or lease expiry: the claimer chose them.
+RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
+          j.run_at, j.created_at, j.trace_context
+"""
+QUERIES["postgres/job_claim_lifo.sql"] = """\
+-- Claims up to `limit` due jobs of a queue under one new lease, LIFO: by priority, then latest due
+-- time first. SKIP LOCKED: concurrent claimers pass over rows another claimer holds instead of
+-- queueing on them.
+-- @param token: i64
+-- @param owner: &str
+-- @param expires: i64
+-- @param now: i64
+-- @param queue: &str
+-- @param kinds: Option<Vec<String>>
+-- @param limit: i64
+WITH picked AS (
+    SELECT id FROM backlog_job
+    WHERE queue = $5 AND state = 'available' AND run_at <= $4
+      AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND paused)
+    ORDER BY priority, run_at DESC, id DESC
     LIMIT $7
     FOR UPDATE SKIP LOCKED
 )
@@ -912,11 +1016,14 @@ RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max
 """
 
 QUERIES["postgres/job_complete_delete.sql"] = """\
+-- Completes running jobs whose lease tokens still match: deletes them, returning their ids.
 -- (id, lease_token) pairs come as two parallel arrays: one statement for any batch size. The
 -- primary-key scan of `id = ANY` visits (and so locks) the rows in id order, as every multi-row
 -- writer here does, so concurrent completions and claim-token claimers do not deadlock (should a
 -- plan ever visit them otherwise, the database reports a deadlock and the completion is retried).
 -- Ids are distinct within a call; array_position finds each row's own token.
+-- @param ids: &[i64]
+-- @param tokens: &[i64]
 DELETE FROM backlog_job
 WHERE id = ANY($1::bigint[]) AND state = 'running'
   AND lease_token = ($2::bigint[])[array_position($1::bigint[], id)]
@@ -924,7 +1031,12 @@ RETURNING id
 """
 
 QUERIES["postgres/job_complete_keep.sql"] = """\
--- (id, lease_token) pairs come as two parallel arrays (see job_complete_delete for the lock order).
+-- Completes running jobs whose lease tokens still match: marks them completed, kept, returning
+-- their ids. (id, lease_token) pairs come as two parallel arrays (see job_complete_delete for the
+-- lock order).
+-- @param ids: &[i64]
+-- @param tokens: &[i64]
+-- @param now: i64
 UPDATE backlog_job
 SET state = 'completed', finished_at = $3, lease_token = NULL, lease_expires_at = NULL
 WHERE id = ANY($1::bigint[]) AND state = 'running'
@@ -933,8 +1045,12 @@ RETURNING id
 """
 
 QUERIES["postgres/job_complete_archive.sql"] = """\
--- One statement: the CTE deletes the rows and the INSERT moves exactly those, atomically.
--- (id, lease_token) pairs come as two parallel arrays (see job_complete_delete for the lock order).
+-- Completes running jobs whose lease tokens still match: moves them to the archive, returning their
+-- ids. One statement: the CTE deletes the rows and the INSERT moves exactly those, atomically. (id,
+-- lease_token) pairs come as two parallel arrays (see job_complete_delete for the lock order).
+-- @param ids: &[i64]
+-- @param tokens: &[i64]
+-- @param now: i64
 WITH moved AS (
     DELETE FROM backlog_job
     WHERE id = ANY($1::bigint[]) AND state = 'running'
@@ -954,6 +1070,13 @@ RETURNING id
 
 QUERIES["postgres/job_fail.sql"] = """\
 -- Casts: $3 may be NULL, and jsonb_build_object takes "any" so its arguments need a type.
+-- @param state: &str
+-- @param run_at: i64
+-- @param finished_at: Option<i64>
+-- @param now: i64
+-- @param error: &str
+-- @param id: i64
+-- @param token: i64
 UPDATE backlog_job
 SET state = $1, run_at = $2, finished_at = $3::bigint, lease_token = NULL, lease_expires_at = NULL,
     errors = errors || jsonb_build_array(
@@ -963,6 +1086,9 @@ WHERE id = $6 AND lease_token = $7 AND state = 'running'
 
 QUERIES["postgres/job_heartbeat.sql"] = """\
 -- Also tells the worker whether cancellation of the job was requested.
+-- @param expires: i64
+-- @param id: i64
+-- @param token: i64
 UPDATE backlog_job SET lease_expires_at = $1
 WHERE id = $2 AND lease_token = $3 AND state = 'running'
 RETURNING cancel_requested_at IS NOT NULL AS cancel_requested
@@ -970,6 +1096,9 @@ RETURNING cancel_requested_at IS NOT NULL AS cancel_requested
 
 QUERIES["postgres/job_release.sql"] = """\
 -- Back to available without consuming the attempt the claim counted.
+-- @param run_at: i64
+-- @param id: i64
+-- @param token: i64
 UPDATE backlog_job
 SET state = 'available', attempt = GREATEST(attempt - 1, 0), run_at = $1,
     lease_token = NULL, lease_expires_at = NULL
@@ -983,6 +1112,8 @@ QUERIES["postgres/job_rescue.sql"] = """\
 -- the outer WHERE rechecks state and expiry on the row as it is once locked. = ANY(ARRAY(…)): the
 -- batch is locked once (an InitPlan); `id IN (SELECT … LIMIT … FOR UPDATE)` may be rescanned per
 -- outer row, each rescan locking more rows than the limit.
+-- @param now: i64
+-- @param limit: i64
 UPDATE backlog_job
 SET state = CASE WHEN attempt >= COALESCE(max_attempts,
                      (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
@@ -1006,30 +1137,63 @@ RETURNING queue, state = 'dead' AS dead
 """
 
 QUERIES["postgres/queue_get.sql"] = """\
+-- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
        retention, concurrency
 FROM backlog_queue WHERE name = $1
 """
 
-QUERIES["mysql/job_claim.sql"] = """\
+QUERIES["mysql/job_claim_fifo.sql"] = """\
 -- SKIP LOCKED: concurrent claimers pass over each other's rows; job_claim_update takes these in
 -- the same transaction (no UPDATE … RETURNING in MySQL), so the SELECT returns what it will write.
 -- FORCE INDEX: the claim index whatever the statistics say (a scan would lock far more rows).
 -- Not the queue, token or lease expiry: the claimer chose them.
+-- By priority, then the oldest due first (FIFO).
+-- @param queue: &str
+-- @param now: i64
+-- @param kinds: Option<&str>
+-- @param limit: i64
+-- @bind queue, now, kinds, kinds, queue, limit
 SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
        max_attempts, run_at, created_at, trace_context
 FROM backlog_job FORCE INDEX (backlog_job_claim)
 WHERE queue = ? AND state = 'available' AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
   AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND paused)
-ORDER BY /*ORDER*/
+ORDER BY priority, run_at, id
+LIMIT ?
+FOR UPDATE SKIP LOCKED
+"""
+QUERIES["mysql/job_claim_lifo.sql"] = """\
+-- SKIP LOCKED: concurrent claimers pass over each other's rows; job_claim_update takes these in
+-- the same transaction (no UPDATE … RETURNING in MySQL), so the SELECT returns what it will write.
+-- FORCE INDEX: the claim index whatever the statistics say (a scan would lock far more rows).
+-- Not the queue, token or lease expiry: the claimer chose them.
+-- By priority, then the newest due first (LIFO).
+-- @param queue: &str
+-- @param now: i64
+-- @param kinds: Option<&str>
+-- @param limit: i64
+-- @bind queue, now, kinds, kinds, queue, limit
+SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
+       max_attempts, run_at, created_at, trace_context
+FROM backlog_job FORCE INDEX (backlog_job_claim)
+WHERE queue = ? AND state = 'available' AND run_at <= ?
+  AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND paused)
+ORDER BY priority, run_at DESC, id DESC
 LIMIT ?
 FOR UPDATE SKIP LOCKED
 """
 
 QUERIES["mysql/job_claim_update.sql"] = """\
--- The rows job_claim locked in this transaction (one ? each). FORCE INDEX: on a small table the
+-- The rows job_claim locked in this transaction. FORCE INDEX: on a small table the
 -- optimizer scans instead, waiting on rows other workers hold.
+-- @param token: i64
+-- @param owner: &str
+-- @param lease_expires_at: i64
+-- @param now: i64
+-- @list IDS ids: i64
 UPDATE backlog_job FORCE INDEX (PRIMARY)
 SET state = 'running', attempt = attempt + 1, lease_token = ?, lease_owner = ?,
     lease_expires_at = ?, attempted_at = ?
@@ -1040,6 +1204,8 @@ QUERIES["mysql/job_complete_delete_fenced.sql"] = """\
 -- The common case in one statement: the jobs of one lease token (a claim gives its whole batch
 -- one token), fenced by it. FORCE INDEX (PRIMARY): rows are found and locked in id order, never
 -- by a scan. Multi-table syntax because single-table DELETE takes no index hint.
+-- @list IDS ids: i64
+-- @param token: i64
 DELETE backlog_job FROM backlog_job FORCE INDEX (PRIMARY)
 WHERE id IN (/*IDS*/) AND lease_token = ? AND state = 'running'
 """
@@ -1047,6 +1213,9 @@ WHERE id IN (/*IDS*/) AND lease_token = ? AND state = 'running'
 QUERIES["mysql/job_complete_keep_fenced.sql"] = """\
 -- The common case in one statement: the jobs of one lease token, fenced by it (see
 -- job_complete_delete_fenced).
+-- @param now: i64
+-- @list IDS ids: i64
+-- @param token: i64
 UPDATE backlog_job FORCE INDEX (PRIMARY)
 SET state = 'completed', finished_at = ?, lease_token = NULL, lease_expires_at = NULL
 WHERE id IN (/*IDS*/) AND lease_token = ? AND state = 'running'
@@ -1055,12 +1224,15 @@ WHERE id IN (/*IDS*/) AND lease_token = ? AND state = 'running'
 QUERIES["mysql/job_complete_lock.sql"] = """\
 -- No RETURNING in MySQL: lock the rows first to learn which hold the caller's token. FORCE INDEX:
 -- on a small table the optimizer scans instead, locking rows other workers hold (deadlocks).
+-- @list IDS ids: i64
 SELECT id, lease_token, state FROM backlog_job FORCE INDEX (PRIMARY) WHERE id IN (/*IDS*/) FOR UPDATE
 """
 
 QUERIES["mysql/job_complete_archive.sql"] = """\
 -- Rows job_complete_lock found running with the caller's token (FORCE INDEX: see there); they
 -- are deleted afterwards.
+-- @param now: i64
+-- @list IDS ids: i64
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
@@ -1075,11 +1247,19 @@ WHERE id IN (/*IDS*/)
 QUERIES["mysql/job_complete_delete.sql"] = """\
 -- Rows job_complete_lock found running with the caller's token (still locked). Multi-table
 -- syntax because single-table DELETE takes no index hint (see job_complete_lock for why).
+-- @list IDS ids: i64
 DELETE backlog_job FROM backlog_job FORCE INDEX (PRIMARY) WHERE id IN (/*IDS*/)
 """
 
 QUERIES["mysql/job_fail.sql"] = """\
 -- errors first: MySQL evaluates SET left to right with the values already assigned.
+-- @param now: i64
+-- @param error: &str
+-- @param state: &str
+-- @param run_at: i64
+-- @param finished_at: Option<i64>
+-- @param id: i64
+-- @param token: i64
 UPDATE backlog_job
 SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_OBJECT('attempt', attempt, 'at', ?, 'error', ?)),
     state = ?, run_at = ?, finished_at = ?, lease_token = NULL, lease_expires_at = NULL
@@ -1088,6 +1268,9 @@ WHERE id = ? AND lease_token = ? AND state = 'running'
 
 QUERIES["mysql/job_heartbeat.sql"] = """\
 -- No RETURNING in MySQL: job_heartbeat_cancel reads the cancel flag after this.
+-- @param lease_expires_at: i64
+-- @param id: i64
+-- @param token: i64
 UPDATE backlog_job SET lease_expires_at = ?
 WHERE id = ? AND lease_token = ? AND state = 'running'
 """
@@ -1095,12 +1278,17 @@ WHERE id = ? AND lease_token = ? AND state = 'running'
 QUERIES["mysql/job_heartbeat_cancel.sql"] = """\
 -- Whether cancellation of the job was requested, read after job_heartbeat (fenced again: no row
 -- means the lease was lost in between).
+-- @param id: i64
+-- @param token: i64
 SELECT cancel_requested_at IS NOT NULL AS cancel_requested
 FROM backlog_job WHERE id = ? AND lease_token = ? AND state = 'running'
 """
 
 QUERIES["mysql/job_release.sql"] = """\
 -- Back to available without consuming the attempt the claim counted.
+-- @param run_at: i64
+-- @param id: i64
+-- @param token: i64
 UPDATE backlog_job
 SET state = 'available', attempt = GREATEST(attempt - 1, 0), run_at = ?,
     lease_token = NULL, lease_expires_at = NULL
@@ -1112,6 +1300,8 @@ QUERIES["mysql/job_rescue_ids.sql"] = """\
 -- held open by a transaction-mode claimer (or another rescuer) is passed over instead of waited
 -- on; a plain UPDATE … ORDER BY … LIMIT scanned into it and stalled every claimer's rescue.
 -- FORCE INDEX: the lease index gives the order, so no sort locks rows beyond the LIMIT.
+-- @param now: i64
+-- @param limit: i64
 SELECT id FROM backlog_job FORCE INDEX (backlog_job_lease)
 WHERE state = 'running' AND lease_expires_at < ?
 ORDER BY lease_expires_at
@@ -1120,10 +1310,13 @@ FOR UPDATE SKIP LOCKED
 """
 
 QUERIES["mysql/job_rescue.sql"] = """\
--- Expired leases that job_rescue_ids locked (one ? each): back to available, or dead when the
+-- Expired leases that job_rescue_ids locked: back to available, or dead when the
 -- attempt that died was the last one. errors first (SET runs left to right); the CASE is repeated
 -- rather than reading the new state, which MariaDB's SIMULTANEOUS_ASSIGNMENT mode would not see.
 -- The WHERE rechecks state and expiry on the locked rows.
+-- @param now: i64
+-- @list IDS ids: i64
+-- @bind now, now, now, ids, now
 UPDATE backlog_job FORCE INDEX (PRIMARY)
 SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_OBJECT('attempt', attempt, 'at', ?,
              'error', CONCAT('lease expired (worker ', COALESCE(lease_owner, '?'),
@@ -1139,6 +1332,7 @@ WHERE id IN (/*IDS*/) AND state = 'running' AND lease_expires_at < ?
 """
 
 QUERIES["mysql/queue_get.sql"] = """\
+-- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
        retention, concurrency
 FROM backlog_queue WHERE name = ?

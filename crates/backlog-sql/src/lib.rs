@@ -8,6 +8,7 @@
 //! - [`BackendConfig`]: pool sizing.
 
 mod batch;
+pub mod catalog;
 mod dberror;
 mod mysql;
 mod operator;

@@ -12,20 +12,20 @@ use backlog_core::{
     JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams, JobFailParams,
     JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
     JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob, OldestTransaction,
-    QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result,
+    Ordering, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result,
     Retention, StatDepth, StatRow, TxClaim,
 };
-use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlPoolOptions};
-use sqlx::query::Query;
+use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, MySql, MySqlConnection, MySqlPool, Row, Transaction};
 
 use crate::batch::{self, Deduped, INSERT_CHUNK};
+use crate::catalog::mysql as cat;
 use crate::dberror::{DbResultExt, connect_error};
 use crate::rows::{
-    assign_ids, audit_from_row, bind_stat_counts, claimed_from_row, job_from_row, queue_from_row,
-    stat_from_row, unique_slot,
+    assign_ids, audit_from_row, claimed_from_row, job_from_row, queue_from_row, stat_from_row,
+    unique_slot,
 };
-use crate::sqltext::{Migration, Ordered, question_list, question_rows, split_statements};
+use crate::sqltext::{Migration, split_statements};
 use crate::{BackendConfig, shared};
 
 pub(crate) const MIGRATIONS: &[Migration] = &[
@@ -61,45 +61,13 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     },
 ];
 
-macro_rules! q {
-    ($name:literal) => {
-        include_str!(concat!("../queries/mysql/", $name, ".sql"))
-    };
-}
-
 /// Retries of an operation chosen as a deadlock victim before the error is returned.
 const DEADLOCK_RETRIES: u64 = 10;
-
-type MyQuery = Query<'static, MySql, MySqlArguments>;
-
-/// `sql` with `/*IDS*/` (or another marker) replaced by a list of `?` for `n` values, padded to
-/// the next power of two; bind the values with [`padded`].
-///
-/// Lists come in a few lengths so that each query has a few texts, not one per length. sqlx keeps
-/// a bounded cache of prepared statements per connection; with one text per length it overflows,
-/// and every eviction sends a statement-close that the server never answers. sqlx 0.9.0 leaves
-/// Nagle's algorithm on, so the next command then waits for the delayed ACK, on every query once
-/// the cache is full (the figures are in BENCHMARKS.md).
-fn with_list(sql: &str, marker: &str, n: usize) -> AssertSqlSafe<String> {
-    AssertSqlSafe(sql.replace(marker, &question_list(n.next_power_of_two())))
-}
-
-/// The values of a [`with_list`] list: the last one repeats up to the padded length (an `IN`
-/// list is a set, so repeats change nothing).
-fn padded<T: Clone>(values: &[T]) -> impl Iterator<Item = T> + '_ {
-    let pad = values.len().next_power_of_two() - values.len();
-    values
-        .iter()
-        .cloned()
-        .chain(values.last().into_iter().cloned().cycle().take(pad))
-}
 
 /// The MySQL / MariaDB backend.
 #[derive(Debug, Clone)]
 pub struct MySqlBackend {
     pool: MySqlPool,
-    claim: Ordered,
-    claim_token: Ordered,
     /// `Some(step)` when the ids of one multi-row INSERT are consecutive (auto-increment lock
     /// mode 0 or 1), `step` apart; `None` when they may interleave with other sessions' ids.
     id_step: Option<i64>,
@@ -122,7 +90,7 @@ impl MySqlBackend {
             .after_connect(|conn, _meta| {
                 Box::pin(async move {
                     // READ COMMITTED: no gap locks between claimers and producers.
-                    sqlx::raw_sql("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                    sqlx::raw_sql(cat::SESSION_READ_COMMITTED)
                         .execute(&mut *conn)
                         .await?;
                     Ok(())
@@ -132,13 +100,11 @@ impl MySqlBackend {
             .await
             .map_err(|e| connect_error(url, e))?;
         let mut backend = Self::from_pool(pool);
-        let (mode, step): (i64, i64) = sqlx::query_as(
-            "SELECT CAST(@@innodb_autoinc_lock_mode AS SIGNED), \
-             CAST(@@auto_increment_increment AS SIGNED)",
-        )
-        .fetch_one(&backend.pool)
-        .await
-        .map_err(|e| connect_error(url, e))?;
+        let (mode, step): (i64, i64) = cat::db_autoinc()
+            .as_()
+            .fetch_one(&backend.pool)
+            .await
+            .map_err(|e| connect_error(url, e))?;
         backend.id_step = (mode == 0 || mode == 1).then_some(step.max(1));
         Ok(backend)
     }
@@ -148,8 +114,6 @@ impl MySqlBackend {
     pub fn from_pool(pool: MySqlPool) -> Self {
         MySqlBackend {
             pool,
-            claim: Ordered::new(q!("job_claim")),
-            claim_token: Ordered::new(q!("job_claim_token")),
             id_step: None,
         }
     }
@@ -164,7 +128,7 @@ impl MySqlBackend {
         match p.strategy {
             ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => {
                 let mut tx = self.pool.begin().await.db()?;
-                let jobs = claim_on(&mut tx, self.claim.get(p.order), p, p.limit).await?;
+                let jobs = claim_on(&mut tx, p, p.limit).await?;
                 tx.commit().await.db()?;
                 Ok(jobs)
             }
@@ -173,12 +137,13 @@ impl MySqlBackend {
                 let expires = p.now + p.lease.as_micros() as i64;
                 let kinds = shared::kinds_json(&p.kinds);
                 let mut tx = self.pool.begin().await.db()?;
-                let q = sqlx::query(self.claim_token.get(p.order))
-                    .bind(token)
-                    .bind(p.owner.clone())
-                    .bind(expires)
-                    .bind(p.now);
-                let res = bind_claim_filter(q, p, &kinds, p.limit)
+                let (queue, kinds, limit) = (p.queue.as_str(), kinds.as_deref(), p.limit as i64);
+                let claim = match p.order {
+                    Ordering::Fifo => cat::job_claim_token_fifo,
+                    Ordering::Lifo => cat::job_claim_token_lifo,
+                };
+                let res = claim(token, &p.owner, expires, p.now, queue, kinds, limit)
+                    .query()
                     .execute(&mut *tx)
                     .await
                     .db()?;
@@ -186,9 +151,8 @@ impl MySqlBackend {
                     tx.commit().await.db()?;
                     return Ok(vec![]);
                 }
-                let rows = sqlx::query(q!("job_select_token"))
-                    .bind(expires)
-                    .bind(token)
+                let rows = cat::job_select_token(expires, token)
+                    .query()
                     .fetch_all(&mut *tx)
                     .await
                     .db()?;
@@ -206,14 +170,12 @@ impl MySqlBackend {
     /// Migrations missing from `backlog_migration`, applied statement by statement on `conn`
     /// (which holds the migration lock). MySQL commits each DDL statement by itself.
     async fn migrate_on(conn: &mut MySqlConnection) -> Result<Vec<i64>> {
-        sqlx::raw_sql(
-            "CREATE TABLE IF NOT EXISTS backlog_migration (version BIGINT PRIMARY KEY, \
-             name VARCHAR(64) NOT NULL, applied_at BIGINT NOT NULL)",
-        )
-        .execute(&mut *conn)
-        .await
-        .db()?;
-        let done: Vec<i64> = sqlx::query_scalar("SELECT version FROM backlog_migration")
+        sqlx::raw_sql(cat::MIGRATION_TABLE)
+            .execute(&mut *conn)
+            .await
+            .db()?;
+        let done: Vec<i64> = cat::migration_versions()
+            .scalar()
             .fetch_all(&mut *conn)
             .await
             .db()?;
@@ -225,15 +187,11 @@ impl MySqlBackend {
                     .await
                     .db()?;
             }
-            sqlx::query(
-                "INSERT INTO backlog_migration (version, name, applied_at) VALUES (?, ?, ?)",
-            )
-            .bind(m.version)
-            .bind(m.name)
-            .bind(backlog_core::now_micros())
-            .execute(&mut *conn)
-            .await
-            .db()?;
+            cat::migration_record(m.version, m.name, backlog_core::now_micros())
+                .query()
+                .execute(&mut *conn)
+                .await
+                .db()?;
             applied.push(m.version);
         }
         Ok(applied)
@@ -264,33 +222,22 @@ where
     }
 }
 
-/// The claim's WHERE values, in the order job_claim and job_claim_token take them.
-fn bind_claim_filter(
-    q: MyQuery,
-    p: &JobClaimParams,
-    kinds: &Option<String>,
-    limit: u32,
-) -> MyQuery {
-    q.bind(p.queue.as_str())
-        .bind(p.now)
-        .bind(kinds.as_deref())
-        .bind(kinds.as_deref())
-        .bind(p.queue.as_str())
-        .bind(limit as i64)
-}
-
 /// Locks up to `limit` claimable jobs (SKIP LOCKED) and marks them running, on a connection
 /// inside a transaction.
 async fn claim_on(
     conn: &mut MySqlConnection,
-    sql: sqlx::SqlStr,
     p: &JobClaimParams,
     limit: u32,
 ) -> Result<Vec<ClaimedJob>> {
     let token = shared::new_token();
     let expires = p.now + p.lease.as_micros() as i64;
     let kinds = shared::kinds_json(&p.kinds);
-    let rows = bind_claim_filter(sqlx::query(sql), p, &kinds, limit)
+    let claim = match p.order {
+        Ordering::Fifo => cat::job_claim_fifo,
+        Ordering::Lifo => cat::job_claim_lifo,
+    };
+    let rows = claim(p.queue.as_str(), p.now, kinds.as_deref(), limit as i64)
+        .query()
         .fetch_all(&mut *conn)
         .await
         .db()?;
@@ -301,16 +248,12 @@ async fn claim_on(
     if jobs.is_empty() {
         return Ok(jobs);
     }
-    let mut q = sqlx::query(with_list(q!("job_claim_update"), "/*IDS*/", jobs.len()))
-        .bind(token)
-        .bind(p.owner.clone())
-        .bind(expires)
-        .bind(p.now);
     let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
-    for id in padded(&ids) {
-        q = q.bind(id);
-    }
-    q.execute(&mut *conn).await.db()?;
+    cat::job_claim_update(token, &p.owner, expires, p.now, &ids)
+        .query()
+        .execute(&mut *conn)
+        .await
+        .db()?;
     Ok(jobs)
 }
 
@@ -322,12 +265,12 @@ async fn complete_on(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Resul
     if p.retention != Retention::Archive {
         return complete_fenced(conn, p).await;
     }
-    let mut q = sqlx::query(with_list(q!("job_complete_lock"), "/*IDS*/", p.jobs.len()));
     let asked: Vec<i64> = p.jobs.iter().map(|j| j.id).collect();
-    for id in padded(&asked) {
-        q = q.bind(id);
-    }
-    let locked = q.fetch_all(&mut *conn).await.db()?;
+    let locked = cat::job_complete_lock(&asked)
+        .query()
+        .fetch_all(&mut *conn)
+        .await
+        .db()?;
     let mut ids = Vec::with_capacity(locked.len());
     for r in &locked {
         let id: i64 = r.try_get("id").db()?;
@@ -341,28 +284,21 @@ async fn complete_on(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Resul
     if ids.is_empty() {
         return Ok(vec![]);
     }
-    let by_ids = |q: MyQuery| padded(&ids).fold(q, |q, id| q.bind(id));
-    let delete = || {
-        by_ids(sqlx::query(with_list(
-            q!("job_complete_delete"),
-            "/*IDS*/",
-            ids.len(),
-        )))
-    };
+    let delete = || cat::job_complete_delete(&ids).query();
     match p.retention {
         Retention::Delete => {
             delete().execute(&mut *conn).await.db()?;
         }
         Retention::Keep => {
-            let sql = with_list(q!("job_complete_keep"), "/*IDS*/", ids.len());
-            by_ids(sqlx::query(sql).bind(p.now))
+            cat::job_complete_keep(p.now, &ids)
+                .query()
                 .execute(&mut *conn)
                 .await
                 .db()?;
         }
         Retention::Archive => {
-            let sql = with_list(q!("job_complete_archive"), "/*IDS*/", ids.len());
-            by_ids(sqlx::query(sql).bind(p.now))
+            cat::job_complete_archive(p.now, &ids)
+                .query()
                 .execute(&mut *conn)
                 .await
                 .db()?;
@@ -386,31 +322,17 @@ async fn complete_fenced(conn: &mut MySqlConnection, p: &JobCompleteParams) -> R
     let mut done = Vec::with_capacity(p.jobs.len());
     for (token, mut ids) in by_token {
         ids.sort_unstable();
-        let bind_ids = |q: MyQuery, ids: &[i64]| padded(ids).fold(q, |q, id| q.bind(id));
-        let q = match p.retention {
-            Retention::Keep => {
-                let sql = with_list(q!("job_complete_keep_fenced"), "/*IDS*/", ids.len());
-                bind_ids(sqlx::query(sql).bind(p.now), &ids)
-            }
-            _ => {
-                let sql = with_list(q!("job_complete_delete_fenced"), "/*IDS*/", ids.len());
-                bind_ids(sqlx::query(sql), &ids)
-            }
+        let stmt = match p.retention {
+            Retention::Keep => cat::job_complete_keep_fenced(p.now, &ids, token),
+            _ => cat::job_complete_delete_fenced(&ids, token),
         };
-        let changed = q
-            .bind(token)
-            .execute(&mut *conn)
-            .await
-            .db()?
-            .rows_affected();
+        let changed = stmt.query().execute(&mut *conn).await.db()?.rows_affected();
         if changed as usize == ids.len() {
             done.extend(ids);
             continue;
         }
-        let sql = with_list(q!("job_complete_present"), "/*IDS*/", ids.len());
-        let lost: Vec<i64> = padded(&ids)
-            .fold(sqlx::query_scalar(sql), |q, id| q.bind(id))
-            .bind(p.now)
+        let lost: Vec<i64> = cat::job_complete_present(&ids, p.now)
+            .scalar()
             .fetch_all(&mut *conn)
             .await
             .db()?;
@@ -422,55 +344,51 @@ async fn complete_fenced(conn: &mut MySqlConnection, p: &JobCompleteParams) -> R
 /// Records a failure; the number of rows changed (0: the lease is gone).
 async fn fail_on(conn: &mut MySqlConnection, p: &JobFailParams) -> Result<u64> {
     let (state, run_at, finished) = shared::fail_target(p);
-    let res = sqlx::query(q!("job_fail"))
-        .bind(p.now)
-        .bind(p.error.clone())
-        .bind(state)
-        .bind(run_at)
-        .bind(finished)
-        .bind(p.job.id)
-        .bind(p.job.token)
-        .execute(&mut *conn)
-        .await
-        .db()?;
+    let res = cat::job_fail(
+        p.now,
+        &p.error,
+        state,
+        run_at,
+        finished,
+        p.job.id,
+        p.job.token,
+    )
+    .query()
+    .execute(&mut *conn)
+    .await
+    .db()?;
     Ok(res.rows_affected())
 }
 
 /// Deletes (or archives, then deletes) one bounded batch of finished jobs, on a connection inside
 /// a transaction; the number removed.
 async fn prune_on(conn: &mut MySqlConnection, p: &JobPruneParams) -> Result<u64> {
-    let candidates: Vec<i64> = sqlx::query_scalar(q!("job_prune_ids"))
-        .bind(p.queue.as_str())
-        .bind(p.state.as_str())
-        .bind(p.finished_before)
-        .bind(p.limit as i64)
+    let (queue, state) = (p.queue.as_str(), p.state.as_str());
+    let candidates: Vec<i64> = cat::job_prune_ids(queue, state, p.finished_before, p.limit as i64)
+        .scalar()
         .fetch_all(&mut *conn)
         .await
         .db()?;
     if candidates.is_empty() {
         return Ok(0);
     }
-    let sql = with_list(q!("job_prune_lock"), "/*IDS*/", candidates.len());
-    let lock = padded(&candidates).fold(sqlx::query_scalar(sql), |q, id| q.bind(id));
-    let ids: Vec<i64> = lock
-        .bind(p.state.as_str())
+    let ids: Vec<i64> = cat::job_prune_lock(&candidates, state)
+        .scalar()
         .fetch_all(&mut *conn)
         .await
         .db()?;
     if ids.is_empty() {
         return Ok(0);
     }
-    let by_ids = |sql: &str| {
-        let sql = with_list(sql, "/*IDS*/", ids.len());
-        padded(&ids).fold(sqlx::query(sql), |q, id| q.bind(id))
-    };
     if p.archive {
-        by_ids(q!("job_prune_archive"))
+        cat::job_prune_archive(&ids)
+            .query()
             .execute(&mut *conn)
             .await
             .db()?;
     }
-    let res = by_ids(q!("job_prune_delete"))
+    let res = cat::job_prune_delete(&ids)
+        .query()
         .execute(&mut *conn)
         .await
         .db()?;
@@ -483,22 +401,35 @@ struct Inserter<'c> {
     id_step: Option<i64>,
 }
 
-/// Binds a job's queue, kind, payload, priority, run_at, max_attempts and trace context, in that
-/// order.
-fn bind_job(q: MyQuery, j: &NewJob, now: i64) -> MyQuery {
-    // Values are encoded into the statement's buffer as they are bound: no copy of their own.
-    q.bind(j.queue.as_str())
-        .bind(j.kind.as_ref().map(|k| k.as_str()))
-        .bind(j.payload.as_str())
-        .bind(j.priority)
-        .bind(j.run_at.unwrap_or(now))
-        .bind(j.max_attempts)
-        .bind(j.trace_context.as_ref().map(|t| t.to_json()))
+/// A job's queue, kind, payload, priority, run_at, max_attempts and trace context, in that
+/// order: the first values of a row of job_insert and job_insert_plain.
+type JobValues<'a> = (
+    &'a str,
+    Option<&'a str>,
+    &'a str,
+    i16,
+    i64,
+    Option<i32>,
+    Option<String>,
+);
+
+fn job_values(j: &NewJob, now: i64) -> JobValues<'_> {
+    // Borrowed: the values are encoded into the statement's buffer, no copy of their own.
+    (
+        j.queue.as_str(),
+        j.kind.as_ref().map(|k| k.as_str()),
+        j.payload.as_str(),
+        j.priority,
+        j.run_at.unwrap_or(now),
+        j.max_attempts,
+        j.trace_context.as_ref().map(|t| t.to_json()),
+    )
 }
 
 impl batch::InsertOps for Inserter<'_> {
     async fn insert(&mut self, rows: &[NewJob]) -> Result<Vec<Option<i64>>> {
         let conn = &mut *self.conn;
+        let now = self.now;
         let mut out = Vec::with_capacity(rows.len());
         for chunk in rows.chunks(INSERT_CHUNK) {
             // Without unique keys every row is inserted; with consecutive ids the first is enough.
@@ -508,32 +439,63 @@ impl batch::InsertOps for Inserter<'_> {
                 .or((chunk.len() == 1).then_some(1))
                 .filter(|_| chunk.iter().all(|j| j.unique_key.is_none()));
             if let Some(step) = step {
-                let sql =
-                    q!("job_insert_plain").replace("/*ROWS*/", &question_rows(chunk.len(), 8));
-                let mut query = sqlx::query(AssertSqlSafe(sql));
-                for j in chunk {
-                    query = bind_job(query, j, self.now).bind(self.now);
-                }
-                let first = query.execute(&mut *conn).await.db()?.last_insert_id() as i64;
+                let rows: Vec<_> = chunk
+                    .iter()
+                    .map(|j| {
+                        let (queue, kind, payload, priority, run_at, max_attempts, trace) =
+                            job_values(j, now);
+                        (
+                            queue,
+                            kind,
+                            payload,
+                            priority,
+                            run_at,
+                            max_attempts,
+                            trace,
+                            now,
+                        )
+                    })
+                    .collect();
+                let res = cat::job_insert_plain(&rows)
+                    .query()
+                    .execute(&mut *conn)
+                    .await
+                    .db()?;
+                let first = res.last_insert_id() as i64;
                 out.extend((0..chunk.len() as i64).map(|i| Some(first + i * step)));
                 continue;
             }
             let marker = shared::new_token();
-            let sql = q!("job_insert").replace("/*ROWS*/", &question_rows(chunk.len(), 10));
-            let mut query = sqlx::query(AssertSqlSafe(sql));
-            for j in chunk {
-                query = bind_job(query, j, self.now)
-                    .bind(j.unique_key.as_ref().map(|k| k.as_str().to_owned()))
-                    .bind(self.now)
-                    .bind(marker);
-            }
-            let res = query.execute(&mut *conn).await.db()?;
+            let rows: Vec<_> = chunk
+                .iter()
+                .map(|j| {
+                    let (queue, kind, payload, priority, run_at, max_attempts, trace) =
+                        job_values(j, now);
+                    let key = j.unique_key.as_ref().map(|k| k.as_str());
+                    (
+                        queue,
+                        kind,
+                        payload,
+                        priority,
+                        run_at,
+                        max_attempts,
+                        trace,
+                        key,
+                        now,
+                        marker,
+                    )
+                })
+                .collect();
+            let res = cat::job_insert(&rows)
+                .query()
+                .execute(&mut *conn)
+                .await
+                .db()?;
             let first = res.last_insert_id() as i64;
             let mut created = vec![];
             if res.rows_affected() > 0 {
-                let found = sqlx::query(q!("job_insert_created"))
-                    .bind(first)
-                    .bind(marker)
+                let found = cat::job_insert_created(first, marker)
+                    .query()
                     .fetch_all(&mut *conn)
                     .await
                     .db()?;
@@ -548,10 +510,12 @@ impl batch::InsertOps for Inserter<'_> {
                     .collect::<Result<_, sqlx::Error>>()
                     .db()?;
                 if !created.is_empty() {
-                    let sql = with_list(q!("job_insert_unmark"), "/*IDS*/", created.len());
                     let ids: Vec<i64> = created.iter().map(|(id, _)| *id).collect();
-                    let unmark = padded(&ids).fold(sqlx::query(sql), |q, id| q.bind(id));
-                    unmark.execute(&mut *conn).await.db()?;
+                    cat::job_insert_unmark(&ids)
+                        .query()
+                        .execute(&mut *conn)
+                        .await
+                        .db()?;
                 }
             }
             out.extend(assign_ids(&created, &Deduped::slots(chunk)));
@@ -563,9 +527,8 @@ impl batch::InsertOps for Inserter<'_> {
         let Some(key) = &job.unique_key else {
             return Ok(None);
         };
-        sqlx::query_scalar(q!("job_find_unique"))
-            .bind(job.queue.as_str().to_owned())
-            .bind(key.as_str().to_owned())
+        cat::job_find_unique(job.queue.as_str(), key.as_str())
+            .scalar()
             .fetch_optional(&mut *self.conn)
             .await
             .db()
@@ -636,12 +599,11 @@ impl Backend for MySqlBackend {
         let mut conn = self.pool.acquire().await.db()?;
         // A named lock serialises migrators across processes. Lock names are capped at 64
         // characters in MySQL; two databases sharing a long prefix merely take turns.
-        let got: Option<i64> = sqlx::query_scalar(
-            "SELECT GET_LOCK(CONCAT('backlog_migrate:', LEFT(DATABASE(), 48)), 60)",
-        )
-        .fetch_one(&mut *conn)
-        .await
-        .db()?;
+        let got: Option<i64> = cat::migration_lock()
+            .scalar()
+            .fetch_one(&mut *conn)
+            .await
+            .db()?;
         if got != Some(1) {
             return Err(Error::Database {
                 kind: DbErrorKind::LockTimeout,
@@ -649,11 +611,11 @@ impl Backend for MySqlBackend {
             });
         }
         let applied = Self::migrate_on(&mut conn).await;
-        let released =
-            sqlx::query("SELECT RELEASE_LOCK(CONCAT('backlog_migrate:', LEFT(DATABASE(), 48)))")
-                .execute(&mut *conn)
-                .await
-                .db();
+        let released = cat::migration_unlock()
+            .query()
+            .execute(&mut *conn)
+            .await
+            .db();
         let applied = applied?;
         released?;
         Ok(MigrateReport {
@@ -699,7 +661,7 @@ impl Backend for MySqlBackend {
 
     async fn job_claim_tx(&self, p: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>> {
         let mut tx = self.pool.begin().await.db()?;
-        let mut jobs = claim_on(&mut tx, self.claim.get(p.order), p, 1).await?;
+        let mut jobs = claim_on(&mut tx, p, 1).await?;
         match jobs.pop() {
             Some(job) => Ok(Some(Box::new(MySqlTxClaim { tx, job }))),
             None => {
@@ -718,13 +680,7 @@ impl Backend for MySqlBackend {
         retry_deadlock(|| async {
             let mut tx = self.pool.begin().await.db()?;
             let completed = complete_on(&mut tx, &p.complete).await?;
-            let claimed = claim_on(
-                &mut tx,
-                self.claim.get(p.claim.order),
-                &p.claim,
-                p.claim.limit,
-            )
-            .await?;
+            let claimed = claim_on(&mut tx, &p.claim, p.claim.limit).await?;
             tx.commit().await.db()?;
             Ok(CompleteClaimed {
                 completed,
@@ -756,10 +712,8 @@ impl Backend for MySqlBackend {
     }
 
     async fn job_release(&self, p: JobReleaseParams) -> Result<()> {
-        let res = sqlx::query(q!("job_release"))
-            .bind(p.run_at)
-            .bind(p.job.id)
-            .bind(p.job.token)
+        let res = cat::job_release(p.run_at, p.job.id, p.job.token)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -768,17 +722,14 @@ impl Backend for MySqlBackend {
 
     async fn job_heartbeat(&self, p: JobHeartbeatParams) -> Result<bool> {
         let mut conn = self.pool.acquire().await.db()?;
-        let res = sqlx::query(q!("job_heartbeat"))
-            .bind(p.lease_expires_at)
-            .bind(p.job.id)
-            .bind(p.job.token)
+        let res = cat::job_heartbeat(p.lease_expires_at, p.job.id, p.job.token)
+            .query()
             .execute(&mut *conn)
             .await
             .db()?;
         shared::fenced(res.rows_affected(), p.job.id)?;
-        let flag: Option<i64> = sqlx::query_scalar(q!("job_heartbeat_cancel"))
-            .bind(p.job.id)
-            .bind(p.job.token)
+        let flag: Option<i64> = cat::job_heartbeat_cancel(p.job.id, p.job.token)
+            .scalar()
             .fetch_optional(&mut *conn)
             .await
             .db()?;
@@ -787,11 +738,8 @@ impl Backend for MySqlBackend {
     }
 
     async fn job_progress(&self, p: JobProgressParams) -> Result<()> {
-        let res = sqlx::query(q!("job_progress"))
-            .bind(p.progress)
-            .bind(p.result)
-            .bind(p.job.id)
-            .bind(p.job.token)
+        let res = cat::job_progress(p.progress, p.result, p.job.id, p.job.token)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -799,9 +747,8 @@ impl Backend for MySqlBackend {
     }
 
     async fn job_cancel_request(&self, id: i64, now: i64) -> Result<Job> {
-        let res = sqlx::query(q!("job_cancel_request"))
-            .bind(now)
-            .bind(id)
+        let res = cat::job_cancel_request(now, id)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -820,7 +767,8 @@ impl Backend for MySqlBackend {
     }
 
     async fn schema_version(&self) -> Result<i64> {
-        match sqlx::query_scalar(q!("schema_version"))
+        match cat::schema_version()
+            .scalar()
             .fetch_one(&self.pool)
             .await
             .db()
@@ -831,15 +779,16 @@ impl Backend for MySqlBackend {
     }
 
     async fn queue_oldest_due(&self, now: i64) -> Result<Vec<(String, i64)>> {
-        sqlx::query_as(q!("queue_oldest_due"))
-            .bind(now)
+        cat::queue_oldest_due(now)
+            .as_()
             .fetch_all(&self.pool)
             .await
             .db()
     }
 
     async fn db_oldest_transaction(&self) -> Result<Option<OldestTransaction>> {
-        let row: Option<(i64, f64, String, String)> = sqlx::query_as(q!("db_oldest_transaction"))
+        let row: Option<(i64, f64, String, String)> = cat::db_oldest_transaction()
+            .as_()
             .fetch_optional(&self.pool)
             .await
             .db()?;
@@ -854,23 +803,17 @@ impl Backend for MySqlBackend {
     async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {
         retry_deadlock(|| async {
             let mut tx = self.pool.begin().await.db()?;
-            sqlx::query(q!("leader_elect"))
-                .bind(p.name.as_str())
-                .bind(p.holder.as_str())
-                .bind(p.expires_at)
-                .bind(p.now)
-                .bind(p.now)
-                .bind(p.now)
+            cat::leader_elect(&p.name, &p.holder, p.expires_at, p.now)
+                .query()
                 .execute(&mut *tx)
                 .await
                 .db()?;
             // Our upsert keeps the row locked, so this reads what it left.
-            let (holder, term, expires_at): (String, i64, i64) =
-                sqlx::query_as(q!("leader_holder"))
-                    .bind(p.name.as_str())
-                    .fetch_one(&mut *tx)
-                    .await
-                    .db()?;
+            let (holder, term, expires_at): (String, i64, i64) = cat::leader_holder(&p.name)
+                .as_()
+                .fetch_one(&mut *tx)
+                .await
+                .db()?;
             tx.commit().await.db()?;
             Ok((holder == p.holder && expires_at == p.expires_at).then_some(term))
         })
@@ -878,9 +821,8 @@ impl Backend for MySqlBackend {
     }
 
     async fn leader_resign(&self, name: &str, holder: &str) -> Result<()> {
-        sqlx::query(q!("leader_resign"))
-            .bind(name)
-            .bind(holder)
+        cat::leader_resign(name, holder)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -891,16 +833,13 @@ impl Backend for MySqlBackend {
         let dedup = Deduped::new(vec![p.job.clone()]);
         let per_row = retry_deadlock(|| async {
             let mut tx = self.pool.begin().await.db()?;
-            sqlx::query(q!("cron_ensure"))
-                .bind(p.name.as_str())
-                .bind(i64::MIN)
+            cat::cron_ensure(&p.name, i64::MIN)
+                .query()
                 .execute(&mut *tx)
                 .await
                 .db()?;
-            let res = sqlx::query(q!("cron_advance"))
-                .bind(p.tick)
-                .bind(p.name.as_str())
-                .bind(p.tick)
+            let res = cat::cron_advance(p.tick, &p.name)
+                .query()
                 .execute(&mut *tx)
                 .await
                 .db()?;
@@ -928,23 +867,18 @@ impl Backend for MySqlBackend {
         subscribe: bool,
         now: i64,
     ) -> Result<()> {
-        let q = if subscribe {
-            sqlx::query(q!("topic_subscribe"))
-                .bind(topic.as_str())
-                .bind(queue.as_str())
-                .bind(now)
+        let stmt = if subscribe {
+            cat::topic_subscribe(topic.as_str(), queue.as_str(), now)
         } else {
-            sqlx::query(q!("topic_unsubscribe"))
-                .bind(topic.as_str())
-                .bind(queue.as_str())
+            cat::topic_unsubscribe(topic.as_str(), queue.as_str())
         };
-        q.execute(&self.pool).await.db()?;
+        stmt.query().execute(&self.pool).await.db()?;
         Ok(())
     }
 
     async fn topic_subscribers(&self, topic: &QueueName) -> Result<Vec<QueueName>> {
-        let names: Vec<String> = sqlx::query_scalar(q!("topic_subscribers"))
-            .bind(topic.as_str())
+        let names: Vec<String> = cat::topic_subscribers(topic.as_str())
+            .scalar()
             .fetch_all(&self.pool)
             .await
             .db()?;
@@ -956,9 +890,8 @@ impl Backend for MySqlBackend {
         // wait on any row a transaction-mode claim holds open.
         retry_deadlock(|| async {
             let mut tx = self.pool.begin().await.db()?;
-            let ids: Vec<i64> = sqlx::query_scalar(q!("job_rescue_ids"))
-                .bind(p.now)
-                .bind(p.limit as i64)
+            let ids: Vec<i64> = cat::job_rescue_ids(p.now, p.limit as i64)
+                .scalar()
                 .fetch_all(&mut *tx)
                 .await
                 .db()?;
@@ -966,17 +899,13 @@ impl Backend for MySqlBackend {
                 tx.commit().await.db()?;
                 return Ok(vec![]);
             }
-            let sql = with_list(q!("job_rescue"), "/*IDS*/", ids.len());
-            let q = sqlx::query(sql).bind(p.now).bind(p.now).bind(p.now);
-            padded(&ids)
-                .fold(q, |q, id| q.bind(id))
-                .bind(p.now)
+            cat::job_rescue(p.now, &ids)
+                .query()
                 .execute(&mut *tx)
                 .await
                 .db()?;
-            let sql = with_list(q!("job_rescued"), "/*IDS*/", ids.len());
-            let rows: Vec<(String, i64)> = padded(&ids)
-                .fold(sqlx::query_as(sql), |q, id| q.bind(id))
+            let rows: Vec<(String, i64)> = cat::job_rescued(&ids)
+                .as_()
                 .fetch_all(&mut *tx)
                 .await
                 .db()?;
@@ -993,14 +922,14 @@ impl Backend for MySqlBackend {
     }
 
     async fn job_get(&self, id: i64) -> Result<Option<Job>> {
-        let mut row = sqlx::query(q!("job_get"))
-            .bind(id)
+        let mut row = cat::job_get(id)
+            .query()
             .fetch_optional(&self.pool)
             .await
             .db()?;
         if row.is_none() {
-            row = sqlx::query(q!("job_get_archived"))
-                .bind(id)
+            row = cat::job_get_archived(id)
+                .query()
                 .fetch_optional(&self.pool)
                 .await
                 .db()?;
@@ -1010,45 +939,39 @@ impl Backend for MySqlBackend {
 
     async fn job_list(&self, p: JobListParams) -> Result<Vec<Job>> {
         let (state, mode) = shared::state_filter(p.state);
-        let queue = p.queue.as_ref().map(|q| q.as_str().to_owned());
-        let rows = sqlx::query(q!("job_list"))
-            .bind(queue.clone())
-            .bind(queue)
-            .bind(state)
-            .bind(state)
-            .bind(p.after_id)
-            .bind(mode)
-            .bind(mode)
-            .bind(p.now)
-            .bind(mode)
-            .bind(p.now)
-            .bind(mode)
-            .bind(p.now)
-            .bind(p.kind.as_ref().map(|k| k.as_str()))
-            .bind(p.kind.as_ref().map(|k| k.as_str()))
-            .bind(p.unique_key.as_deref())
-            .bind(p.unique_key.as_deref())
-            .bind(p.limit as i64)
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
+        let queue = p.queue.as_ref().map(|q| q.as_str());
+        let kind = p.kind.as_ref().map(|k| k.as_str());
+        let key = p.unique_key.as_deref();
+        let rows = cat::job_list(
+            queue,
+            state,
+            p.after_id,
+            mode,
+            p.now,
+            kind,
+            key,
+            p.limit as i64,
+        )
+        .query()
+        .fetch_all(&self.pool)
+        .await
+        .db()?;
         rows.iter().map(|r| Ok(job_from_row!(r))).collect()
     }
 
     async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job> {
         let t = shared::admin_target(action, now);
-        let res = sqlx::query(q!("job_admin"))
-            .bind(t.to)
-            .bind(t.run_at)
-            .bind(t.reset_attempts)
-            .bind(t.finished_at)
-            .bind(id)
-            .bind(t.from[0])
-            .bind(t.from[1])
-            .bind(t.from[2])
-            .execute(&self.pool)
-            .await
-            .db()?;
+        let stmt = cat::job_admin(
+            t.to,
+            t.run_at,
+            t.reset_attempts,
+            t.finished_at,
+            id,
+            t.from[0],
+            t.from[1],
+            t.from[2],
+        );
+        let res = stmt.query().execute(&self.pool).await.db()?;
         let job = self.job_get(id).await?;
         shared::admin_result(id, action, res.rows_affected(), job)
     }
@@ -1057,34 +980,26 @@ impl Backend for MySqlBackend {
         if p.queues.is_empty() {
             return Ok(0);
         }
-        let sql = with_list(q!("job_count_pending"), "/*QUEUES*/", p.queues.len());
+        let queues: Vec<&str> = p.queues.iter().map(|q| q.as_str()).collect();
         let kinds = shared::kinds_json(&p.kinds);
-        padded(&p.queues)
-            .fold(sqlx::query_scalar(sql), |q, name| {
-                q.bind(name.as_str().to_owned())
-            })
-            .bind(kinds.as_deref())
-            .bind(kinds.as_deref())
-            .bind(p.due_by)
-            .bind(p.due_by)
+        cat::job_count_pending(&queues, kinds.as_deref(), p.due_by)
+            .scalar()
             .fetch_one(&self.pool)
             .await
             .db()
     }
 
     async fn queue_redrive(&self, p: QueueRedriveParams) -> Result<u64> {
-        let ids: Vec<i64> = sqlx::query_scalar(q!("queue_dead_ids"))
-            .bind(p.queue.as_str())
-            .bind(p.limit as i64)
+        let ids: Vec<i64> = cat::queue_dead_ids(p.queue.as_str(), p.limit as i64)
+            .scalar()
             .fetch_all(&self.pool)
             .await
             .db()?;
         if ids.is_empty() {
             return Ok(0);
         }
-        let sql = with_list(q!("queue_redrive"), "/*IDS*/", ids.len());
-        let q = padded(&ids).fold(sqlx::query(sql).bind(p.now), |q, id| q.bind(id));
-        match q.execute(&self.pool).await.db() {
+        let redrive = cat::queue_redrive(p.now, &ids).query();
+        match redrive.execute(&self.pool).await.db() {
             Ok(r) => Ok(r.rows_affected()),
             // Another job holds one of the unique keys: move the others one at a time.
             Err(e) if shared::is_unique_violation(&e) => {
@@ -1095,8 +1010,8 @@ impl Backend for MySqlBackend {
     }
 
     async fn queue_get(&self, name: &QueueName) -> Result<Option<QueueSettings>> {
-        let row = sqlx::query(q!("queue_get"))
-            .bind(name.as_str())
+        let row = cat::queue_get(name.as_str())
+            .query()
             .fetch_optional(&self.pool)
             .await
             .db()?;
@@ -1104,10 +1019,8 @@ impl Backend for MySqlBackend {
     }
 
     async fn queue_ensure(&self, name: &QueueName, now: i64) -> Result<()> {
-        sqlx::query(q!("queue_ensure"))
-            .bind(name.as_str())
-            .bind(now)
-            .bind(now)
+        cat::queue_ensure(name.as_str(), now)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -1115,30 +1028,25 @@ impl Backend for MySqlBackend {
     }
 
     async fn queue_upsert(&self, s: &QueueSettings, now: i64) -> Result<()> {
-        sqlx::query(q!("queue_upsert"))
-            .bind(s.name.as_str())
-            .bind(s.paused)
-            .bind(s.max_attempts)
-            .bind(s.backoff_base.as_millis() as i64)
-            .bind(s.backoff_max.as_millis() as i64)
-            .bind(s.lease.as_millis() as i64)
-            .bind(s.order.as_str())
-            .bind(s.retention.as_str())
-            .bind(s.concurrency.map(|c| c as i32))
-            .bind(now)
-            .bind(now)
-            .execute(&self.pool)
-            .await
-            .db()?;
+        let stmt = cat::queue_upsert(
+            s.name.as_str(),
+            s.paused,
+            s.max_attempts,
+            s.backoff_base.as_millis() as i64,
+            s.backoff_max.as_millis() as i64,
+            s.lease.as_millis() as i64,
+            s.order.as_str(),
+            s.retention.as_str(),
+            s.concurrency.map(|c| c as i32),
+            now,
+        );
+        stmt.query().execute(&self.pool).await.db()?;
         Ok(())
     }
 
     async fn queue_set_paused(&self, name: &QueueName, paused: bool, now: i64) -> Result<()> {
-        sqlx::query(q!("queue_set_paused"))
-            .bind(name.as_str())
-            .bind(paused)
-            .bind(now)
-            .bind(now)
+        cat::queue_set_paused(name.as_str(), paused, now)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -1146,15 +1054,13 @@ impl Backend for MySqlBackend {
     }
 
     async fn queue_list(&self) -> Result<Vec<QueueInfo>> {
-        let rows = sqlx::query(q!("queue_all"))
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
+        let rows = cat::queue_all().query().fetch_all(&self.pool).await.db()?;
         let settings = rows
             .iter()
             .map(|r| Ok(queue_from_row!(r)))
             .collect::<Result<Vec<_>>>()?;
-        let pending = sqlx::query(q!("queue_pending"))
+        let pending = cat::queue_pending()
+            .query()
             .fetch_all(&self.pool)
             .await
             .db()?;
@@ -1171,13 +1077,8 @@ impl Backend for MySqlBackend {
         queue: Option<&QueueName>,
         now: i64,
     ) -> Result<Vec<(String, QueueStats)>> {
-        let name = queue.map(|q| q.as_str().to_owned());
-        let rows = sqlx::query(q!("queue_stats"))
-            .bind(now)
-            .bind(name.clone())
-            .bind(name.clone())
-            .bind(name.clone())
-            .bind(name)
+        let rows = cat::queue_stats(now, queue.map(|q| q.as_str()))
+            .query()
             .fetch_all(&self.pool)
             .await
             .db()?;
@@ -1196,7 +1097,8 @@ impl Backend for MySqlBackend {
             .db()?;
         let names = match queue {
             Some(q) => vec![q.as_str().to_owned()],
-            None => sqlx::query_scalar("SELECT name FROM backlog_queue")
+            None => cat::queue_names()
+                .scalar()
                 .fetch_all(&self.pool)
                 .await
                 .db()?,
@@ -1229,13 +1131,9 @@ impl Backend for MySqlBackend {
     }
 
     async fn audit_add(&self, e: &AuditEntry) -> Result<i64> {
-        let res = sqlx::query(q!("audit_add"))
-            .bind(e.at)
-            .bind(e.actor.as_str())
-            .bind(e.action.as_str())
-            .bind(e.queue.as_deref())
-            .bind(e.job_id)
-            .bind(e.detail.as_str())
+        let (actor, action, queue) = (e.actor.as_str(), e.action.as_str(), e.queue.as_deref());
+        let res = cat::audit_add(e.at, actor, action, queue, e.job_id, e.detail.as_str())
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -1257,10 +1155,8 @@ impl crate::tx::JobConnection for MySqlConnection {
         now: i64,
     ) -> Result<Vec<EnqueueOutcome>> {
         for q in NewJob::queues_of(&jobs) {
-            sqlx::query(q!("queue_ensure"))
-                .bind(q.as_str())
-                .bind(now)
-                .bind(now)
+            cat::queue_ensure(q.as_str(), now)
+                .query()
                 .execute(&mut *self)
                 .await
                 .db()?;
@@ -1281,4 +1177,4 @@ impl crate::tx::JobConnection for MySqlConnection {
     }
 }
 
-crate::operator::operator_methods!(MySqlBackend, queue_binds = 2);
+crate::operator::operator_methods!(MySqlBackend, catalog = crate::catalog::mysql);

@@ -5,27 +5,29 @@
 /// `audit_list`, `stat_add` and `stat_snapshot`, as inherent methods of `$backend` (each trait
 /// impl delegates to them in one line: `#[async_trait]` cannot rewrite methods a macro adds
 /// to it), expanded
-/// in the backend's module where its `q!`, pool and row macros are in scope. `$queue_binds`: how
-/// many times the statements bind their optional queue filter (MySQL's positional placeholders
-/// repeat it).
+/// in the backend's module where its pool and row macros are in scope. `$cat`: the dialect's
+/// module of the SQL catalog, whose functions of these statements take the same parameters.
 macro_rules! operator_methods {
-    ($backend:ty, queue_binds = $queue_binds:literal) => {
+    ($backend:ty, catalog = $cat:path) => {
         impl $backend {
             pub(crate) async fn op_stat_history(
                 &self,
                 queue: Option<&QueueName>,
                 since: i64,
             ) -> Result<Vec<StatRow>> {
-                let mut query = sqlx::query(q!("stat_history")).bind(since);
-                for _ in 0..$queue_binds {
-                    query = query.bind(queue.map(|q| q.as_str()));
-                }
-                let rows = query.fetch_all(&self.pool).await.db()?;
+                use $cat as cat;
+                let rows = cat::stat_history(since, queue.map(|q| q.as_str()))
+                    .query()
+                    .fetch_all(&self.pool)
+                    .await
+                    .db()?;
                 rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
             }
 
             pub(crate) async fn op_stat_totals(&self) -> Result<Vec<StatRow>> {
-                let rows = sqlx::query(q!("stat_totals"))
+                use $cat as cat;
+                let rows = cat::stat_totals()
+                    .query()
                     .fetch_all(&self.pool)
                     .await
                     .db()?;
@@ -34,13 +36,14 @@ macro_rules! operator_methods {
 
             pub(crate) async fn op_stat_prune(&self, before: i64) -> Result<u64> {
                 let mut tx = self.pool.begin().await.db()?;
-                sqlx::query(q!("stat_fold"))
-                    .bind(before)
+                use $cat as cat;
+                cat::stat_fold(before)
+                    .query()
                     .execute(&mut *tx)
                     .await
                     .db()?;
-                let res = sqlx::query(q!("stat_prune"))
-                    .bind(before)
+                let res = cat::stat_prune(before)
+                    .query()
                     .execute(&mut *tx)
                     .await
                     .db()?;
@@ -52,12 +55,10 @@ macro_rules! operator_methods {
                 &self,
                 p: &AuditListParams,
             ) -> Result<Vec<AuditEntry>> {
-                let mut query = sqlx::query(q!("audit_list")).bind(p.before_id);
-                for _ in 0..$queue_binds {
-                    query = query.bind(p.queue.as_ref().map(|q| q.as_str()));
-                }
-                let rows = query
-                    .bind(p.limit as i64)
+                use $cat as cat;
+                let queue = p.queue.as_ref().map(|q| q.as_str());
+                let rows = cat::audit_list(p.before_id, queue, p.limit as i64)
+                    .query()
                     .fetch_all(&self.pool)
                     .await
                     .db()?;
@@ -65,9 +66,17 @@ macro_rules! operator_methods {
             }
 
             pub(crate) async fn op_stat_add(&self, rows: &[StatRow]) -> Result<()> {
+                use $cat as cat;
                 let mut tx = self.pool.begin().await.db()?;
                 for r in rows {
-                    bind_stat_counts!(sqlx::query(q!("stat_add")), r)
+                    let c = &r.counts;
+                    let w = &c.wait;
+                    #[rustfmt::skip]
+                    let stmt = cat::stat_add(
+                        r.queue.as_str(), r.minute, c.enqueued, c.started, c.completed, c.failed,
+                        c.dead, c.rescued, c.wait_sum_us, w[0], w[1], w[2], w[3], w[4], w[5], w[6],
+                    );
+                    stmt.query()
                         .execute(&mut *tx)
                         .await
                         .db()?;
@@ -80,15 +89,11 @@ macro_rules! operator_methods {
                 minute: i64,
                 depths: &[(String, StatDepth)],
             ) -> Result<()> {
+                use $cat as cat;
                 let mut tx = self.pool.begin().await.db()?;
                 for (queue, d) in depths {
-                    sqlx::query(q!("stat_snapshot"))
-                        .bind(queue.as_str())
-                        .bind(minute)
-                        .bind(d.available)
-                        .bind(d.scheduled)
-                        .bind(d.running)
-                        .bind(d.dead)
+                    cat::stat_snapshot(queue, minute, d.available, d.scheduled, d.running, d.dead)
+                        .query()
                         .execute(&mut *tx)
                         .await
                         .db()?;

@@ -11,22 +11,23 @@ use backlog_core::{
     CompleteClaimed, CronFireParams, EnqueueOutcome, Job, JobClaimParams, JobCompleteClaimParams,
     JobCompleteParams, JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams,
     JobListParams, JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams,
-    JobVacuumParams, LeaderParams, MigrateReport, NewJob, OldestTransaction, QueueInfo, QueueName,
-    QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result, Retention, StatDepth, StatRow,
-    TxClaim, WakeFn,
+    JobVacuumParams, LeaderParams, MigrateReport, NewJob, OldestTransaction, Ordering, QueueInfo,
+    QueueName, QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result, Retention,
+    StatDepth, StatRow, TxClaim, WakeFn,
 };
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Row, Transaction};
 
 use crate::BackendConfig;
 use crate::batch::{self, Deduped, INSERT_CHUNK};
+use crate::catalog::{Stmt, postgres as cat};
 use crate::dberror::{DbResultExt, connect_error};
 use crate::rows::{
-    assign_ids, audit_from_row, bind_stat_counts, claimed_from_row, job_from_row, queue_from_row,
-    stat_from_row, unique_slot,
+    assign_ids, audit_from_row, claimed_from_row, job_from_row, queue_from_row, stat_from_row,
+    unique_slot,
 };
-use crate::shared::{self, ByToken, Completions, Tokens};
-use crate::sqltext::{self, Migration, Ordered};
+use crate::shared::{self, Tokens};
+use crate::sqltext::Migration;
 
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -64,18 +65,10 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
 /// The advisory lock migrators take (transaction-scoped): "backlog" in ASCII.
 const MIGRATE_LOCK: i64 = 0x0062_6163_6b6c_6f67;
 
-macro_rules! q {
-    ($name:literal) => {
-        include_str!(concat!("../queries/postgres/", $name, ".sql"))
-    };
-}
-
 /// The PostgreSQL backend.
 #[derive(Debug, Clone)]
 pub struct PgBackend {
     pool: PgPool,
-    claim: Ordered,
-    claim_token: Ordered,
     /// Shared by clones: one LISTEN connection per backend, however often `listen` is called.
     notifier: Arc<Notifier>,
     /// Sends the wake-ups of what this backend enqueued, where its connections keep the trigger
@@ -116,8 +109,6 @@ impl PgBackend {
     pub fn from_pool(pool: PgPool) -> Self {
         PgBackend {
             pool,
-            claim: Ordered::new(q!("job_claim")),
-            claim_token: Ordered::new(q!("job_claim_token")),
             notifier: Arc::default(),
             waker: None,
             vacuum_unsupported: Arc::default(),
@@ -163,13 +154,13 @@ impl PgBackend {
         kinds: Option<Vec<String>>,
     ) -> Result<Vec<sqlx::postgres::PgRow>> {
         let mut tx = self.pool.begin().await.db()?;
-        claim_query(self.claim_token.get(p.order), p, token, expires, kinds)
+        claim_stmt(p, true, token, expires, kinds, p.limit)
+            .query()
             .execute(&mut *tx)
             .await
             .db()?;
-        let rows = sqlx::query(q!("job_select_token"))
-            .bind(expires)
-            .bind(token)
+        let rows = cat::job_select_token(expires, token)
+            .query()
             .fetch_all(&mut *tx)
             .await
             .db()?;
@@ -227,11 +218,8 @@ async fn wake_loop(pool: PgPool, mut rx: tokio::sync::mpsc::UnboundedReceiver<Ve
         }
         queues.sort_unstable();
         queues.dedup();
-        match sqlx::query(q!("notify_queues"))
-            .bind(&queues)
-            .execute(&pool)
-            .await
-        {
+        let names: Vec<&str> = queues.iter().map(String::as_str).collect();
+        match cat::notify_queues(&names).query().execute(&pool).await {
             Ok(_) => {}
             Err(sqlx::Error::PoolClosed) => return,
             // Workers poll meanwhile: a lost wake-up delays jobs, never loses them.
@@ -313,39 +301,36 @@ async fn notify_loop(pool: PgPool, mut listener: PgListener, notifier: Arc<Notif
     }
 }
 
-/// Binds the columns both insert statements take as arrays, $1 to $7: queue, kind, payload,
-/// priority, run_at, max_attempts, trace_context.
-fn bind_columns<'q>(
-    query: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
-    chunk: &[NewJob],
-    now: i64,
-) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
-    let text = |f: fn(&NewJob) -> Option<&str>| -> Vec<Option<String>> {
-        chunk.iter().map(|j| f(j).map(str::to_owned)).collect()
-    };
-    query
-        .bind(text(|j| Some(j.queue.as_str())))
-        .bind(text(|j| j.kind.as_ref().map(|k| k.as_str())))
-        .bind(text(|j| Some(j.payload.as_str())))
-        .bind(chunk.iter().map(|j| j.priority).collect::<Vec<i16>>())
-        .bind(
-            chunk
-                .iter()
-                .map(|j| j.run_at.unwrap_or(now))
-                .collect::<Vec<i64>>(),
-        )
-        .bind(
-            chunk
-                .iter()
-                .map(|j| j.max_attempts)
-                .collect::<Vec<Option<i32>>>(),
-        )
-        .bind(
-            chunk
+/// The columns both array insert statements take, $1 to $7: queue, kind, payload, priority,
+/// run_at, max_attempts, trace_context.
+struct Columns {
+    queues: Vec<Option<String>>,
+    kinds: Vec<Option<String>>,
+    payloads: Vec<Option<String>>,
+    priorities: Vec<i16>,
+    run_ats: Vec<i64>,
+    max_attempts: Vec<Option<i32>>,
+    trace_contexts: Vec<Option<String>>,
+}
+
+impl Columns {
+    fn of(chunk: &[NewJob], now: i64) -> Self {
+        let text = |f: fn(&NewJob) -> Option<&str>| -> Vec<Option<String>> {
+            chunk.iter().map(|j| f(j).map(str::to_owned)).collect()
+        };
+        Columns {
+            queues: text(|j| Some(j.queue.as_str())),
+            kinds: text(|j| j.kind.as_ref().map(|k| k.as_str())),
+            payloads: text(|j| Some(j.payload.as_str())),
+            priorities: chunk.iter().map(|j| j.priority).collect(),
+            run_ats: chunk.iter().map(|j| j.run_at.unwrap_or(now)).collect(),
+            max_attempts: chunk.iter().map(|j| j.max_attempts).collect(),
+            trace_contexts: chunk
                 .iter()
                 .map(|j| j.trace_context.as_ref().map(|t| t.to_json()))
-                .collect::<Vec<Option<String>>>(),
-        )
+                .collect(),
+        }
+    }
 }
 
 struct Inserter<'c> {
@@ -361,18 +346,20 @@ impl batch::InsertOps for Inserter<'_> {
             if let [j] = chunk
                 && j.unique_key.is_none()
             {
-                let id = sqlx::query_scalar(q!("job_insert_one"))
-                    .bind(j.queue.as_str())
-                    .bind(j.kind.as_ref().map(|k| k.as_str()))
-                    .bind(j.payload.as_str())
-                    .bind(j.priority)
-                    .bind(j.run_at.unwrap_or(now))
-                    .bind(j.max_attempts)
-                    .bind(now)
-                    .bind(j.trace_context.as_ref().map(|t| t.to_json()))
-                    .fetch_one(&mut *conn)
-                    .await
-                    .db()?;
+                let id = cat::job_insert_one(
+                    j.queue.as_str(),
+                    j.kind.as_ref().map(|k| k.as_str()),
+                    j.payload.as_str(),
+                    j.priority,
+                    j.run_at.unwrap_or(now),
+                    j.max_attempts,
+                    now,
+                    j.trace_context.as_ref().map(|t| t.to_json()),
+                )
+                .scalar()
+                .fetch_one(&mut *conn)
+                .await
+                .db()?;
                 out.push(Some(id));
                 continue;
             }
@@ -381,32 +368,33 @@ impl batch::InsertOps for Inserter<'_> {
                 && batch::uniform(chunk)
             {
                 let payloads: Vec<&str> = chunk.iter().map(|j| j.payload.as_str()).collect();
-                let mut ids: Vec<i64> = sqlx::query_scalar(q!("job_insert_uniform"))
-                    .bind(first.queue.as_str())
-                    .bind(first.kind.as_ref().map(|k| k.as_str()))
-                    .bind(first.priority)
-                    .bind(first.run_at.unwrap_or(now))
-                    .bind(first.max_attempts)
-                    .bind(now)
-                    .bind(payloads)
-                    .bind(first.trace_context.as_ref().map(|t| t.to_json()))
-                    .fetch_one(&mut *conn)
-                    .await
-                    .db()?;
+                let mut ids: Vec<i64> = cat::job_insert_uniform(
+                    first.queue.as_str(),
+                    first.kind.as_ref().map(|k| k.as_str()),
+                    first.priority,
+                    first.run_at.unwrap_or(now),
+                    first.max_attempts,
+                    now,
+                    payloads,
+                    first.trace_context.as_ref().map(|t| t.to_json()),
+                )
+                .scalar()
+                .fetch_one(&mut *conn)
+                .await
+                .db()?;
                 // Ids come from one sequence in insertion (input) order.
                 ids.sort_unstable();
                 out.extend(ids.into_iter().map(Some));
                 continue;
             }
-            let plain = chunk.iter().all(|j| j.unique_key.is_none());
-            let query = sqlx::query(if plain {
-                q!("job_insert_plain")
-            } else {
-                q!("job_insert")
-            });
-            let query = bind_columns(query, chunk, now);
-            if plain {
-                let row = query.bind(now).fetch_one(&mut *conn).await.db()?;
+            let c = Columns::of(chunk, now);
+            if chunk.iter().all(|j| j.unique_key.is_none()) {
+                #[rustfmt::skip]
+                let stmt = cat::job_insert_plain(
+                    c.queues, c.kinds, c.payloads, c.priorities, c.run_ats, c.max_attempts,
+                    c.trace_contexts, now,
+                );
+                let row = stmt.query().fetch_one(&mut *conn).await.db()?;
                 let mut ids: Vec<i64> = row.try_get(0).db()?;
                 // Ids come from one sequence in insertion (input) order.
                 ids.sort_unstable();
@@ -417,12 +405,12 @@ impl batch::InsertOps for Inserter<'_> {
                 .iter()
                 .map(|j| j.unique_key.as_ref().map(|k| k.as_str().to_owned()))
                 .collect();
-            let rows = query
-                .bind(keys)
-                .bind(now)
-                .fetch_all(&mut *conn)
-                .await
-                .db()?;
+            #[rustfmt::skip]
+            let stmt = cat::job_insert(
+                c.queues, c.kinds, c.payloads, c.priorities, c.run_ats, c.max_attempts,
+                c.trace_contexts, keys, now,
+            );
+            let rows = stmt.query().fetch_all(&mut *conn).await.db()?;
             let mut created: Vec<(i64, Option<String>)> = rows
                 .iter()
                 .map(|r| {
@@ -443,9 +431,8 @@ impl batch::InsertOps for Inserter<'_> {
         let Some(key) = &job.unique_key else {
             return Ok(None);
         };
-        sqlx::query_scalar(q!("job_find_unique"))
-            .bind(job.queue.as_str())
-            .bind(key.as_str())
+        cat::job_find_unique(job.queue.as_str(), key.as_str())
+            .scalar()
             .fetch_optional(&mut *self.conn)
             .await
             .db()
@@ -481,84 +468,84 @@ fn is_deadlock(e: &backlog_core::Error) -> bool {
     )
 }
 
-/// A claim statement (either strategy) with its parameters: $1 token, $2 owner, $3 lease expiry,
-/// $4 now, $5 queue, $6 kinds, $7 limit.
-fn claim_query<'q>(
-    sql: sqlx::SqlStr,
-    p: &'q JobClaimParams,
+/// The claim of a strategy (SKIP LOCKED, or the claim-token strategy's marking step) in the
+/// queue's order.
+fn claim_stmt(
+    p: &JobClaimParams,
+    by_token: bool,
     token: i64,
     expires: i64,
     kinds: Option<Vec<String>>,
-) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
-    sqlx::query(sql)
-        .bind(token)
-        .bind(&p.owner)
-        .bind(expires)
-        .bind(p.now)
-        .bind(p.queue.as_str())
-        .bind(kinds)
-        .bind(p.limit as i64)
-}
-
-/// A completion (retention delete, keep) and the claim as one statement, in both token forms.
-#[derive(Debug)]
-struct Folded {
-    delete: ByToken<Ordered>,
-    keep: ByToken<Ordered>,
-}
-
-impl Folded {
-    /// Each completion statement ($1 ids, $2 tokens, $3 now) joined to the claim by `fold`, the
-    /// completion's parameters following the claim's seven: $8, $9, $10.
-    fn new(fold: fn(&str, &str) -> String) -> Self {
-        let make = |complete: &str| {
-            let done = sqltext::renumber(complete, &[(1, 8), (2, 9), (3, 10)]);
-            Ordered::new(&fold(&done, q!("job_claim")))
-        };
-        Folded {
-            delete: by_token(q!("job_complete_delete")).map(|s| make(&s)),
-            keep: by_token(q!("job_complete_keep")).map(|s| make(&s)),
-        }
-    }
-}
-
-/// Both forms of a completion statement written with per-job tokens: `$2` an array looked up
-/// by each row's id (`each`), or one `bigint` (`one`).
-fn by_token(sql: &str) -> ByToken<String> {
-    const EACH: &str = "($2::bigint[])[array_position($1::bigint[], id)]";
-    assert!(
-        sql.contains(EACH),
-        "a completion looks each job's token up in $2"
-    );
-    ByToken {
-        each: sql.to_owned(),
-        one: sql.replace(EACH, "$2::bigint"),
-    }
-}
-
-/// Completion and claim as one statement, returning the completed ids as a row of their own.
-static COMPLETE_CLAIM: std::sync::LazyLock<Folded> =
-    std::sync::LazyLock::new(|| Folded::new(sqltext::complete_then_claim));
-
-/// The same for a queue expected to have jobs: cheaper, and completing only beside a claim.
-static COMPLETE_WITH_CLAIM: std::sync::LazyLock<Folded> =
-    std::sync::LazyLock::new(|| Folded::new(sqltext::complete_with_claim));
-
-/// Binds a completion's tokens, in the form its statement (chosen by [`ByToken::get`]) takes.
-macro_rules! bind_tokens {
-    ($query:expr, $tokens:expr) => {
-        match $tokens {
-            Tokens::One(t) => $query.bind(*t),
-            Tokens::Each(t) => $query.bind(t),
-        }
+    limit: u32,
+) -> Stmt<Postgres> {
+    let statement = match (by_token, p.order) {
+        (false, Ordering::Fifo) => cat::job_claim_fifo,
+        (false, Ordering::Lifo) => cat::job_claim_lifo,
+        (true, Ordering::Fifo) => cat::job_claim_token_fifo,
+        (true, Ordering::Lifo) => cat::job_claim_token_lifo,
     };
+    let queue = p.queue.as_str();
+    statement(token, &p.owner, expires, p.now, queue, kinds, limit as i64)
 }
 
-static COMPLETIONS: std::sync::LazyLock<Completions> = std::sync::LazyLock::new(|| Completions {
-    delete: by_token(q!("job_complete_delete")).map(sqltext::shared_text),
-    keep: by_token(q!("job_complete_keep")).map(sqltext::shared_text),
-    archive: by_token(q!("job_complete_archive")).map(sqltext::shared_text),
-});
+/// The completion of a retention, in the form its tokens take (see [`Tokens`]).
+fn complete_stmt(retention: Retention, ids: &[i64], tokens: &Tokens, now: i64) -> Stmt<Postgres> {
+    match (retention, tokens) {
+        (Retention::Delete, Tokens::One(t)) => cat::job_complete_delete_one(ids, *t),
+        (Retention::Delete, Tokens::Each(t)) => cat::job_complete_delete(ids, t),
+        (Retention::Keep, Tokens::One(t)) => cat::job_complete_keep_one(ids, *t, now),
+        (Retention::Keep, Tokens::Each(t)) => cat::job_complete_keep(ids, t, now),
+        (Retention::Archive, Tokens::One(t)) => cat::job_complete_archive_one(ids, *t, now),
+        (Retention::Archive, Tokens::Each(t)) => cat::job_complete_archive(ids, t, now),
+    }
+}
+
+/// A completion and a SKIP LOCKED claim as one statement: `job_complete_with_claim_*` for a queue
+/// expected to have jobs, `job_complete_then_claim_*` otherwise; `None` for archiving, a
+/// data-modifying WITH of its own, which cannot nest in another.
+#[allow(clippy::too_many_arguments)]
+fn complete_claim_stmt(
+    expect_jobs: bool,
+    c: &JobClaimParams,
+    token: i64,
+    expires: i64,
+    retention: Retention,
+    ids: &[i64],
+    tokens: &Tokens,
+    done_now: i64,
+) -> Option<Stmt<Postgres>> {
+    use Ordering::{Fifo, Lifo};
+    use Retention::{Delete, Keep};
+    use Tokens::{Each, One};
+    let kinds = shared::kinds_vec(&c.kinds);
+    let (owner, now, queue, limit) = (c.owner.as_str(), c.now, c.queue.as_str(), c.limit as i64);
+    macro_rules! folded {
+        ($statement:ident, $($done:expr),+) => {
+            cat::$statement(token, owner, expires, now, queue, kinds, limit, $($done),+)
+        };
+    }
+    #[rustfmt::skip]
+    let stmt = match (expect_jobs, retention, tokens, c.order) {
+        (true, Delete, One(t), Fifo) => folded!(job_complete_with_claim_delete_one_fifo, ids, *t),
+        (true, Delete, One(t), Lifo) => folded!(job_complete_with_claim_delete_one_lifo, ids, *t),
+        (true, Delete, Each(t), Fifo) => folded!(job_complete_with_claim_delete_fifo, ids, t),
+        (true, Delete, Each(t), Lifo) => folded!(job_complete_with_claim_delete_lifo, ids, t),
+        (true, Keep, One(t), Fifo) => folded!(job_complete_with_claim_keep_one_fifo, ids, *t, done_now),
+        (true, Keep, One(t), Lifo) => folded!(job_complete_with_claim_keep_one_lifo, ids, *t, done_now),
+        (true, Keep, Each(t), Fifo) => folded!(job_complete_with_claim_keep_fifo, ids, t, done_now),
+        (true, Keep, Each(t), Lifo) => folded!(job_complete_with_claim_keep_lifo, ids, t, done_now),
+        (false, Delete, One(t), Fifo) => folded!(job_complete_then_claim_delete_one_fifo, ids, *t),
+        (false, Delete, One(t), Lifo) => folded!(job_complete_then_claim_delete_one_lifo, ids, *t),
+        (false, Delete, Each(t), Fifo) => folded!(job_complete_then_claim_delete_fifo, ids, t),
+        (false, Delete, Each(t), Lifo) => folded!(job_complete_then_claim_delete_lifo, ids, t),
+        (false, Keep, One(t), Fifo) => folded!(job_complete_then_claim_keep_one_fifo, ids, *t, done_now),
+        (false, Keep, One(t), Lifo) => folded!(job_complete_then_claim_keep_one_lifo, ids, *t, done_now),
+        (false, Keep, Each(t), Fifo) => folded!(job_complete_then_claim_keep_fifo, ids, t, done_now),
+        (false, Keep, Each(t), Lifo) => folded!(job_complete_then_claim_keep_lifo, ids, t, done_now),
+        (_, Retention::Archive, _, _) => return None,
+    };
+    Some(stmt)
+}
 
 /// The operations transaction claim mode shares with the pool path, on one connection.
 async fn complete_on(conn: &mut PgConnection, p: &JobCompleteParams) -> Result<Vec<JobRef>> {
@@ -572,13 +559,7 @@ async fn complete_on(conn: &mut PgConnection, p: &JobCompleteParams) -> Result<V
             rest.into_iter().partition(|j| seen.insert(j.id));
         let ids: Vec<i64> = batch.iter().map(|j| j.id).collect();
         let tokens = Tokens::of(&batch);
-        let sql = COMPLETIONS.get(p.retention);
-        let query = sqlx::query_scalar::<_, i64>(sql.get(&tokens).clone()).bind(ids);
-        let query = bind_tokens!(query, &tokens);
-        let query = match p.retention {
-            Retention::Delete => query,
-            Retention::Keep | Retention::Archive => query.bind(p.now),
-        };
+        let query = complete_stmt(p.retention, &ids, &tokens, p.now).scalar::<i64>();
         done.extend(query.fetch_all(&mut *conn).await.db()?);
         rest = again;
     }
@@ -587,17 +568,19 @@ async fn complete_on(conn: &mut PgConnection, p: &JobCompleteParams) -> Result<V
 
 async fn fail_on(conn: &mut PgConnection, p: &JobFailParams) -> Result<()> {
     let (state, run_at, finished) = shared::fail_target(p);
-    let res = sqlx::query(q!("job_fail"))
-        .bind(state)
-        .bind(run_at)
-        .bind(finished)
-        .bind(p.now)
-        .bind(&p.error)
-        .bind(p.job.id)
-        .bind(p.job.token)
-        .execute(&mut *conn)
-        .await
-        .db()?;
+    let res = cat::job_fail(
+        state,
+        run_at,
+        finished,
+        p.now,
+        &p.error,
+        p.job.id,
+        p.job.token,
+    )
+    .query()
+    .execute(&mut *conn)
+    .await
+    .db()?;
     shared::fenced(res.rows_affected(), p.job.id)
 }
 
@@ -672,34 +655,28 @@ impl Backend for PgBackend {
         let mut tx = self.pool.begin().await.db()?;
         // First: concurrent migrators queue here, so even CREATE TABLE IF NOT EXISTS cannot race
         // (it is not safe against a concurrent create). Released at commit or rollback.
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(MIGRATE_LOCK)
+        cat::migration_lock(MIGRATE_LOCK)
+            .query()
             .execute(&mut *tx)
             .await
             .db()?;
-        sqlx::raw_sql(
-            "CREATE TABLE IF NOT EXISTS backlog_migration (version BIGINT PRIMARY KEY, \
-             name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
-        )
-        .execute(&mut *tx)
-        .await
-        .db()?;
-        let done: Vec<i64> = sqlx::query_scalar("SELECT version FROM backlog_migration")
+        sqlx::raw_sql(cat::MIGRATION_TABLE)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        let done: Vec<i64> = cat::migration_versions()
+            .scalar()
             .fetch_all(&mut *tx)
             .await
             .db()?;
         let mut applied = vec![];
         for m in MIGRATIONS.iter().filter(|m| !done.contains(&m.version)) {
             sqlx::raw_sql(m.sql).execute(&mut *tx).await.db()?;
-            sqlx::query(
-                "INSERT INTO backlog_migration (version, name, applied_at) VALUES ($1, $2, $3)",
-            )
-            .bind(m.version)
-            .bind(m.name)
-            .bind(backlog_core::now_micros())
-            .execute(&mut *tx)
-            .await
-            .db()?;
+            cat::migration_record(m.version, m.name, backlog_core::now_micros())
+                .query()
+                .execute(&mut *tx)
+                .await
+                .db()?;
             applied.push(m.version);
         }
         tx.commit().await.db()?;
@@ -746,7 +723,8 @@ impl Backend for PgBackend {
         let kinds = shared::kinds_vec(&p.kinds);
         let rows = match p.strategy {
             ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => {
-                claim_query(self.claim.get(p.order), p, token, expires, kinds)
+                claim_stmt(p, false, token, expires, kinds, p.limit)
+                    .query()
                     .fetch_all(&self.pool)
                     .await
                     .db()?
@@ -772,14 +750,8 @@ impl Backend for PgBackend {
         // The claim statement with LIMIT 1: it locks the row (FOR UPDATE SKIP LOCKED) and marks
         // it running; the lock lasts until this transaction ends, and dies with the connection.
         let (token, expires) = (shared::new_token(), p.now + p.lease.as_micros() as i64);
-        let row = sqlx::query(self.claim.get(p.order))
-            .bind(token)
-            .bind(&p.owner)
-            .bind(expires)
-            .bind(p.now)
-            .bind(p.queue.as_str())
-            .bind(shared::kinds_vec(&p.kinds))
-            .bind(1_i64)
+        let row = claim_stmt(p, false, token, expires, shared::kinds_vec(&p.kinds), 1)
+            .query()
             .fetch_optional(&mut *tx)
             .await
             .db()?;
@@ -804,21 +776,17 @@ impl Backend for PgBackend {
             return backlog_core::complete_then_claim(self, p).await;
         }
         let tokens = Tokens::of(&p.complete.jobs);
-        let folded: &Folded = match p.expect_jobs {
-            true => &COMPLETE_WITH_CLAIM,
-            false => &COMPLETE_CLAIM,
-        };
-        let sql = match (p.claim.strategy, p.complete.retention) {
-            (ClaimStrategy::SkipLocked | ClaimStrategy::SingleWriter, Retention::Delete) => {
-                folded.delete.get(&tokens)
-            }
-            (ClaimStrategy::SkipLocked | ClaimStrategy::SingleWriter, Retention::Keep) => {
-                folded.keep.get(&tokens)
-            }
+        if p.complete.retention == Retention::Archive {
             // Archiving is a data-modifying WITH of its own, which cannot nest in another; the
             // claim-token strategy takes two statements.
-            _ => return backlog_core::complete_then_claim(self, p).await,
-        };
+            return backlog_core::complete_then_claim(self, p).await;
+        }
+        if !matches!(
+            p.claim.strategy,
+            ClaimStrategy::SkipLocked | ClaimStrategy::SingleWriter
+        ) {
+            return backlog_core::complete_then_claim(self, p).await;
+        }
         // One statement per set of distinct ids, as in `complete_on`: a job twice in one call
         // (an expired lease beside its new one) is completed by the plain statement. One token
         // means one claim, whose ids are distinct: no set to build on the usual path.
@@ -837,21 +805,13 @@ impl Backend for PgBackend {
         let token = shared::new_token();
         let expires = c.now + c.lease.as_micros() as i64;
         let ids: Vec<i64> = p.complete.jobs.iter().map(|j| j.id).collect();
+        let (expect, retention, done_now) = (p.expect_jobs, p.complete.retention, p.complete.now);
         let rows = retry_deadlocks(|| async {
-            let query = claim_query(
-                sql.get(c.order),
-                c,
-                token,
-                expires,
-                shared::kinds_vec(&c.kinds),
+            let stmt = complete_claim_stmt(
+                expect, c, token, expires, retention, &ids, &tokens, done_now,
             )
-            .bind(&ids);
-            let query = bind_tokens!(query, &tokens);
-            let query = match p.complete.retention {
-                Retention::Keep => query.bind(p.complete.now),
-                _ => query,
-            };
-            query.fetch_all(&self.pool).await.db()
+            .expect("archiving went to the two-statement path");
+            stmt.query().fetch_all(&self.pool).await.db()
         })
         .await?;
         // A row for each claimed job (its id in column 1) and done_ids (column 0) on one row:
@@ -884,10 +844,8 @@ impl Backend for PgBackend {
     }
 
     async fn job_release(&self, p: JobReleaseParams) -> Result<()> {
-        let res = sqlx::query(q!("job_release"))
-            .bind(p.run_at)
-            .bind(p.job.id)
-            .bind(p.job.token)
+        let res = cat::job_release(p.run_at, p.job.id, p.job.token)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -895,10 +853,8 @@ impl Backend for PgBackend {
     }
 
     async fn job_heartbeat(&self, p: JobHeartbeatParams) -> Result<bool> {
-        let cancel: Option<bool> = sqlx::query_scalar(q!("job_heartbeat"))
-            .bind(p.lease_expires_at)
-            .bind(p.job.id)
-            .bind(p.job.token)
+        let cancel: Option<bool> = cat::job_heartbeat(p.lease_expires_at, p.job.id, p.job.token)
+            .scalar()
             .fetch_optional(&self.pool)
             .await
             .db()?;
@@ -906,11 +862,8 @@ impl Backend for PgBackend {
     }
 
     async fn job_progress(&self, p: JobProgressParams) -> Result<()> {
-        let res = sqlx::query(q!("job_progress"))
-            .bind(p.progress)
-            .bind(p.result)
-            .bind(p.job.id)
-            .bind(p.job.token)
+        let res = cat::job_progress(p.progress, p.result, p.job.id, p.job.token)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -918,9 +871,8 @@ impl Backend for PgBackend {
     }
 
     async fn job_cancel_request(&self, id: i64, now: i64) -> Result<Job> {
-        let res = sqlx::query(q!("job_cancel_request"))
-            .bind(now)
-            .bind(id)
+        let res = cat::job_cancel_request(now, id)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -930,16 +882,13 @@ impl Backend for PgBackend {
 
     async fn job_prune(&self, p: JobPruneParams) -> Result<u64> {
         // One statement either way: archiving moves the batch with a data-modifying CTE.
-        let query = if p.archive {
-            sqlx::query(q!("job_prune_archive"))
-        } else {
-            sqlx::query(q!("job_prune_delete"))
+        let statement = match p.archive {
+            true => cat::job_prune_archive,
+            false => cat::job_prune_delete,
         };
-        let res = query
-            .bind(p.queue.as_str())
-            .bind(p.state.as_str())
-            .bind(p.finished_before)
-            .bind(p.limit as i64)
+        let (queue, state) = (p.queue.as_str(), p.state.as_str());
+        let res = statement(queue, state, p.finished_before, p.limit as i64)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -952,9 +901,7 @@ impl Backend for PgBackend {
             return Ok(None);
         }
         let counts: std::result::Result<Option<(Option<i64>, Option<i64>)>, sqlx::Error> =
-            sqlx::query_as(q!("job_dead_rows"))
-                .fetch_optional(&self.pool)
-                .await;
+            cat::job_dead_rows().as_().fetch_optional(&self.pool).await;
         let (dead, live) = match counts {
             Ok(Some((dead, live))) => (dead.unwrap_or(0), live.unwrap_or(0)),
             Ok(None) => return Ok(None),
@@ -964,19 +911,16 @@ impl Backend for PgBackend {
         if dead <= p.min_dead + live.max(0) as u64 / 10 {
             return Ok(None);
         }
-        // SKIP_LOCKED: if another VACUUM (autovacuum's) is at work on the table, leave it be
-        // rather than wait behind it.
-        match sqlx::raw_sql("VACUUM (SKIP_LOCKED) backlog_job")
-            .execute(&self.pool)
-            .await
-        {
+        // Unprepared: VACUUM cannot run inside the transaction a prepared statement may open.
+        match sqlx::raw_sql(cat::JOB_VACUUM).execute(&self.pool).await {
             Ok(_) => Ok(Some(dead)),
             Err(e) => self.vacuum_refused(e),
         }
     }
 
     async fn schema_version(&self) -> Result<i64> {
-        match sqlx::query_scalar(q!("schema_version"))
+        match cat::schema_version()
+            .scalar()
             .fetch_one(&self.pool)
             .await
             .db()
@@ -987,15 +931,16 @@ impl Backend for PgBackend {
     }
 
     async fn queue_oldest_due(&self, now: i64) -> Result<Vec<(String, i64)>> {
-        sqlx::query_as(q!("queue_oldest_due"))
-            .bind(now)
+        cat::queue_oldest_due(now)
+            .as_()
             .fetch_all(&self.pool)
             .await
             .db()
     }
 
     async fn db_oldest_transaction(&self) -> Result<Option<OldestTransaction>> {
-        let row: Option<(i64, f64, String, String)> = sqlx::query_as(q!("db_oldest_transaction"))
+        let row: Option<(i64, f64, String, String)> = cat::db_oldest_transaction()
+            .as_()
             .fetch_optional(&self.pool)
             .await
             .db()?;
@@ -1008,20 +953,16 @@ impl Backend for PgBackend {
     }
 
     async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {
-        sqlx::query_scalar(q!("leader_elect"))
-            .bind(&p.name)
-            .bind(&p.holder)
-            .bind(p.now)
-            .bind(p.expires_at)
+        cat::leader_elect(&p.name, &p.holder, p.now, p.expires_at)
+            .scalar()
             .fetch_optional(&self.pool)
             .await
             .db()
     }
 
     async fn leader_resign(&self, name: &str, holder: &str) -> Result<()> {
-        sqlx::query(q!("leader_resign"))
-            .bind(name)
-            .bind(holder)
+        cat::leader_resign(name, holder)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -1030,9 +971,8 @@ impl Backend for PgBackend {
 
     async fn cron_fire(&self, p: CronFireParams) -> Result<Option<EnqueueOutcome>> {
         let mut tx = self.pool.begin().await.db()?;
-        let res = sqlx::query(q!("cron_advance"))
-            .bind(&p.name)
-            .bind(p.tick)
+        let res = cat::cron_advance(&p.name, p.tick)
+            .query()
             .execute(&mut *tx)
             .await
             .db()?;
@@ -1061,22 +1001,17 @@ impl Backend for PgBackend {
         now: i64,
     ) -> Result<()> {
         let query = if subscribe {
-            sqlx::query(q!("topic_subscribe"))
-                .bind(topic.as_str())
-                .bind(queue.as_str())
-                .bind(now)
+            cat::topic_subscribe(topic.as_str(), queue.as_str(), now).query()
         } else {
-            sqlx::query(q!("topic_unsubscribe"))
-                .bind(topic.as_str())
-                .bind(queue.as_str())
+            cat::topic_unsubscribe(topic.as_str(), queue.as_str()).query()
         };
         query.execute(&self.pool).await.db()?;
         Ok(())
     }
 
     async fn topic_subscribers(&self, topic: &QueueName) -> Result<Vec<QueueName>> {
-        let names: Vec<String> = sqlx::query_scalar(q!("topic_subscribers"))
-            .bind(topic.as_str())
+        let names: Vec<String> = cat::topic_subscribers(topic.as_str())
+            .scalar()
             .fetch_all(&self.pool)
             .await
             .db()?;
@@ -1104,9 +1039,8 @@ impl Backend for PgBackend {
     }
 
     async fn job_rescue(&self, p: JobRescueParams) -> Result<Vec<Rescued>> {
-        let rows: Vec<(String, bool)> = sqlx::query_as(q!("job_rescue"))
-            .bind(p.now)
-            .bind(p.limit as i64)
+        let rows: Vec<(String, bool)> = cat::job_rescue(p.now, p.limit as i64)
+            .as_()
             .fetch_all(&self.pool)
             .await
             .db()?;
@@ -1117,14 +1051,14 @@ impl Backend for PgBackend {
     }
 
     async fn job_get(&self, id: i64) -> Result<Option<Job>> {
-        let mut row = sqlx::query(q!("job_get"))
-            .bind(id)
+        let mut row = cat::job_get(id)
+            .query()
             .fetch_optional(&self.pool)
             .await
             .db()?;
         if row.is_none() {
-            row = sqlx::query(q!("job_get_archived"))
-                .bind(id)
+            row = cat::job_get_archived(id)
+                .query()
                 .fetch_optional(&self.pool)
                 .await
                 .db()?;
@@ -1134,63 +1068,62 @@ impl Backend for PgBackend {
 
     async fn job_list(&self, p: JobListParams) -> Result<Vec<Job>> {
         let (state, mode) = shared::state_filter(p.state);
-        let rows = sqlx::query(q!("job_list"))
-            .bind(p.queue.as_ref().map(|q| q.as_str()))
-            .bind(state)
-            .bind(p.after_id)
-            .bind(mode)
-            .bind(p.now)
-            .bind(p.limit as i64)
-            .bind(p.kind.as_ref().map(|k| k.as_str()))
-            .bind(p.unique_key.as_deref())
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
+        let rows = cat::job_list(
+            p.queue.as_ref().map(|q| q.as_str()),
+            state,
+            p.after_id,
+            mode,
+            p.now,
+            p.limit as i64,
+            p.kind.as_ref().map(|k| k.as_str()),
+            p.unique_key.as_deref(),
+        )
+        .query()
+        .fetch_all(&self.pool)
+        .await
+        .db()?;
         rows.iter().map(|r| Ok(job_from_row!(r))).collect()
     }
 
     async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job> {
         let t = shared::admin_target(action, now);
-        let res = sqlx::query(q!("job_admin"))
-            .bind(t.to)
-            .bind(t.run_at)
-            .bind(t.reset_attempts)
-            .bind(t.finished_at)
-            .bind(id)
-            .bind(t.from[0])
-            .bind(t.from[1])
-            .bind(t.from[2])
-            .execute(&self.pool)
-            .await
-            .db()?;
+        let res = cat::job_admin(
+            t.to,
+            t.run_at,
+            t.reset_attempts,
+            t.finished_at,
+            id,
+            t.from[0],
+            t.from[1],
+            t.from[2],
+        )
+        .query()
+        .execute(&self.pool)
+        .await
+        .db()?;
         let job = self.job_get(id).await?;
         shared::admin_result(id, action, res.rows_affected(), job)
     }
 
     async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {
         let names: Vec<&str> = p.queues.iter().map(|q| q.as_str()).collect();
-        sqlx::query_scalar(q!("job_count_pending"))
-            .bind(names)
-            .bind(shared::kinds_vec(&p.kinds))
-            .bind(p.due_by)
+        cat::job_count_pending(&names, shared::kinds_vec(&p.kinds), p.due_by)
+            .scalar()
             .fetch_one(&self.pool)
             .await
             .db()
     }
 
     async fn queue_redrive(&self, p: QueueRedriveParams) -> Result<u64> {
-        let res = sqlx::query(q!("queue_redrive"))
-            .bind(p.now)
-            .bind(p.queue.as_str())
-            .bind(p.limit as i64)
+        let res = cat::queue_redrive(p.now, p.queue.as_str(), p.limit as i64)
+            .query()
             .execute(&self.pool)
             .await;
         match res.db() {
             Ok(r) => Ok(r.rows_affected()),
             Err(e) if shared::is_unique_violation(&e) => {
-                let ids: Vec<i64> = sqlx::query_scalar(q!("queue_dead_ids"))
-                    .bind(p.queue.as_str())
-                    .bind(p.limit as i64)
+                let ids: Vec<i64> = cat::queue_dead_ids(p.queue.as_str(), p.limit as i64)
+                    .scalar()
                     .fetch_all(&self.pool)
                     .await
                     .db()?;
@@ -1201,8 +1134,8 @@ impl Backend for PgBackend {
     }
 
     async fn queue_get(&self, name: &QueueName) -> Result<Option<QueueSettings>> {
-        let row = sqlx::query(q!("queue_get"))
-            .bind(name.as_str())
+        let row = cat::queue_get(name.as_str())
+            .query()
             .fetch_optional(&self.pool)
             .await
             .db()?;
@@ -1210,9 +1143,8 @@ impl Backend for PgBackend {
     }
 
     async fn queue_ensure(&self, name: &QueueName, now: i64) -> Result<()> {
-        sqlx::query(q!("queue_ensure"))
-            .bind(name.as_str())
-            .bind(now)
+        cat::queue_ensure(name.as_str(), now)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -1220,28 +1152,28 @@ impl Backend for PgBackend {
     }
 
     async fn queue_upsert(&self, s: &QueueSettings, now: i64) -> Result<()> {
-        sqlx::query(q!("queue_upsert"))
-            .bind(s.name.as_str())
-            .bind(s.paused)
-            .bind(s.max_attempts)
-            .bind(s.backoff_base.as_millis() as i64)
-            .bind(s.backoff_max.as_millis() as i64)
-            .bind(s.lease.as_millis() as i64)
-            .bind(s.order.as_str())
-            .bind(s.retention.as_str())
-            .bind(s.concurrency.map(|c| c as i32))
-            .bind(now)
-            .execute(&self.pool)
-            .await
-            .db()?;
+        cat::queue_upsert(
+            s.name.as_str(),
+            s.paused,
+            s.max_attempts,
+            s.backoff_base.as_millis() as i64,
+            s.backoff_max.as_millis() as i64,
+            s.lease.as_millis() as i64,
+            s.order.as_str(),
+            s.retention.as_str(),
+            s.concurrency.map(|c| c as i32),
+            now,
+        )
+        .query()
+        .execute(&self.pool)
+        .await
+        .db()?;
         Ok(())
     }
 
     async fn queue_set_paused(&self, name: &QueueName, paused: bool, now: i64) -> Result<()> {
-        sqlx::query(q!("queue_set_paused"))
-            .bind(name.as_str())
-            .bind(paused)
-            .bind(now)
+        cat::queue_set_paused(name.as_str(), paused, now)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -1249,15 +1181,13 @@ impl Backend for PgBackend {
     }
 
     async fn queue_list(&self) -> Result<Vec<QueueInfo>> {
-        let rows = sqlx::query(q!("queue_all"))
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
+        let rows = cat::queue_all().query().fetch_all(&self.pool).await.db()?;
         let settings = rows
             .iter()
             .map(|r| Ok(queue_from_row!(r)))
             .collect::<Result<Vec<_>>>()?;
-        let pending = sqlx::query(q!("queue_pending"))
+        let pending = cat::queue_pending()
+            .query()
             .fetch_all(&self.pool)
             .await
             .db()?;
@@ -1274,9 +1204,8 @@ impl Backend for PgBackend {
         queue: Option<&QueueName>,
         now: i64,
     ) -> Result<Vec<(String, QueueStats)>> {
-        let rows = sqlx::query(q!("queue_stats"))
-            .bind(now)
-            .bind(queue.map(|q| q.as_str()))
+        let rows = cat::queue_stats(now, queue.map(|q| q.as_str()))
+            .query()
             .fetch_all(&self.pool)
             .await
             .db()?;
@@ -1295,7 +1224,8 @@ impl Backend for PgBackend {
             .db()?;
         let names = match queue {
             Some(q) => vec![q.as_str().to_owned()],
-            None => sqlx::query_scalar("SELECT name FROM backlog_queue")
+            None => cat::queue_names()
+                .scalar()
                 .fetch_all(&self.pool)
                 .await
                 .db()?,
@@ -1328,16 +1258,18 @@ impl Backend for PgBackend {
     }
 
     async fn audit_add(&self, e: &AuditEntry) -> Result<i64> {
-        sqlx::query_scalar(q!("audit_add"))
-            .bind(e.at)
-            .bind(e.actor.as_str())
-            .bind(e.action.as_str())
-            .bind(e.queue.as_deref())
-            .bind(e.job_id)
-            .bind(e.detail.as_str())
-            .fetch_one(&self.pool)
-            .await
-            .db()
+        cat::audit_add(
+            e.at,
+            e.actor.as_str(),
+            e.action.as_str(),
+            e.queue.as_deref(),
+            e.job_id,
+            e.detail.as_str(),
+        )
+        .scalar()
+        .fetch_one(&self.pool)
+        .await
+        .db()
     }
 
     async fn close(&self) {
@@ -1353,9 +1285,8 @@ impl crate::tx::JobConnection for PgConnection {
         now: i64,
     ) -> Result<Vec<EnqueueOutcome>> {
         for q in NewJob::queues_of(&jobs) {
-            sqlx::query(q!("queue_ensure"))
-                .bind(q.as_str())
-                .bind(now)
+            cat::queue_ensure(q.as_str(), now)
+                .query()
                 .execute(&mut *self)
                 .await
                 .db()?;
@@ -1369,8 +1300,8 @@ impl crate::tx::JobConnection for PgConnection {
         let mut queues: Vec<&str> = dedup.rows.iter().map(|j| j.queue.as_str()).collect();
         queues.sort_unstable();
         queues.dedup();
-        sqlx::query(q!("notify_queues"))
-            .bind(queues)
+        cat::notify_queues(&queues)
+            .query()
             .execute(&mut *self)
             .await
             .db()?;
@@ -1382,4 +1313,4 @@ impl crate::tx::JobConnection for PgConnection {
     }
 }
 
-crate::operator::operator_methods!(PgBackend, queue_binds = 1);
+crate::operator::operator_methods!(PgBackend, catalog = crate::catalog::postgres);

@@ -176,31 +176,6 @@ macro_rules! stat_from_row {
     }};
 }
 
-/// Binds a stat row's queue, minute and counts, in stat_add's order.
-macro_rules! bind_stat_counts {
-    ($query:expr, $row:expr) => {{
-        let r: &backlog_core::StatRow = $row;
-        let c = &r.counts;
-        $query
-            .bind(r.queue.as_str())
-            .bind(r.minute)
-            .bind(c.enqueued)
-            .bind(c.started)
-            .bind(c.completed)
-            .bind(c.failed)
-            .bind(c.dead)
-            .bind(c.rescued)
-            .bind(c.wait_sum_us)
-            .bind(c.wait[0])
-            .bind(c.wait[1])
-            .bind(c.wait[2])
-            .bind(c.wait[3])
-            .bind(c.wait[4])
-            .bind(c.wait[5])
-            .bind(c.wait[6])
-    }};
-}
-
 /// An audit entry, as audit_list selects it: id, at, actor, action, queue, job_id, detail.
 macro_rules! audit_from_row {
     ($row:expr) => {{
@@ -217,4 +192,4 @@ macro_rules! audit_from_row {
         }
     }};
 }
-pub(crate) use {audit_from_row, bind_stat_counts, stat_from_row};
+pub(crate) use {audit_from_row, stat_from_row};

@@ -70,47 +70,6 @@ impl Tokens {
     }
 }
 
-/// A completion statement in its two forms (see [`Tokens`]): `each` fences each job on the token
-/// sent beside its id, `one` on the one token every job holds.
-#[derive(Debug, Clone)]
-pub(crate) struct ByToken<T> {
-    pub each: T,
-    pub one: T,
-}
-
-impl<T> ByToken<T> {
-    pub fn get(&self, tokens: &Tokens) -> &T {
-        match tokens {
-            Tokens::One(_) => &self.one,
-            Tokens::Each(_) => &self.each,
-        }
-    }
-
-    pub fn map<U>(self, f: impl Fn(T) -> U) -> ByToken<U> {
-        ByToken {
-            each: f(self.each),
-            one: f(self.one),
-        }
-    }
-}
-
-/// A backend's plain completion statements, per retention, in both forms; rendered once.
-pub(crate) struct Completions {
-    pub delete: ByToken<sqlx::SqlStr>,
-    pub keep: ByToken<sqlx::SqlStr>,
-    pub archive: ByToken<sqlx::SqlStr>,
-}
-
-impl Completions {
-    pub fn get(&self, retention: backlog_core::Retention) -> &ByToken<sqlx::SqlStr> {
-        match retention {
-            backlog_core::Retention::Delete => &self.delete,
-            backlog_core::Retention::Keep => &self.keep,
-            backlog_core::Retention::Archive => &self.archive,
-        }
-    }
-}
-
 /// The jobs among `refs` whose ids are in `ids`.
 pub(crate) fn refs_with_ids(refs: &[JobRef], ids: &[i64]) -> Vec<JobRef> {
     refs.iter()

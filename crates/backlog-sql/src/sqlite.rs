@@ -11,22 +11,23 @@ use backlog_core::{
     CompleteClaimed, CronFireParams, EnqueueOutcome, Error, Job, JobClaimParams,
     JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams, JobFailParams,
     JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
-    JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob, QueueInfo, QueueName,
-    QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result, Retention, StatDepth, StatRow,
-    TxClaim,
+    JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob, Ordering, QueueInfo,
+    QueueName, QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result, Retention,
+    StatDepth, StatRow, TxClaim,
 };
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{AssertSqlSafe, Connection, Row, SqliteConnection, SqlitePool};
+use sqlx::{Connection, Row, Sqlite, SqliteConnection, SqlitePool};
 
 use crate::BackendConfig;
 use crate::batch::{self, Deduped, INSERT_CHUNK};
+use crate::catalog::{Stmt, sqlite as cat};
 use crate::dberror::{DbResultExt, connect_error};
 use crate::rows::{
-    assign_ids, audit_from_row, bind_stat_counts, claimed_from_row, job_from_row, queue_from_row,
-    stat_from_row, unique_slot,
+    assign_ids, audit_from_row, claimed_from_row, job_from_row, queue_from_row, stat_from_row,
+    unique_slot,
 };
-use crate::shared::{self, ByToken, Completions, Tokens};
-use crate::sqltext::{self, Migration, Ordered, question_rows};
+use crate::shared::{self, Tokens};
+use crate::sqltext::Migration;
 
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -61,57 +62,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     },
 ];
 
-macro_rules! q {
-    ($name:literal) => {
-        include_str!(concat!("../queries/sqlite/", $name, ".sql"))
-    };
-}
-
-/// Both forms of a completion statement written with (id, token) pairs in `?1` (`each`): `one`
-/// takes `?1` as a JSON array of ids and the one token as its last parameter, after `last`.
-fn by_token(sql: &str, last: u32) -> ByToken<String> {
-    const EACH: &str = "WHERE id IN (
-    SELECT b.id FROM json_each(?1) AS p
-    JOIN backlog_job AS b ON b.id = p.value ->> 0
-    WHERE b.lease_token = p.value ->> 1 AND b.state = 'running'
-)";
-    assert!(
-        sql.contains(EACH),
-        "a completion looks each job up by its pair"
-    );
-    let one = format!(
-        "WHERE id IN (SELECT value FROM json_each(?1)) AND lease_token = ?{} \
-         AND state = 'running'",
-        last + 1
-    );
-    ByToken {
-        each: sql.to_owned(),
-        one: sql.replace(EACH, &one),
-    }
-}
-
-static COMPLETIONS: std::sync::LazyLock<Completions> = std::sync::LazyLock::new(|| Completions {
-    delete: by_token(q!("job_complete_delete"), 1).map(sqltext::shared_text),
-    keep: by_token(q!("job_complete_keep"), 2).map(sqltext::shared_text),
-    archive: by_token(q!("job_complete_archive"), 2).map(sqltext::shared_text),
-});
-
-/// The delete and keep statements of [`COMPLETIONS`] without `RETURNING`, for
-/// [`SqliteBackend::complete_all_on`].
-static UNREAD: std::sync::LazyLock<(ByToken<sqlx::SqlStr>, ByToken<sqlx::SqlStr>)> =
-    std::sync::LazyLock::new(|| {
-        let unread = |c: &ByToken<sqlx::SqlStr>| {
-            c.clone().map(|s| {
-                let s = s.as_str().strip_suffix("\nRETURNING id\n");
-                sqltext::shared_text(s.expect("a completion ends with RETURNING id"))
-            })
-        };
-        (unread(&COMPLETIONS.delete), unread(&COMPLETIONS.keep))
-    });
-
-/// A completion's arguments as SQLite's statements take them: `?1` the jobs as JSON ((id, token)
-/// pairs, or the ids alone when they share one token), then now (but to delete), then the one
-/// token.
+/// A completion's jobs as SQLite's statements take them: JSON, the (id, token) pairs
+/// (`job_complete_*`), or the ids alone when they share one token (`job_complete_*_one`, which
+/// take the token as their last parameter).
 struct CompletionArgs {
     tokens: Tokens,
     jobs: String,
@@ -132,20 +85,34 @@ impl CompletionArgs {
         }
     }
 
-    /// The statement of `sql` in this completion's form, with its arguments bound.
-    fn query<'q>(
-        &'q self,
-        sql: &ByToken<sqlx::SqlStr>,
-        now: Option<i64>,
-    ) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
-        let q = sqlx::query(sql.get(&self.tokens).clone()).bind(&self.jobs);
-        let q = match now {
-            Some(now) => q.bind(now),
-            None => q,
-        };
-        match self.tokens {
-            Tokens::One(t) => q.bind(t),
-            Tokens::Each(_) => q,
+    /// The delete, returning the ids it deleted (`read`) or not.
+    fn delete(&self, read: bool) -> Stmt<Sqlite> {
+        let jobs = self.jobs.as_str();
+        match (&self.tokens, read) {
+            (Tokens::Each(_), true) => cat::job_complete_delete(jobs),
+            (Tokens::Each(_), false) => cat::job_complete_delete_unread(jobs),
+            (Tokens::One(t), true) => cat::job_complete_delete_one(jobs, *t),
+            (Tokens::One(t), false) => cat::job_complete_delete_one_unread(jobs, *t),
+        }
+    }
+
+    /// The update to completed (retention keep), returning the ids it updated (`read`) or not.
+    fn keep(&self, now: i64, read: bool) -> Stmt<Sqlite> {
+        let jobs = self.jobs.as_str();
+        match (&self.tokens, read) {
+            (Tokens::Each(_), true) => cat::job_complete_keep(jobs, now),
+            (Tokens::Each(_), false) => cat::job_complete_keep_unread(jobs, now),
+            (Tokens::One(t), true) => cat::job_complete_keep_one(jobs, now, *t),
+            (Tokens::One(t), false) => cat::job_complete_keep_one_unread(jobs, now, *t),
+        }
+    }
+
+    /// The copy into the archive, which [`Self::delete`] follows.
+    fn archive(&self, now: i64) -> Stmt<Sqlite> {
+        let jobs = self.jobs.as_str();
+        match &self.tokens {
+            Tokens::Each(_) => cat::job_complete_archive(jobs, now),
+            Tokens::One(t) => cat::job_complete_archive_one(jobs, now, *t),
         }
     }
 }
@@ -157,8 +124,6 @@ pub struct SqliteBackend {
     /// Connections for transactions the caller controls (job transactions), apart from the
     /// writer connection so that heartbeats and claims are not queued behind them.
     tx_pool: SqlitePool,
-    claim: Ordered,
-    claim_token: Ordered,
 }
 
 impl SqliteBackend {
@@ -193,8 +158,6 @@ impl SqliteBackend {
         SqliteBackend {
             tx_pool: pool.clone(),
             pool,
-            claim: Ordered::new(q!("job_claim")),
-            claim_token: Ordered::new(q!("job_claim_token")),
         }
     }
 
@@ -214,23 +177,6 @@ struct Inserter<'c> {
     now: i64,
 }
 
-/// Binds the values of a row that both insert statements share: queue, kind, payload, priority,
-/// run_at, max_attempts, trace_context.
-fn bind_job<'q>(
-    query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
-    j: &NewJob,
-    now: i64,
-) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
-    query
-        .bind(j.queue.as_str().to_owned())
-        .bind(j.kind.as_ref().map(|k| k.as_str().to_owned()))
-        .bind(j.payload.as_str().to_owned())
-        .bind(j.priority)
-        .bind(j.run_at.unwrap_or(now))
-        .bind(j.max_attempts)
-        .bind(j.trace_context.as_ref().map(|t| t.to_json()))
-}
-
 impl batch::InsertOps for Inserter<'_> {
     async fn insert(&mut self, rows: &[NewJob]) -> Result<Vec<Option<i64>>> {
         let (conn, now) = (&mut *self.conn, self.now);
@@ -242,15 +188,45 @@ impl batch::InsertOps for Inserter<'_> {
             {
                 let payloads: Vec<&str> = chunk.iter().map(|j| j.payload.as_str()).collect();
                 let payloads = serde_json::to_string(&payloads).expect("strings serialize");
-                let last = sqlx::query(q!("job_insert_uniform"))
-                    .bind(first.queue.as_str().to_owned())
-                    .bind(first.kind.as_ref().map(|k| k.as_str().to_owned()))
-                    .bind(first.priority)
-                    .bind(first.run_at.unwrap_or(now))
-                    .bind(first.max_attempts)
-                    .bind(now)
-                    .bind(payloads)
-                    .bind(first.trace_context.as_ref().map(|t| t.to_json()))
+                let last = cat::job_insert_uniform(
+                    first.queue.as_str(),
+                    first.kind.as_ref().map(|k| k.as_str()),
+                    first.priority,
+                    first.run_at.unwrap_or(now),
+                    first.max_attempts,
+                    now,
+                    payloads,
+                    first.trace_context.as_ref().map(|t| t.to_json()),
+                )
+                .query()
+                .execute(&mut *conn)
+                .await
+                .db()?
+                .last_insert_rowid();
+                let first = last - chunk.len() as i64 + 1;
+                out.extend((first..=last).map(Some));
+                continue;
+            }
+            // Each row's values in column order: queue, kind, payload, priority, run_at,
+            // max_attempts, trace_context, then unique_key (job_insert only) and created_at.
+            if chunk.iter().all(|j| j.unique_key.is_none()) {
+                let values: Vec<_> = chunk
+                    .iter()
+                    .map(|j| {
+                        (
+                            j.queue.as_str(),
+                            j.kind.as_ref().map(|k| k.as_str()),
+                            j.payload.as_str(),
+                            j.priority,
+                            j.run_at.unwrap_or(now),
+                            j.max_attempts,
+                            j.trace_context.as_ref().map(|t| t.to_json()),
+                            now,
+                        )
+                    })
+                    .collect();
+                let last = cat::job_insert_plain(&values)
+                    .query()
                     .execute(&mut *conn)
                     .await
                     .db()?
@@ -259,26 +235,27 @@ impl batch::InsertOps for Inserter<'_> {
                 out.extend((first..=last).map(Some));
                 continue;
             }
-            if chunk.iter().all(|j| j.unique_key.is_none()) {
-                let sql =
-                    q!("job_insert_plain").replace("/*ROWS*/", &question_rows(chunk.len(), 8));
-                let mut query = sqlx::query(AssertSqlSafe(sql));
-                for j in chunk {
-                    query = bind_job(query, j, now).bind(now);
-                }
-                let last = query.execute(&mut *conn).await.db()?.last_insert_rowid();
-                let first = last - chunk.len() as i64 + 1;
-                out.extend((first..=last).map(Some));
-                continue;
-            }
-            let sql = q!("job_insert").replace("/*ROWS*/", &question_rows(chunk.len(), 9));
-            let mut query = sqlx::query(AssertSqlSafe(sql));
-            for j in chunk {
-                query = bind_job(query, j, now)
-                    .bind(j.unique_key.as_ref().map(|k| k.as_str().to_owned()))
-                    .bind(now);
-            }
-            let rows = query.fetch_all(&mut *conn).await.db()?;
+            let values: Vec<_> = chunk
+                .iter()
+                .map(|j| {
+                    (
+                        j.queue.as_str(),
+                        j.kind.as_ref().map(|k| k.as_str()),
+                        j.payload.as_str(),
+                        j.priority,
+                        j.run_at.unwrap_or(now),
+                        j.max_attempts,
+                        j.trace_context.as_ref().map(|t| t.to_json()),
+                        j.unique_key.as_ref().map(|k| k.as_str()),
+                        now,
+                    )
+                })
+                .collect();
+            let rows = cat::job_insert(&values)
+                .query()
+                .fetch_all(&mut *conn)
+                .await
+                .db()?;
             let mut created: Vec<(i64, Option<String>)> = rows
                 .iter()
                 .map(|r| {
@@ -300,9 +277,8 @@ impl batch::InsertOps for Inserter<'_> {
         let Some(key) = &job.unique_key else {
             return Ok(None);
         };
-        sqlx::query_scalar(q!("job_find_unique"))
-            .bind(job.queue.as_str())
-            .bind(key.as_str())
+        cat::job_find_unique(job.queue.as_str(), key.as_str())
+            .scalar()
             .fetch_optional(&mut *conn)
             .await
             .db()
@@ -319,23 +295,30 @@ impl SqliteBackend {
     ) -> Result<Vec<ClaimedJob>> {
         let token = shared::new_token();
         let expires = p.now + p.lease.as_micros() as i64;
-        let sql = match p.strategy {
-            ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => self.claim.get(p.order),
-            ClaimStrategy::ClaimToken => self.claim_token.get(p.order),
+        let claim = match (p.strategy, p.order) {
+            (ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked, Ordering::Fifo) => {
+                cat::job_claim_fifo
+            }
+            (ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked, Ordering::Lifo) => {
+                cat::job_claim_lifo
+            }
+            (ClaimStrategy::ClaimToken, Ordering::Fifo) => cat::job_claim_token_fifo,
+            (ClaimStrategy::ClaimToken, Ordering::Lifo) => cat::job_claim_token_lifo,
         };
-        let query = sqlx::query(sql)
-            .bind(token)
-            .bind(&p.owner)
-            .bind(expires)
-            .bind(p.now)
-            .bind(p.queue.as_str())
-            .bind(shared::kinds_json(&p.kinds))
-            .bind(p.limit as i64);
+        let query = claim(
+            token,
+            &p.owner,
+            expires,
+            p.now,
+            p.queue.as_str(),
+            shared::kinds_json(&p.kinds),
+            p.limit as i64,
+        )
+        .query();
         let rows = if p.strategy == ClaimStrategy::ClaimToken {
             query.execute(&mut *conn).await.db()?;
-            sqlx::query(q!("job_select_token"))
-                .bind(expires)
-                .bind(token)
+            cat::job_select_token(expires, token)
+                .query()
                 .fetch_all(&mut *conn)
                 .await
                 .db()?
@@ -358,26 +341,21 @@ impl SqliteBackend {
             return Ok(vec![]);
         }
         let args = CompletionArgs::of(&p.jobs);
-        let c = &*COMPLETIONS;
         let read = |rows: Vec<sqlx::sqlite::SqliteRow>| {
             rows.iter()
                 .map(|r| r.try_get::<i64, _>(0).db())
                 .collect::<Result<Vec<i64>>>()
         };
         let ids: Vec<i64> = match p.retention {
-            Retention::Delete => read(args.query(&c.delete, None).fetch_all(conn).await.db()?)?,
-            Retention::Keep => read(
-                args.query(&c.keep, Some(p.now))
-                    .fetch_all(conn)
-                    .await
-                    .db()?,
-            )?,
+            Retention::Delete => read(args.delete(true).query().fetch_all(conn).await.db()?)?,
+            Retention::Keep => read(args.keep(p.now, true).query().fetch_all(conn).await.db()?)?,
             Retention::Archive => {
-                args.query(&c.archive, Some(p.now))
+                args.archive(p.now)
+                    .query()
                     .fetch_all(&mut *conn)
                     .await
                     .db()?;
-                read(args.query(&c.delete, None).fetch_all(conn).await.db()?)?
+                read(args.delete(true).query().fetch_all(conn).await.db()?)?
             }
         };
         Ok(shared::refs_with_ids(&p.jobs, &ids))
@@ -392,14 +370,14 @@ impl SqliteBackend {
         conn: &mut SqliteConnection,
         p: &JobCompleteParams,
     ) -> Result<Option<Vec<JobRef>>> {
-        let sql = match p.retention {
-            Retention::Delete => (&UNREAD.0, None),
-            Retention::Keep => (&UNREAD.1, Some(p.now)),
+        let args = CompletionArgs::of(&p.jobs);
+        let stmt = match p.retention {
+            Retention::Delete => args.delete(false),
+            Retention::Keep => args.keep(p.now, false),
             // Archiving reads back what it moved; the caller does not come here for it.
             Retention::Archive => return Ok(None),
         };
-        let args = CompletionArgs::of(&p.jobs);
-        let n = args.query(sql.0, sql.1).execute(conn).await.db()?;
+        let n = stmt.query().execute(conn).await.db()?;
         Ok((n.rows_affected() == p.jobs.len() as u64).then(|| p.jobs.clone()))
     }
 }
@@ -421,10 +399,10 @@ impl Backend for SqliteBackend {
         // migrates the embedded database before every command, and should not queue behind a
         // busy worker for nothing. Anything else (no table yet, a version missing) takes the
         // locked path below, which decides under the lock.
-        let done: std::result::Result<Vec<i64>, _> =
-            sqlx::query_scalar("SELECT version FROM backlog_migration")
-                .fetch_all(&self.pool)
-                .await;
+        let done: std::result::Result<Vec<i64>, _> = cat::migration_versions()
+            .scalar()
+            .fetch_all(&self.pool)
+            .await;
         if let Ok(done) = done
             && MIGRATIONS.iter().all(|m| done.contains(&m.version))
         {
@@ -436,29 +414,23 @@ impl Backend for SqliteBackend {
         let mut conn = self.pool.acquire().await.db()?;
         // BEGIN IMMEDIATE takes the write lock up front: concurrent migrators queue behind it.
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
-        sqlx::raw_sql(
-            "CREATE TABLE IF NOT EXISTS backlog_migration (version INTEGER PRIMARY KEY, \
-             name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
-        )
-        .execute(&mut *tx)
-        .await
-        .db()?;
-        let done: Vec<i64> = sqlx::query_scalar("SELECT version FROM backlog_migration")
+        sqlx::raw_sql(cat::MIGRATION_TABLE)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        let done: Vec<i64> = cat::migration_versions()
+            .scalar()
             .fetch_all(&mut *tx)
             .await
             .db()?;
         let mut applied = vec![];
         for m in MIGRATIONS.iter().filter(|m| !done.contains(&m.version)) {
             sqlx::raw_sql(m.sql).execute(&mut *tx).await.db()?;
-            sqlx::query(
-                "INSERT INTO backlog_migration (version, name, applied_at) VALUES (?1, ?2, ?3)",
-            )
-            .bind(m.version)
-            .bind(m.name)
-            .bind(backlog_core::now_micros())
-            .execute(&mut *tx)
-            .await
-            .db()?;
+            cat::migration_record(m.version, m.name, backlog_core::now_micros())
+                .query()
+                .execute(&mut *tx)
+                .await
+                .db()?;
             applied.push(m.version);
         }
         tx.commit().await.db()?;
@@ -550,25 +522,25 @@ impl Backend for SqliteBackend {
 
     async fn job_fail(&self, p: JobFailParams) -> Result<()> {
         let (state, run_at, finished) = shared::fail_target(&p);
-        let res = sqlx::query(q!("job_fail"))
-            .bind(state)
-            .bind(run_at)
-            .bind(finished)
-            .bind(p.now)
-            .bind(&p.error)
-            .bind(p.job.id)
-            .bind(p.job.token)
-            .execute(&self.pool)
-            .await
-            .db()?;
+        let res = cat::job_fail(
+            state,
+            run_at,
+            finished,
+            p.now,
+            &p.error,
+            p.job.id,
+            p.job.token,
+        )
+        .query()
+        .execute(&self.pool)
+        .await
+        .db()?;
         shared::fenced(res.rows_affected(), p.job.id)
     }
 
     async fn job_release(&self, p: JobReleaseParams) -> Result<()> {
-        let res = sqlx::query(q!("job_release"))
-            .bind(p.run_at)
-            .bind(p.job.id)
-            .bind(p.job.token)
+        let res = cat::job_release(p.run_at, p.job.id, p.job.token)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -576,10 +548,8 @@ impl Backend for SqliteBackend {
     }
 
     async fn job_heartbeat(&self, p: JobHeartbeatParams) -> Result<bool> {
-        let row: Option<bool> = sqlx::query_scalar(q!("job_heartbeat"))
-            .bind(p.lease_expires_at)
-            .bind(p.job.id)
-            .bind(p.job.token)
+        let row: Option<bool> = cat::job_heartbeat(p.lease_expires_at, p.job.id, p.job.token)
+            .scalar()
             .fetch_optional(&self.pool)
             .await
             .db()?;
@@ -587,11 +557,8 @@ impl Backend for SqliteBackend {
     }
 
     async fn job_progress(&self, p: JobProgressParams) -> Result<()> {
-        let res = sqlx::query(q!("job_progress"))
-            .bind(p.progress)
-            .bind(p.result)
-            .bind(p.job.id)
-            .bind(p.job.token)
+        let res = cat::job_progress(p.progress, p.result, p.job.id, p.job.token)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -599,9 +566,8 @@ impl Backend for SqliteBackend {
     }
 
     async fn job_cancel_request(&self, id: i64, now: i64) -> Result<Job> {
-        let res = sqlx::query(q!("job_cancel_request"))
-            .bind(now)
-            .bind(id)
+        let res = cat::job_cancel_request(now, id)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -613,29 +579,34 @@ impl Backend for SqliteBackend {
         let mut conn = self.pool.acquire().await.db()?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
         if p.archive {
-            sqlx::query(q!("job_prune_archive"))
-                .bind(p.queue.as_str())
-                .bind(p.state.as_str())
-                .bind(p.finished_before)
-                .bind(p.limit as i64)
-                .execute(&mut *tx)
-                .await
-                .db()?;
-        }
-        let res = sqlx::query(q!("job_prune_delete"))
-            .bind(p.queue.as_str())
-            .bind(p.state.as_str())
-            .bind(p.finished_before)
-            .bind(p.limit as i64)
+            cat::job_prune_archive(
+                p.queue.as_str(),
+                p.state.as_str(),
+                p.finished_before,
+                p.limit as i64,
+            )
+            .query()
             .execute(&mut *tx)
             .await
             .db()?;
+        }
+        let res = cat::job_prune_delete(
+            p.queue.as_str(),
+            p.state.as_str(),
+            p.finished_before,
+            p.limit as i64,
+        )
+        .query()
+        .execute(&mut *tx)
+        .await
+        .db()?;
         tx.commit().await.db()?;
         Ok(res.rows_affected())
     }
 
     async fn schema_version(&self) -> Result<i64> {
-        match sqlx::query_scalar(q!("schema_version"))
+        match cat::schema_version()
+            .scalar()
             .fetch_one(&self.pool)
             .await
             .db()
@@ -646,28 +617,24 @@ impl Backend for SqliteBackend {
     }
 
     async fn queue_oldest_due(&self, now: i64) -> Result<Vec<(String, i64)>> {
-        sqlx::query_as(q!("queue_oldest_due"))
-            .bind(now)
+        cat::queue_oldest_due(now)
+            .as_()
             .fetch_all(&self.pool)
             .await
             .db()
     }
 
     async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {
-        sqlx::query_scalar(q!("leader_elect"))
-            .bind(&p.name)
-            .bind(&p.holder)
-            .bind(p.now)
-            .bind(p.expires_at)
+        cat::leader_elect(&p.name, &p.holder, p.now, p.expires_at)
+            .scalar()
             .fetch_optional(&self.pool)
             .await
             .db()
     }
 
     async fn leader_resign(&self, name: &str, holder: &str) -> Result<()> {
-        sqlx::query(q!("leader_resign"))
-            .bind(name)
-            .bind(holder)
+        cat::leader_resign(name, holder)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -677,9 +644,8 @@ impl Backend for SqliteBackend {
     async fn cron_fire(&self, p: CronFireParams) -> Result<Option<EnqueueOutcome>> {
         let mut conn = self.pool.acquire().await.db()?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
-        let res = sqlx::query(q!("cron_advance"))
-            .bind(&p.name)
-            .bind(p.tick)
+        let res = cat::cron_advance(&p.name, p.tick)
+            .query()
             .execute(&mut *tx)
             .await
             .db()?;
@@ -706,23 +672,18 @@ impl Backend for SqliteBackend {
         subscribe: bool,
         now: i64,
     ) -> Result<()> {
-        let q = if subscribe {
-            sqlx::query(q!("topic_subscribe"))
-                .bind(topic.as_str())
-                .bind(queue.as_str())
-                .bind(now)
+        let stmt = if subscribe {
+            cat::topic_subscribe(topic.as_str(), queue.as_str(), now)
         } else {
-            sqlx::query(q!("topic_unsubscribe"))
-                .bind(topic.as_str())
-                .bind(queue.as_str())
+            cat::topic_unsubscribe(topic.as_str(), queue.as_str())
         };
-        q.execute(&self.pool).await.db()?;
+        stmt.query().execute(&self.pool).await.db()?;
         Ok(())
     }
 
     async fn topic_subscribers(&self, topic: &QueueName) -> Result<Vec<QueueName>> {
-        let names: Vec<String> = sqlx::query_scalar(q!("topic_subscribers"))
-            .bind(topic.as_str())
+        let names: Vec<String> = cat::topic_subscribers(topic.as_str())
+            .scalar()
             .fetch_all(&self.pool)
             .await
             .db()?;
@@ -730,9 +691,8 @@ impl Backend for SqliteBackend {
     }
 
     async fn job_rescue(&self, p: JobRescueParams) -> Result<Vec<Rescued>> {
-        let rows: Vec<(String, bool)> = sqlx::query_as(q!("job_rescue"))
-            .bind(p.now)
-            .bind(p.limit as i64)
+        let rows: Vec<(String, bool)> = cat::job_rescue(p.now, p.limit as i64)
+            .as_()
             .fetch_all(&self.pool)
             .await
             .db()?;
@@ -743,14 +703,14 @@ impl Backend for SqliteBackend {
     }
 
     async fn job_get(&self, id: i64) -> Result<Option<Job>> {
-        let mut row = sqlx::query(q!("job_get"))
-            .bind(id)
+        let mut row = cat::job_get(id)
+            .query()
             .fetch_optional(&self.pool)
             .await
             .db()?;
         if row.is_none() {
-            row = sqlx::query(q!("job_get_archived"))
-                .bind(id)
+            row = cat::job_get_archived(id)
+                .query()
                 .fetch_optional(&self.pool)
                 .await
                 .db()?;
@@ -760,63 +720,66 @@ impl Backend for SqliteBackend {
 
     async fn job_list(&self, p: JobListParams) -> Result<Vec<Job>> {
         let (state, mode) = shared::state_filter(p.state);
-        let rows = sqlx::query(q!("job_list"))
-            .bind(p.queue.as_ref().map(|q| q.as_str()))
-            .bind(state)
-            .bind(p.after_id)
-            .bind(mode)
-            .bind(p.now)
-            .bind(p.limit as i64)
-            .bind(p.kind.as_ref().map(|k| k.as_str()))
-            .bind(p.unique_key.as_deref())
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
+        let rows = cat::job_list(
+            p.queue.as_ref().map(|q| q.as_str()),
+            state,
+            p.after_id,
+            mode,
+            p.now,
+            p.limit as i64,
+            p.kind.as_ref().map(|k| k.as_str()),
+            p.unique_key.as_deref(),
+        )
+        .query()
+        .fetch_all(&self.pool)
+        .await
+        .db()?;
         rows.iter().map(|r| Ok(job_from_row!(r))).collect()
     }
 
     async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job> {
         let t = shared::admin_target(action, now);
-        let res = sqlx::query(q!("job_admin"))
-            .bind(t.to)
-            .bind(t.run_at)
-            .bind(t.reset_attempts)
-            .bind(t.finished_at)
-            .bind(id)
-            .bind(t.from[0])
-            .bind(t.from[1])
-            .bind(t.from[2])
-            .execute(&self.pool)
-            .await
-            .db()?;
+        let res = cat::job_admin(
+            t.to,
+            t.run_at,
+            t.reset_attempts,
+            t.finished_at,
+            id,
+            t.from[0],
+            t.from[1],
+            t.from[2],
+        )
+        .query()
+        .execute(&self.pool)
+        .await
+        .db()?;
         let job = self.job_get(id).await?;
         shared::admin_result(id, action, res.rows_affected(), job)
     }
 
     async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {
         let names: Vec<&str> = p.queues.iter().map(|q| q.as_str()).collect();
-        sqlx::query_scalar(q!("job_count_pending"))
-            .bind(serde_json::to_string(&names).expect("strings serialize"))
-            .bind(shared::kinds_json(&p.kinds))
-            .bind(p.due_by)
-            .fetch_one(&self.pool)
-            .await
-            .db()
+        cat::job_count_pending(
+            serde_json::to_string(&names).expect("strings serialize"),
+            shared::kinds_json(&p.kinds),
+            p.due_by,
+        )
+        .scalar()
+        .fetch_one(&self.pool)
+        .await
+        .db()
     }
 
     async fn queue_redrive(&self, p: QueueRedriveParams) -> Result<u64> {
-        let res = sqlx::query(q!("queue_redrive"))
-            .bind(p.now)
-            .bind(p.queue.as_str())
-            .bind(p.limit as i64)
+        let res = cat::queue_redrive(p.now, p.queue.as_str(), p.limit as i64)
+            .query()
             .execute(&self.pool)
             .await;
         match res.db() {
             Ok(r) => Ok(r.rows_affected()),
             Err(e) if shared::is_unique_violation(&e) => {
-                let ids: Vec<i64> = sqlx::query_scalar(q!("queue_dead_ids"))
-                    .bind(p.queue.as_str())
-                    .bind(p.limit as i64)
+                let ids: Vec<i64> = cat::queue_dead_ids(p.queue.as_str(), p.limit as i64)
+                    .scalar()
                     .fetch_all(&self.pool)
                     .await
                     .db()?;
@@ -827,8 +790,8 @@ impl Backend for SqliteBackend {
     }
 
     async fn queue_get(&self, name: &QueueName) -> Result<Option<QueueSettings>> {
-        let row = sqlx::query(q!("queue_get"))
-            .bind(name.as_str())
+        let row = cat::queue_get(name.as_str())
+            .query()
             .fetch_optional(&self.pool)
             .await
             .db()?;
@@ -836,9 +799,8 @@ impl Backend for SqliteBackend {
     }
 
     async fn queue_ensure(&self, name: &QueueName, now: i64) -> Result<()> {
-        sqlx::query(q!("queue_ensure"))
-            .bind(name.as_str())
-            .bind(now)
+        cat::queue_ensure(name.as_str(), now)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -846,28 +808,28 @@ impl Backend for SqliteBackend {
     }
 
     async fn queue_upsert(&self, s: &QueueSettings, now: i64) -> Result<()> {
-        sqlx::query(q!("queue_upsert"))
-            .bind(s.name.as_str())
-            .bind(s.paused)
-            .bind(s.max_attempts)
-            .bind(s.backoff_base.as_millis() as i64)
-            .bind(s.backoff_max.as_millis() as i64)
-            .bind(s.lease.as_millis() as i64)
-            .bind(s.order.as_str())
-            .bind(s.retention.as_str())
-            .bind(s.concurrency.map(|c| c as i32))
-            .bind(now)
-            .execute(&self.pool)
-            .await
-            .db()?;
+        cat::queue_upsert(
+            s.name.as_str(),
+            s.paused,
+            s.max_attempts,
+            s.backoff_base.as_millis() as i64,
+            s.backoff_max.as_millis() as i64,
+            s.lease.as_millis() as i64,
+            s.order.as_str(),
+            s.retention.as_str(),
+            s.concurrency.map(|c| c as i32),
+            now,
+        )
+        .query()
+        .execute(&self.pool)
+        .await
+        .db()?;
         Ok(())
     }
 
     async fn queue_set_paused(&self, name: &QueueName, paused: bool, now: i64) -> Result<()> {
-        sqlx::query(q!("queue_set_paused"))
-            .bind(name.as_str())
-            .bind(paused)
-            .bind(now)
+        cat::queue_set_paused(name.as_str(), paused, now)
+            .query()
             .execute(&self.pool)
             .await
             .db()?;
@@ -875,15 +837,13 @@ impl Backend for SqliteBackend {
     }
 
     async fn queue_list(&self) -> Result<Vec<QueueInfo>> {
-        let rows = sqlx::query(q!("queue_all"))
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
+        let rows = cat::queue_all().query().fetch_all(&self.pool).await.db()?;
         let settings = rows
             .iter()
             .map(|r| Ok(queue_from_row!(r)))
             .collect::<Result<Vec<_>>>()?;
-        let pending = sqlx::query(q!("queue_pending"))
+        let pending = cat::queue_pending()
+            .query()
             .fetch_all(&self.pool)
             .await
             .db()?;
@@ -900,9 +860,8 @@ impl Backend for SqliteBackend {
         queue: Option<&QueueName>,
         now: i64,
     ) -> Result<Vec<(String, QueueStats)>> {
-        let rows = sqlx::query(q!("queue_stats"))
-            .bind(now)
-            .bind(queue.map(|q| q.as_str()))
+        let rows = cat::queue_stats(now, queue.map(|q| q.as_str()))
+            .query()
             .fetch_all(&self.pool)
             .await
             .db()?;
@@ -921,7 +880,8 @@ impl Backend for SqliteBackend {
             .db()?;
         let names = match queue {
             Some(q) => vec![q.as_str().to_owned()],
-            None => sqlx::query_scalar("SELECT name FROM backlog_queue")
+            None => cat::queue_names()
+                .scalar()
                 .fetch_all(&self.pool)
                 .await
                 .db()?,
@@ -954,16 +914,18 @@ impl Backend for SqliteBackend {
     }
 
     async fn audit_add(&self, e: &AuditEntry) -> Result<i64> {
-        sqlx::query_scalar(q!("audit_add"))
-            .bind(e.at)
-            .bind(e.actor.as_str())
-            .bind(e.action.as_str())
-            .bind(e.queue.as_deref())
-            .bind(e.job_id)
-            .bind(e.detail.as_str())
-            .fetch_one(&self.pool)
-            .await
-            .db()
+        cat::audit_add(
+            e.at,
+            e.actor.as_str(),
+            e.action.as_str(),
+            e.queue.as_deref(),
+            e.job_id,
+            e.detail.as_str(),
+        )
+        .scalar()
+        .fetch_one(&self.pool)
+        .await
+        .db()
     }
 
     async fn close(&self) {
@@ -978,9 +940,8 @@ impl crate::tx::JobConnection for SqliteConnection {
         now: i64,
     ) -> Result<Vec<EnqueueOutcome>> {
         for q in NewJob::queues_of(&jobs) {
-            sqlx::query(q!("queue_ensure"))
-                .bind(q.as_str())
-                .bind(now)
+            cat::queue_ensure(q.as_str(), now)
+                .query()
                 .execute(&mut *self)
                 .await
                 .db()?;
@@ -995,4 +956,4 @@ impl crate::tx::JobConnection for SqliteConnection {
     }
 }
 
-crate::operator::operator_methods!(SqliteBackend, queue_binds = 1);
+crate::operator::operator_methods!(SqliteBackend, catalog = crate::catalog::sqlite);

@@ -1,5 +1,14 @@
--- mode (bound three times): 0 any time, 1 due (run_at <= now), 2 not yet due, 3 not yet due
--- after a failed attempt. Then the kind and the unique key (each twice; NULL for any). MySQL placeholders are positional, so repeated values are bound again.
+-- mode: 0 any time, 1 due (run_at <= now), 2 not yet due, 3 not yet due after a failed attempt.
+-- queue, state, kind and unique_key: NULL for any.
+-- @param queue: Option<&str>
+-- @param state: Option<&str>
+-- @param after_id: i64
+-- @param mode: i32
+-- @param now: i64
+-- @param kind: Option<&str>
+-- @param unique_key: Option<&str>
+-- @param limit: i64
+-- @bind queue, queue, state, state, after_id, mode, mode, now, mode, now, mode, now, kind, kind, unique_key, unique_key, limit
 SELECT id, queue, kind, state, CAST(payload AS CHAR) AS payload, priority, run_at, attempt,
        max_attempts, lease_token, lease_owner, lease_expires_at, unique_key,
        CAST(errors AS CHAR) AS errors, CAST(result AS CHAR) AS result,

@@ -1,4 +1,5 @@
--- The rows job_prune_lock locked (one ? each); job_prune_delete removes them after.
+-- The rows job_prune_lock locked; job_prune_delete removes them after.
+-- @list IDS ids: i64
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,

@@ -3,6 +3,11 @@
 -- left to right with the values already assigned, so term goes first (it reads the old holder),
 -- and the guard still holds for expires_at after holder changed (it is ours then). VALUES(col)
 -- rather than MySQL 8's row alias, which MariaDB does not have. leader_holder reads the result.
+-- @param name: &str
+-- @param holder: &str
+-- @param expires_at: i64
+-- @param now: i64
+-- @bind name, holder, expires_at, now, now, now
 INSERT INTO backlog_leader (name, holder, term, expires_at) VALUES (?, ?, 1, ?)
 ON DUPLICATE KEY UPDATE
     term = IF(holder = VALUES(holder) OR expires_at < ?,

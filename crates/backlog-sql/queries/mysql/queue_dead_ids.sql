@@ -1,1 +1,3 @@
+-- @param queue: &str
+-- @param limit: i64
 SELECT id FROM backlog_job WHERE queue = ? AND state = 'dead' ORDER BY id LIMIT ?

@@ -1,5 +1,8 @@
 -- The second half counts the jobs `archive` retention moved to backlog_job_archive: one
 -- statement, so a job moving there while this runs is counted once, in one place.
+-- @param now: i64
+-- @param queue: Option<&str>
+-- @bind now, queue, queue, queue, queue
 SELECT queue, state, CASE WHEN state = 'available' AND run_at > ? THEN 1 ELSE 0 END AS future,
        0 AS archived, COUNT(*) AS n
 FROM backlog_job

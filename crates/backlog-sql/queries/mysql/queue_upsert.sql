@@ -1,4 +1,15 @@
 -- VALUES(col) rather than MySQL 8's row alias, which MariaDB does not have.
+-- @param name: &str
+-- @param paused: bool
+-- @param max_attempts: i32
+-- @param backoff_base_ms: i64
+-- @param backoff_max_ms: i64
+-- @param lease_ms: i64
+-- @param ordering: &str
+-- @param retention: &str
+-- @param concurrency: Option<i32>
+-- @param now: i64
+-- @bind name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering, retention, concurrency, now, now
 INSERT INTO backlog_queue (name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms,
                            ordering, retention, concurrency, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)

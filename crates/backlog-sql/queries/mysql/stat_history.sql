@@ -1,5 +1,7 @@
 -- The minutes from a time on (never the row of minute 0), of one queue or all, oldest first.
--- Values: since, queue (NULL for all) twice.
+-- @param since: i64
+-- @param queue: Option<&str>
+-- @bind since, queue, queue
 SELECT queue, minute, enqueued, started, completed, failed, dead, rescued, wait_sum_us, wait_1ms, wait_10ms, wait_100ms, wait_1s, wait_10s, wait_60s, wait_inf, available, scheduled, running, dead_total
 FROM backlog_stat
 WHERE minute >= ? AND (? IS NULL OR queue = ?)

@@ -1,1 +1,2 @@
+-- @param topic: &str
 SELECT queue FROM backlog_subscription WHERE topic = ? ORDER BY queue

@@ -1,1 +1,3 @@
+-- @param topic: &str
+-- @param queue: &str
 DELETE FROM backlog_subscription WHERE topic = ? AND queue = ?

@@ -1,4 +1,10 @@
--- An operator's action. Values: at, actor, action, queue, job_id, detail (JSON text).
+-- An operator's action.
+-- @param at: i64
+-- @param actor: &str
+-- @param action: &str
+-- @param queue: Option<&str>
+-- @param job_id: Option<i64>
+-- @param detail: &str
 INSERT INTO backlog_audit (at, actor, action, queue, job_id, detail)
 VALUES ($1, $2, $3, $4, $5, $6::jsonb)
 RETURNING id

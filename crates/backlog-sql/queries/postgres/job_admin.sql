@@ -1,4 +1,12 @@
 -- Casts: $2 and $4 may be NULL, and PostgreSQL wants a type for a NULL it cannot infer.
+-- @param to: &str
+-- @param run_at: Option<i64>
+-- @param reset_attempts: bool
+-- @param finished_at: Option<i64>
+-- @param id: i64
+-- @param from_a: &str
+-- @param from_b: &str
+-- @param from_c: &str
 UPDATE backlog_job
 SET state = $1, run_at = COALESCE($2::bigint, run_at),
     attempt = CASE WHEN $3::boolean THEN 0 ELSE attempt END, finished_at = $4::bigint

@@ -1,5 +1,9 @@
--- One statement: the CTE deletes the rows and the INSERT moves exactly those, atomically.
--- (id, lease_token) pairs come as two parallel arrays (see job_complete_delete for the lock order).
+-- Completes running jobs whose lease tokens still match: moves them to the archive, returning their
+-- ids. One statement: the CTE deletes the rows and the INSERT moves exactly those, atomically. (id,
+-- lease_token) pairs come as two parallel arrays (see job_complete_delete for the lock order).
+-- @param ids: &[i64]
+-- @param tokens: &[i64]
+-- @param now: i64
 WITH moved AS (
     DELETE FROM backlog_job
     WHERE id = ANY($1::bigint[]) AND state = 'running'

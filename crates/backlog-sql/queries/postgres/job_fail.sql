@@ -1,4 +1,11 @@
 -- Casts: $3 may be NULL, and jsonb_build_object takes "any" so its arguments need a type.
+-- @param state: &str
+-- @param run_at: i64
+-- @param finished_at: Option<i64>
+-- @param now: i64
+-- @param error: &str
+-- @param id: i64
+-- @param token: i64
 UPDATE backlog_job
 SET state = $1, run_at = $2, finished_at = $3::bigint, lease_token = NULL, lease_expires_at = NULL,
     errors = errors || jsonb_build_array(

@@ -1,5 +1,14 @@
 -- One statement per chunk: rows come as parallel arrays, inserted in ordinality order so ids
 -- follow input order. A taken unique key inserts nothing.
+-- @param queues: Vec<Option<String>>
+-- @param kinds: Vec<Option<String>>
+-- @param payloads: Vec<Option<String>>
+-- @param priorities: Vec<i16>
+-- @param run_ats: Vec<i64>
+-- @param max_attempts: Vec<Option<i32>>
+-- @param trace_contexts: Vec<Option<String>>
+-- @param unique_keys: Vec<Option<String>>
+-- @param now: i64
 INSERT INTO backlog_job
     (queue, kind, payload, priority, run_at, max_attempts, trace_context, unique_key, created_at)
 SELECT q, k, p::jsonb, pr, ra, ma, tc, uk, $9

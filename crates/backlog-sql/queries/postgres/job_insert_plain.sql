@@ -1,6 +1,14 @@
 -- Rows without unique keys: every row goes in, so nothing can conflict and only ids come back,
 -- in input order (rows are inserted in ordinality order and ids come from one sequence), as one
 -- array in one row (see job_insert_uniform).
+-- @param queues: Vec<Option<String>>
+-- @param kinds: Vec<Option<String>>
+-- @param payloads: Vec<Option<String>>
+-- @param priorities: Vec<i16>
+-- @param run_ats: Vec<i64>
+-- @param max_attempts: Vec<Option<i32>>
+-- @param trace_contexts: Vec<Option<String>>
+-- @param now: i64
 WITH ins AS (
     INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, trace_context, created_at)
     SELECT q, k, p::jsonb, pr, ra, ma, tc, $8

@@ -3,6 +3,14 @@
 -- side encodes or decodes five arrays of one repeated value. Ids follow input order as in
 -- job_insert_plain, and come back as one array in one row: a row per id cost the client more
 -- CPU than the rest of the enqueue (a message, a row and a decode each).
+-- @param queue: &str
+-- @param kind: Option<&str>
+-- @param priority: i16
+-- @param run_at: i64
+-- @param max_attempts: Option<i32>
+-- @param now: i64
+-- @param payloads: Vec<&str>
+-- @param trace_context: Option<String>
 WITH ins AS (
     INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, trace_context, created_at)
     SELECT $1, $2, p::jsonb, $3, $4, $5, $8, $6

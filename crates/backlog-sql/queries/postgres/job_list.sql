@@ -1,5 +1,13 @@
 -- $4: 0 any time, 1 due (run_at <= now), 2 not yet due, 3 not yet due after a failed attempt.
 -- Casts: $1, $2, $7 (the kind) and $8 (the unique key) may be NULL.
+-- @param queue: Option<&str>
+-- @param state: Option<&str>
+-- @param after_id: i64
+-- @param due: i32
+-- @param now: i64
+-- @param limit: i64
+-- @param kind: Option<&str>
+-- @param unique_key: Option<&str>
 SELECT id, queue, kind, state, payload::text AS payload, priority, run_at, attempt, max_attempts,
        lease_token, lease_owner, lease_expires_at, unique_key, errors::text AS errors,
        result::text AS result, progress::text AS progress, created_at, attempted_at, finished_at,

@@ -1,6 +1,10 @@
 -- One statement: the CTE deletes one bounded batch (oldest first by id) and the INSERT moves
 -- exactly those rows, so a job finishing between two statements can be neither lost nor kept.
 -- The batch is picked as in job_prune_delete (see there for the NOT IN, ARRAY and SKIP LOCKED).
+-- @param queue: &str
+-- @param state: &str
+-- @param finished_before: i64
+-- @param limit: i64
 WITH moved AS (
     DELETE FROM backlog_job
     WHERE id = ANY(ARRAY(

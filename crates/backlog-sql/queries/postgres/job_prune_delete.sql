@@ -2,6 +2,10 @@
 -- parameter) use the partial index backlog_job_rest; = ANY(ARRAY(…)) deletes by primary key
 -- instead of hash-joining the whole table. SKIP LOCKED: rows an operator is changing right now
 -- wait for the next batch.
+-- @param queue: &str
+-- @param state: &str
+-- @param finished_before: i64
+-- @param limit: i64
 DELETE FROM backlog_job
 WHERE id = ANY(ARRAY(
     SELECT id FROM backlog_job

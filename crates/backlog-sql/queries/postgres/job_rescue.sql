@@ -4,6 +4,8 @@
 -- the outer WHERE rechecks state and expiry on the row as it is once locked. = ANY(ARRAY(…)): the
 -- batch is locked once (an InitPlan); `id IN (SELECT … LIMIT … FOR UPDATE)` may be rescanned per
 -- outer row, each rescan locking more rows than the limit.
+-- @param now: i64
+-- @param limit: i64
 UPDATE backlog_job
 SET state = CASE WHEN attempt >= COALESCE(max_attempts,
                      (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)

@@ -1,4 +1,6 @@
 -- All rows of one claim share its expiry, so the lease index finds them.
+-- @param expires: i64
+-- @param token: i64
 SELECT id, kind, payload::text AS payload, priority, attempt, max_attempts, run_at, created_at,
        trace_context
 FROM backlog_job

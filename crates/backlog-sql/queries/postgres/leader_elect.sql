@@ -1,5 +1,9 @@
 -- Take the row when it is free or expired (a new term), renew it when it is ours (same term).
 -- Concurrent contenders queue on the row (ON CONFLICT locks it) and see the winner's holder.
+-- @param name: &str
+-- @param holder: &str
+-- @param now: i64
+-- @param expires_at: i64
 INSERT INTO backlog_leader (name, holder, term, expires_at) VALUES ($1, $2, 1, $4)
 ON CONFLICT (name) DO UPDATE SET
     term = CASE WHEN backlog_leader.holder = excluded.holder THEN backlog_leader.term

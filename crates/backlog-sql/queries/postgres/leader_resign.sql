@@ -1,1 +1,3 @@
+-- @param name: &str
+-- @param holder: &str
 UPDATE backlog_leader SET expires_at = 0 WHERE name = $1 AND holder = $2

@@ -2,6 +2,9 @@
 -- = ANY(ARRAY(…)): the batch is an InitPlan, run once. As `id IN (SELECT … LIMIT … FOR UPDATE)`
 -- the planner may rescan the subquery per outer row, and each rescan locks the next dead rows:
 -- a redrive of 2 moved 3.
+-- @param now: i64
+-- @param queue: &str
+-- @param limit: i64
 UPDATE backlog_job
 SET state = 'available', attempt = 0, run_at = $1, finished_at = NULL
 WHERE id = ANY(ARRAY(

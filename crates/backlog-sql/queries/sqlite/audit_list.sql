@@ -1,4 +1,7 @@
--- Recorded actions, newest first. Values: before this id, queue (NULL for all), limit.
+-- Recorded actions, newest first.
+-- @param before_id: i64
+-- @param queue: Option<&str>
+-- @param limit: i64
 SELECT id, at, actor, action, queue, job_id, detail
 FROM backlog_audit
 WHERE id < ?1 AND (?2 IS NULL OR queue = ?2)

@@ -1,3 +1,13 @@
+-- An operator's action on one job: moves it to state `to` when it is in one of the states it may
+-- leave (`from_1`..`from_3`, padded by repetition); `run_at` and `finished_at` when not NULL.
+-- @param to: &str
+-- @param run_at: Option<i64>
+-- @param reset_attempts: bool
+-- @param finished_at: Option<i64>
+-- @param id: i64
+-- @param from_1: &str
+-- @param from_2: &str
+-- @param from_3: &str
 UPDATE backlog_job
 SET state = ?1, run_at = COALESCE(?2, run_at), attempt = CASE WHEN ?3 THEN 0 ELSE attempt END,
     finished_at = ?4

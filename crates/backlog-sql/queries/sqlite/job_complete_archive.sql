@@ -1,5 +1,8 @@
--- ?1: the (id, lease_token) pairs as JSON (see job_complete_delete); ?2: now. The DELETE of
--- job_complete_delete follows in the same transaction.
+-- Copies running jobs whose lease tokens still match into the archive, completed. `pairs`: the
+-- (id, lease_token) pairs as JSON (see job_complete_delete). The DELETE of job_complete_delete
+-- follows in the same transaction.
+-- @param pairs: &str
+-- @param now: i64
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,

@@ -1,4 +1,7 @@
--- ?1: the (id, lease_token) pairs as JSON (see job_complete_delete); ?2: now.
+-- Completes running jobs whose lease tokens still match: marks them completed, kept, returning
+-- their ids. `pairs`: the (id, lease_token) pairs as JSON (see job_complete_delete).
+-- @param pairs: &str
+-- @param now: i64
 UPDATE backlog_job
 SET state = 'completed', finished_at = ?2, lease_token = NULL, lease_expires_at = NULL
 WHERE id IN (

@@ -1,4 +1,5 @@
--- Multi-row insert; /*ROWS*/ becomes (?, ?, ?, ?, ?, ?, ?, ?) per row. A taken unique key inserts nothing.
+-- Multi-row insert, one row of values per job. A taken unique key inserts nothing.
+-- @rows ROWS rows: (&str, Option<&str>, &str, i16, i64, Option<i32>, Option<String>, Option<&str>, i64)
 INSERT INTO backlog_job
     (queue, kind, payload, priority, run_at, max_attempts, trace_context, unique_key, created_at)
 VALUES /*ROWS*/

@@ -1,4 +1,14 @@
--- ?7, ?8: only this kind, this unique key, when not NULL. ?4: 0 any time, 1 due (run_at <= now), 2 not yet due, 3 not yet due after a failed attempt.
+-- Jobs in id order after `after_id`, of a queue and a state when not NULL. `mode`: 0 any time,
+-- 1 due (run_at <= now), 2 not yet due, 3 not yet due after a failed attempt. `kind`,
+-- `unique_key`: only this kind, this unique key, when not NULL.
+-- @param queue: Option<&str>
+-- @param state: Option<&str>
+-- @param after_id: i64
+-- @param mode: i32
+-- @param now: i64
+-- @param limit: i64
+-- @param kind: Option<&str>
+-- @param unique_key: Option<&str>
 SELECT id, queue, kind, state, payload, priority, run_at, attempt, max_attempts, lease_token,
        lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
        attempted_at, finished_at, cancel_requested_at, trace_context

@@ -1,4 +1,8 @@
 -- Oldest first by id, in one bounded batch; job_prune_delete removes the same rows after.
+-- @param queue: &str
+-- @param state: &str
+-- @param finished_before: i64
+-- @param limit: i64
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,

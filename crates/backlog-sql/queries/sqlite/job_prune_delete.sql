@@ -1,3 +1,9 @@
+-- Finished jobs of a queue in a state, finished before a time: oldest first by id, in one
+-- bounded batch.
+-- @param queue: &str
+-- @param state: &str
+-- @param finished_before: i64
+-- @param limit: i64
 DELETE FROM backlog_job
 WHERE id IN (SELECT id FROM backlog_job
              WHERE queue = ?1 AND state = ?2 AND finished_at < ?3 ORDER BY id LIMIT ?4)

@@ -1,5 +1,7 @@
 -- Expired leases: back to available, or dead when the attempt that died was the last one.
 -- Returns the queue of each job rescued and whether it ended dead (for the per-queue counts).
+-- @param now: i64
+-- @param limit: i64
 UPDATE backlog_job
 SET state = CASE WHEN attempt >= COALESCE(max_attempts,
                      (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)

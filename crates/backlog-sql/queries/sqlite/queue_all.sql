@@ -1,3 +1,4 @@
+-- Every queue's stored settings.
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
        retention, concurrency
 FROM backlog_queue ORDER BY name

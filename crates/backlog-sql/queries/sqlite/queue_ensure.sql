@@ -1,2 +1,5 @@
+-- A queue's settings row, with defaults, when it has none.
+-- @param name: &str
+-- @param now: i64
 INSERT INTO backlog_queue (name, created_at, updated_at) VALUES (?1, ?2, ?2)
 ON CONFLICT (name) DO NOTHING

@@ -1,3 +1,14 @@
+-- A queue's settings, created or replaced.
+-- @param name: &str
+-- @param paused: bool
+-- @param max_attempts: i32
+-- @param backoff_base_ms: i64
+-- @param backoff_max_ms: i64
+-- @param lease_ms: i64
+-- @param ordering: &str
+-- @param retention: &str
+-- @param concurrency: Option<i32>
+-- @param now: i64
 INSERT INTO backlog_queue (name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms,
                            ordering, retention, concurrency, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)

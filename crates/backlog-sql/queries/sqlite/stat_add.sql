@@ -1,5 +1,20 @@
 -- A process's counts for one queue and minute, added to what other processes added.
--- Values: queue, minute, then the counts in column order.
+-- @param queue: &str
+-- @param minute: i64
+-- @param enqueued: i64
+-- @param started: i64
+-- @param completed: i64
+-- @param failed: i64
+-- @param dead: i64
+-- @param rescued: i64
+-- @param wait_sum_us: i64
+-- @param wait_1ms: i64
+-- @param wait_10ms: i64
+-- @param wait_100ms: i64
+-- @param wait_1s: i64
+-- @param wait_10s: i64
+-- @param wait_60s: i64
+-- @param wait_inf: i64
 INSERT INTO backlog_stat (queue, minute, enqueued, started, completed, failed, dead, rescued, wait_sum_us, wait_1ms, wait_10ms, wait_100ms, wait_1s, wait_10s, wait_60s, wait_inf)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
 ON CONFLICT (queue, minute) DO UPDATE SET

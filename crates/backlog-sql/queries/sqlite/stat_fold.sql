@@ -1,5 +1,6 @@
 -- Folds the minutes before a time into each queue's row of minute 0 (stat_prune then deletes
--- them, in the same transaction). Value: the time.
+-- them, in the same transaction).
+-- @param before: i64
 INSERT INTO backlog_stat (queue, minute, enqueued, started, completed, failed, dead, rescued, wait_sum_us, wait_1ms, wait_10ms, wait_100ms, wait_1s, wait_10s, wait_60s, wait_inf)
 SELECT queue, 0, SUM(enqueued), SUM(started), SUM(completed), SUM(failed), SUM(dead), SUM(rescued), SUM(wait_sum_us), SUM(wait_1ms), SUM(wait_10ms), SUM(wait_100ms), SUM(wait_1s), SUM(wait_10s), SUM(wait_60s), SUM(wait_inf)
 FROM backlog_stat

@@ -1,10 +1,19 @@
--- SKIP LOCKED: concurrent claimers pass over rows another claimer holds instead of queueing on them.
+-- Claims up to `limit` due jobs of a queue under one new lease, LIFO: by priority, then latest due
+-- time first. SKIP LOCKED: concurrent claimers pass over rows another claimer holds instead of
+-- queueing on them.
+-- @param token: i64
+-- @param owner: &str
+-- @param expires: i64
+-- @param now: i64
+-- @param queue: &str
+-- @param kinds: Option<Vec<String>>
+-- @param limit: i64
 WITH picked AS (
     SELECT id FROM backlog_job
     WHERE queue = $5 AND state = 'available' AND run_at <= $4
       AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
       AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND paused)
-    ORDER BY /*ORDER*/
+    ORDER BY priority, run_at DESC, id DESC
     LIMIT $7
     FOR UPDATE SKIP LOCKED
 )

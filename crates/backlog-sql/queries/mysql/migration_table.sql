@@ -1,0 +1,3 @@
+-- The table of applied migrations, created before the first.
+-- @unprepared
+CREATE TABLE IF NOT EXISTS backlog_migration (version BIGINT PRIMARY KEY, name VARCHAR(64) NOT NULL, applied_at BIGINT NOT NULL)

@@ -1,0 +1,31 @@
+-- Claims up to `limit` due jobs of a queue under one new lease, claim-token strategy, FIFO: by
+-- priority, then due time, then id. Claim-token strategy (seeds S3, S5): no SKIP LOCKED;
+-- job_select_token reads the claimed rows. Rows are locked in id order (FOR UPDATE after ORDER BY
+-- id), as completions' primary-key scans visit them, so claimers that wait on each other or on
+-- completions do not deadlock (a plan that visits rows otherwise can; the victim's claim is retried
+-- whole). A row another claimer took first fails the state recheck after the wait and is left out.
+-- @param token: i64
+-- @param owner: &str
+-- @param expires: i64
+-- @param now: i64
+-- @param queue: &str
+-- @param kinds: Option<Vec<String>>
+-- @param limit: i64
+WITH picked AS (
+    SELECT id FROM backlog_job
+    WHERE queue = $5 AND state = 'available' AND run_at <= $4
+      AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND paused)
+    ORDER BY priority, run_at, id
+    LIMIT $7
+), locked AS (
+    SELECT id FROM backlog_job
+    WHERE id IN (SELECT id FROM picked) AND state = 'available'
+    ORDER BY id
+    FOR UPDATE
+)
+UPDATE backlog_job j
+SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,
+    lease_expires_at = $3, attempted_at = $4
+FROM locked
+WHERE j.id = locked.id

@@ -1,0 +1,21 @@
+-- Completes running jobs of one claim (one lease token): moves them to the archive, returning their
+-- ids. The ids are checked with one token instead of a token per id: the form for a worker that
+-- completes a claim's jobs together. See job_complete_archive for the lock order.
+-- @param ids: &[i64]
+-- @param token: i64
+-- @param now: i64
+WITH moved AS (
+    DELETE FROM backlog_job
+    WHERE id = ANY($1::bigint[]) AND state = 'running'
+      AND lease_token = $2::bigint
+    RETURNING *
+)
+INSERT INTO backlog_job_archive
+    (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+     lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+     attempted_at, finished_at, cancel_requested_at, trace_context)
+SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
+       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, $3,
+       cancel_requested_at, trace_context
+FROM moved
+RETURNING id

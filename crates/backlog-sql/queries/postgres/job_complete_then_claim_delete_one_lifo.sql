@@ -1,0 +1,43 @@
+-- Completes a worker's finished jobs (deleting them; one lease token for all) and claims its next
+-- ones (LIFO: by priority, then latest due time first) in one statement and one commit. Returns a
+-- row per claimed job (done_ids NULL), then one more row whose done_ids are the completed ids (NULL
+-- when none) and whose other columns are NULL. A UNION ALL row costs the database less than joining
+-- the ids onto the claimed rows (scripts/pg_claim_costs.py). Both parts see one snapshot and touch
+-- disjoint rows (the completed jobs are running under the caller's tokens; the claimed ones
+-- available).
+-- @param token: i64
+-- @param owner: &str
+-- @param expires: i64
+-- @param now: i64
+-- @param queue: &str
+-- @param kinds: Option<Vec<String>>
+-- @param limit: i64
+-- @param done_ids: &[i64]
+-- @param done_token: i64
+WITH done AS (
+    DELETE FROM backlog_job
+    WHERE id = ANY($8::bigint[]) AND state = 'running'
+      AND lease_token = $9::bigint
+    RETURNING id
+), picked AS (
+    SELECT id FROM backlog_job
+    WHERE queue = $5 AND state = 'available' AND run_at <= $4
+      AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND paused)
+    ORDER BY priority, run_at DESC, id DESC
+    LIMIT $7
+    FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE backlog_job j
+    SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,
+        lease_expires_at = $3, attempted_at = $4
+    FROM picked
+    WHERE j.id = picked.id
+    RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
+              j.run_at, j.created_at, j.trace_context
+)
+SELECT NULL::bigint[] AS done_ids, c.* FROM claimed AS c
+UNION ALL
+SELECT d.done_ids, c.* FROM (SELECT array_agg(id) AS done_ids FROM done) AS d
+LEFT JOIN claimed AS c ON false

@@ -1,0 +1,2 @@
+-- The migrations applied so far.
+SELECT version FROM backlog_migration
