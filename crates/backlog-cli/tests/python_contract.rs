@@ -492,7 +492,7 @@ fn mysql_python_contract() {
 }
 
 /// What the big run does not reach: retention `delete` and `archive` (each dialect's other ack
-/// statements), LIFO order (`/*ORDER*/`), and heartbeats: jobs that take more than twice their
+/// statements), LIFO order (`job_claim_lifo.sql`), and heartbeats: jobs that take more than twice their
 /// lease, with a second consumer rescuing beside them, run once and are acked.
 fn details(engine: Engine) {
     let deadline = Instant::now() + Duration::from_secs(60);
