@@ -904,7 +904,7 @@ WHERE id = ?6 AND lease_token = ?7 AND state = 'running'
 QUERIES["sqlite/job_heartbeat.sql"] = """\
 -- Extends the lease of a job whose lease token still matches. Also tells the worker whether
 -- cancellation of the job was requested.
--- @param lease_expires_at: i64
+-- @param expires: i64
 -- @param id: i64
 -- @param token: i64
 UPDATE backlog_job SET lease_expires_at = ?1
@@ -1191,7 +1191,7 @@ QUERIES["mysql/job_claim_update.sql"] = """\
 -- optimizer scans instead, waiting on rows other workers hold.
 -- @param token: i64
 -- @param owner: &str
--- @param lease_expires_at: i64
+-- @param expires: i64
 -- @param now: i64
 -- @list IDS ids: i64
 UPDATE backlog_job FORCE INDEX (PRIMARY)
@@ -1253,13 +1253,14 @@ DELETE backlog_job FROM backlog_job FORCE INDEX (PRIMARY) WHERE id IN (/*IDS*/)
 
 QUERIES["mysql/job_fail.sql"] = """\
 -- errors first: MySQL evaluates SET left to right with the values already assigned.
--- @param now: i64
--- @param error: &str
 -- @param state: &str
 -- @param run_at: i64
 -- @param finished_at: Option<i64>
+-- @param now: i64
+-- @param error: &str
 -- @param id: i64
 -- @param token: i64
+-- @bind now, error, state, run_at, finished_at, id, token
 UPDATE backlog_job
 SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_OBJECT('attempt', attempt, 'at', ?, 'error', ?)),
     state = ?, run_at = ?, finished_at = ?, lease_token = NULL, lease_expires_at = NULL
@@ -1268,7 +1269,7 @@ WHERE id = ? AND lease_token = ? AND state = 'running'
 
 QUERIES["mysql/job_heartbeat.sql"] = """\
 -- No RETURNING in MySQL: job_heartbeat_cancel reads the cancel flag after this.
--- @param lease_expires_at: i64
+-- @param expires: i64
 -- @param id: i64
 -- @param token: i64
 UPDATE backlog_job SET lease_expires_at = ?

@@ -345,11 +345,11 @@ async fn complete_fenced(conn: &mut MySqlConnection, p: &JobCompleteParams) -> R
 async fn fail_on(conn: &mut MySqlConnection, p: &JobFailParams) -> Result<u64> {
     let (state, run_at, finished) = shared::fail_target(p);
     let res = cat::job_fail(
-        p.now,
-        &p.error,
         state,
         run_at,
         finished,
+        p.now,
+        &p.error,
         p.job.id,
         p.job.token,
     )
@@ -803,7 +803,7 @@ impl Backend for MySqlBackend {
     async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {
         retry_deadlock(|| async {
             let mut tx = self.pool.begin().await.db()?;
-            cat::leader_elect(&p.name, &p.holder, p.expires_at, p.now)
+            cat::leader_elect(&p.name, &p.holder, p.now, p.expires_at)
                 .query()
                 .execute(&mut *tx)
                 .await
@@ -838,7 +838,7 @@ impl Backend for MySqlBackend {
                 .execute(&mut *tx)
                 .await
                 .db()?;
-            let res = cat::cron_advance(p.tick, &p.name)
+            let res = cat::cron_advance(&p.name, p.tick)
                 .query()
                 .execute(&mut *tx)
                 .await
@@ -948,9 +948,9 @@ impl Backend for MySqlBackend {
             p.after_id,
             mode,
             p.now,
+            p.limit as i64,
             kind,
             key,
-            p.limit as i64,
         )
         .query()
         .fetch_all(&self.pool)

@@ -501,9 +501,11 @@ fn complete_stmt(retention: Retention, ids: &[i64], tokens: &Tokens, now: i64) -
 }
 
 /// A completion and a SKIP LOCKED claim as one statement: `job_complete_with_claim_*` for a queue
-/// expected to have jobs, `job_complete_then_claim_*` otherwise; `None` for archiving, a
-/// data-modifying WITH of its own, which cannot nest in another.
+/// expected to have jobs, `job_complete_then_claim_*` otherwise. Never for archiving, a
+/// data-modifying WITH of its own, which cannot nest in another (`job_complete_claim` sends it
+/// apart).
 #[allow(clippy::too_many_arguments)]
+#[rustfmt::skip]
 fn complete_claim_stmt(
     expect_jobs: bool,
     c: &JobClaimParams,
@@ -513,7 +515,7 @@ fn complete_claim_stmt(
     ids: &[i64],
     tokens: &Tokens,
     done_now: i64,
-) -> Option<Stmt<Postgres>> {
+) -> Stmt<Postgres> {
     use Ordering::{Fifo, Lifo};
     use Retention::{Delete, Keep};
     use Tokens::{Each, One};
@@ -524,8 +526,7 @@ fn complete_claim_stmt(
             cat::$statement(token, owner, expires, now, queue, kinds, limit, $($done),+)
         };
     }
-    #[rustfmt::skip]
-    let stmt = match (expect_jobs, retention, tokens, c.order) {
+    match (expect_jobs, retention, tokens, c.order) {
         (true, Delete, One(t), Fifo) => folded!(job_complete_with_claim_delete_one_fifo, ids, *t),
         (true, Delete, One(t), Lifo) => folded!(job_complete_with_claim_delete_one_lifo, ids, *t),
         (true, Delete, Each(t), Fifo) => folded!(job_complete_with_claim_delete_fifo, ids, t),
@@ -542,9 +543,8 @@ fn complete_claim_stmt(
         (false, Keep, One(t), Lifo) => folded!(job_complete_then_claim_keep_one_lifo, ids, *t, done_now),
         (false, Keep, Each(t), Fifo) => folded!(job_complete_then_claim_keep_fifo, ids, t, done_now),
         (false, Keep, Each(t), Lifo) => folded!(job_complete_then_claim_keep_lifo, ids, t, done_now),
-        (_, Retention::Archive, _, _) => return None,
-    };
-    Some(stmt)
+        (_, Retention::Archive, _, _) => unreachable!("archiving is never folded into a claim"),
+    }
 }
 
 /// The operations transaction claim mode shares with the pool path, on one connection.
@@ -776,15 +776,14 @@ impl Backend for PgBackend {
             return backlog_core::complete_then_claim(self, p).await;
         }
         let tokens = Tokens::of(&p.complete.jobs);
-        if p.complete.retention == Retention::Archive {
-            // Archiving is a data-modifying WITH of its own, which cannot nest in another; the
-            // claim-token strategy takes two statements.
-            return backlog_core::complete_then_claim(self, p).await;
-        }
-        if !matches!(
-            p.claim.strategy,
-            ClaimStrategy::SkipLocked | ClaimStrategy::SingleWriter
-        ) {
+        // Two statements for archiving, a data-modifying WITH of its own that cannot nest in
+        // another, and for the claim-token strategy.
+        if p.complete.retention == Retention::Archive
+            || !matches!(
+                p.claim.strategy,
+                ClaimStrategy::SkipLocked | ClaimStrategy::SingleWriter
+            )
+        {
             return backlog_core::complete_then_claim(self, p).await;
         }
         // One statement per set of distinct ids, as in `complete_on`: a job twice in one call
@@ -809,8 +808,7 @@ impl Backend for PgBackend {
         let rows = retry_deadlocks(|| async {
             let stmt = complete_claim_stmt(
                 expect, c, token, expires, retention, &ids, &tokens, done_now,
-            )
-            .expect("archiving went to the two-statement path");
+            );
             stmt.query().fetch_all(&self.pool).await.db()
         })
         .await?;

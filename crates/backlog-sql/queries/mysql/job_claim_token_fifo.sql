@@ -4,12 +4,12 @@
 -- By priority, then the oldest due first (FIFO).
 -- @param token: i64
 -- @param owner: &str
--- @param lease_expires_at: i64
+-- @param expires: i64
 -- @param now: i64
 -- @param queue: &str
 -- @param kinds: Option<&str>
 -- @param limit: i64
--- @bind token, owner, lease_expires_at, now, queue, now, kinds, kinds, queue, limit
+-- @bind token, owner, expires, now, queue, now, kinds, kinds, queue, limit
 UPDATE backlog_job FORCE INDEX (backlog_job_claim)
 SET state = 'running', attempt = attempt + 1, lease_token = ?, lease_owner = ?,
     lease_expires_at = ?, attempted_at = ?

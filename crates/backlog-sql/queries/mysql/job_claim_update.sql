@@ -2,7 +2,7 @@
 -- optimizer scans instead, waiting on rows other workers hold.
 -- @param token: i64
 -- @param owner: &str
--- @param lease_expires_at: i64
+-- @param expires: i64
 -- @param now: i64
 -- @list IDS ids: i64
 UPDATE backlog_job FORCE INDEX (PRIMARY)

@@ -1,5 +1,5 @@
 -- No RETURNING in MySQL: job_heartbeat_cancel reads the cancel flag after this.
--- @param lease_expires_at: i64
+-- @param expires: i64
 -- @param id: i64
 -- @param token: i64
 UPDATE backlog_job SET lease_expires_at = ?

@@ -5,9 +5,9 @@
 -- @param after_id: i64
 -- @param mode: i32
 -- @param now: i64
+-- @param limit: i64
 -- @param kind: Option<&str>
 -- @param unique_key: Option<&str>
--- @param limit: i64
 -- @bind queue, queue, state, state, after_id, mode, mode, now, mode, now, mode, now, kind, kind, unique_key, unique_key, limit
 SELECT id, queue, kind, state, CAST(payload AS CHAR) AS payload, priority, run_at, attempt,
        max_attempts, lease_token, lease_owner, lease_expires_at, unique_key,

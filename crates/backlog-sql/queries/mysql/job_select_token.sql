@@ -1,5 +1,5 @@
 -- All rows of one claim share its expiry, so the lease index finds them.
--- @param lease_expires_at: i64
+-- @param expires: i64
 -- @param token: i64
 SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt, max_attempts, run_at,
        created_at, trace_context

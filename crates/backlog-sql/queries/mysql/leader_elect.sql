@@ -5,8 +5,8 @@
 -- rather than MySQL 8's row alias, which MariaDB does not have. leader_holder reads the result.
 -- @param name: &str
 -- @param holder: &str
--- @param expires_at: i64
 -- @param now: i64
+-- @param expires_at: i64
 -- @bind name, holder, expires_at, now, now, now
 INSERT INTO backlog_leader (name, holder, term, expires_at) VALUES (?, ?, 1, ?)
 ON DUPLICATE KEY UPDATE

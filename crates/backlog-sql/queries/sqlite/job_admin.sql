@@ -5,9 +5,9 @@
 -- @param reset_attempts: bool
 -- @param finished_at: Option<i64>
 -- @param id: i64
--- @param from_1: &str
--- @param from_2: &str
--- @param from_3: &str
+-- @param from_a: &str
+-- @param from_b: &str
+-- @param from_c: &str
 UPDATE backlog_job
 SET state = ?1, run_at = COALESCE(?2, run_at), attempt = CASE WHEN ?3 THEN 0 ELSE attempt END,
     finished_at = ?4

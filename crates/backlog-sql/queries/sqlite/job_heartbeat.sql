@@ -1,6 +1,6 @@
 -- Extends the lease of a job whose lease token still matches. Also tells the worker whether
 -- cancellation of the job was requested.
--- @param lease_expires_at: i64
+-- @param expires: i64
 -- @param id: i64
 -- @param token: i64
 UPDATE backlog_job SET lease_expires_at = ?1
