@@ -54,6 +54,7 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = std::env::var("OUT_DIR").expect("OUT_DIR");
     println!("cargo:rerun-if-changed=queries");
+    println!("cargo:rerun-if-changed=migrations");
     let mut errors = Vec::new();
     for (dialect, db) in DIALECTS {
         let dir = root.join("queries").join(dialect);
@@ -83,12 +84,53 @@ fn main() {
              pub(crate) const CATALOG: &[crate::catalog::Entry] = &[\n{entries}];"
         )
         .unwrap();
+        match migrations(&root.join("migrations").join(dialect)) {
+            Ok(m) => code.push_str(&m),
+            Err(e) => errors.push(e),
+        }
         std::fs::write(Path::new(&out).join(format!("catalog_{dialect}.rs")), code)
             .expect("write catalog");
     }
     if !errors.is_empty() {
         panic!("SQL catalog:\n{}", errors.join("\n"));
     }
+}
+
+/// `MIGRATIONS`: the files `NNNN_name.sql` of a dialect's migrations folder, in order, numbered
+/// 1, 2, 3… without a gap (each dialect has the same numbers; `lib.rs` tests that).
+fn migrations(dir: &Path) -> Result<String, String> {
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sql"))
+        .collect();
+    files.sort();
+    let mut out = String::from(
+        "/// The migrations of this dialect, from `migrations/<dialect>/NNNN_name.sql`.\n\
+         pub(crate) const MIGRATIONS: &[crate::sqltext::Migration] = &[\n",
+    );
+    for (i, path) in files.iter().enumerate() {
+        let stem = path.file_stem().unwrap().to_str().unwrap();
+        let (number, name) = stem
+            .split_once('_')
+            .ok_or_else(|| format!("{}: not named NNNN_name.sql", path.display()))?;
+        let version: i64 = number
+            .parse()
+            .map_err(|_| format!("{}: not named NNNN_name.sql", path.display()))?;
+        if version != i as i64 + 1 {
+            return Err(format!("{}: expected migration {}", path.display(), i + 1));
+        }
+        writeln!(
+            out,
+            "    crate::sqltext::Migration {{ version: {version}, name: {name:?}, \
+             sql: include_str!({:?}) }},",
+            path.display().to_string()
+        )
+        .unwrap();
+    }
+    out.push_str("];\n");
+    Ok(out)
 }
 
 /// The function and the catalog entry of one statement.

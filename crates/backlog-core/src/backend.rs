@@ -30,14 +30,10 @@ pub enum ClaimStrategy {
 pub struct Capabilities {
     /// `FOR UPDATE SKIP LOCKED`.
     pub skip_locked: bool,
-    /// `UPDATE … RETURNING`.
-    pub update_returning: bool,
     /// One writer at a time (claims never race).
     pub single_writer: bool,
     /// Row locks held by an open transaction (transaction claim mode).
     pub row_locks: bool,
-    /// `LISTEN/NOTIFY`.
-    pub listen_notify: bool,
 }
 
 impl Capabilities {
@@ -386,11 +382,46 @@ pub trait TxClaim: Send {
     async fn rollback(self: Box<Self>) -> Result<()>;
 }
 
+/// A transaction the caller controls, begun by [`Backend::begin`]: jobs enqueued in it exist
+/// only if it commits, and a job completed in it completes in the same commit as the caller's
+/// own writes. The caller reaches the driver's connection through [`BackendTx::as_any_mut`]
+/// (`backlog::JobTx` does the downcast).
+#[async_trait]
+pub trait BackendTx: Send + std::any::Any {
+    /// Enqueues jobs in the transaction (their queues' rows are created in it too). Values are
+    /// validated already.
+    async fn enqueue(&mut self, jobs: Vec<NewJob>, now: i64) -> Result<Vec<EnqueueOutcome>>;
+    /// Completes jobs in the transaction, fenced by their tokens; returns those completed.
+    async fn complete(&mut self, params: &JobCompleteParams) -> Result<Vec<JobRef>>;
+    /// Commits.
+    async fn commit(self: Box<Self>) -> Result<()>;
+    /// Rolls back.
+    async fn rollback(self: Box<Self>) -> Result<()>;
+    /// The transaction itself, for a downcast to the backend's own type.
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+}
+
+/// Lets code holding a `dyn Backend` reach the concrete backend (a pool, say).
+pub trait AsAny: std::any::Any {
+    /// `self` as `Any`, for `downcast_ref`.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<T: std::any::Any> AsAny for T {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 /// One database. Every method is one operation; the conformance suite pins their behaviour.
 #[async_trait]
-pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
+pub trait Backend: AsAny + Send + Sync + std::fmt::Debug + 'static {
     /// What this backend can do.
     fn capabilities(&self) -> Capabilities;
+    /// Begins a transaction the caller controls (see [`BackendTx`]). The default: `Unsupported`.
+    async fn begin(&self) -> Result<Box<dyn BackendTx>> {
+        Err(crate::Error::Unsupported("transactions"))
+    }
     /// Creates or upgrades the schema, under a lock; idempotent.
     async fn migrate(&self) -> Result<MigrateReport>;
     /// Inserts jobs in one statement per batch, honouring unique keys.

@@ -25,11 +25,11 @@ mod trace;
 mod validate;
 
 pub use backend::{
-    AdminAction, Backend, Capabilities, ClaimStrategy, CompleteClaimed, CronFireParams,
-    JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams,
-    JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams,
-    JobPruneParams, JobReleaseParams, JobRescueParams, JobVacuumParams, LeaderParams,
-    MigrateReport, OldestTransaction, QueueRedriveParams, Rescued, TxClaim, WakeFn,
+    AdminAction, AsAny, Backend, BackendTx, Capabilities, ClaimStrategy, CompleteClaimed,
+    CronFireParams, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
+    JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
+    JobProgressParams, JobPruneParams, JobReleaseParams, JobRescueParams, JobVacuumParams,
+    LeaderParams, MigrateReport, OldestTransaction, QueueRedriveParams, Rescued, TxClaim, WakeFn,
     complete_then_claim,
 };
 pub use backoff::backoff_delay;

@@ -10,8 +10,8 @@
 mod batch;
 pub mod catalog;
 mod dberror;
+mod engine;
 mod mysql;
-mod operator;
 mod postgres;
 mod rows;
 mod shared;
@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use backlog_core::{Backend, Error, Result};
 
+pub use engine::SqlTx;
 pub use mysql::MySqlBackend;
 pub use postgres::PgBackend;
 pub use sqlite::SqliteBackend;
@@ -135,7 +136,11 @@ mod tests {
 
     #[test]
     fn schema_version_is_the_last_migration_of_every_dialect() {
-        for migrations in [sqlite::MIGRATIONS, postgres::MIGRATIONS, mysql::MIGRATIONS] {
+        for migrations in [
+            catalog::sqlite::MIGRATIONS,
+            catalog::postgres::MIGRATIONS,
+            catalog::mysql::MIGRATIONS,
+        ] {
             let versions: Vec<i64> = migrations.iter().map(|m| m.version).collect();
             let expected: Vec<i64> = (1..=SCHEMA_VERSION).collect();
             assert_eq!(versions, expected);

@@ -5,64 +5,24 @@
 
 use std::str::FromStr;
 
-use async_trait::async_trait;
 use backlog_core::{
-    AdminAction, AuditEntry, AuditListParams, Backend, Capabilities, ClaimStrategy, ClaimedJob,
-    CompleteClaimed, CronFireParams, DbErrorKind, EnqueueOutcome, Error, Job, JobClaimParams,
-    JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams, JobFailParams,
-    JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
-    JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob, OldestTransaction,
-    Ordering, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result,
-    Retention, StatDepth, StatRow, TxClaim,
+    AuditEntry, BackendTx, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed,
+    CronFireParams, DbErrorKind, EnqueueOutcome, Error, JobClaimParams, JobCompleteClaimParams,
+    JobCompleteParams, JobCountPendingParams, JobHeartbeatParams, JobInsertParams, JobPruneParams,
+    JobRef, JobRescueParams, LeaderParams, MigrateReport, NewJob, OldestTransaction, Ordering,
+    QueueRedriveParams, Rescued, Result, Retention, TxClaim,
 };
 use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
-use sqlx::{AssertSqlSafe, Connection, MySql, MySqlConnection, MySqlPool, Row, Transaction};
+use sqlx::{Connection, MySqlConnection, MySqlPool, Row};
 
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::catalog::mysql as cat;
 use crate::dberror::{DbResultExt, connect_error};
+use crate::engine::{Dialect, SqlTx, SqlTxClaim};
 use crate::rows::{
     assign_ids, audit_from_row, claimed_from_row, job_from_row, queue_from_row, stat_from_row,
-    unique_slot,
 };
-use crate::sqltext::{Migration, split_statements};
 use crate::{BackendConfig, shared};
-
-pub(crate) const MIGRATIONS: &[Migration] = &[
-    Migration {
-        version: 1,
-        name: "init",
-        sql: include_str!("../migrations/mysql/0001_init.sql"),
-    },
-    Migration {
-        version: 2,
-        name: "runtime",
-        sql: include_str!("../migrations/mysql/0002_runtime.sql"),
-    },
-    Migration {
-        version: 3,
-        name: "quiet_notify",
-        sql: include_str!("../migrations/mysql/0003_quiet_notify.sql"),
-    },
-    Migration {
-        version: 4,
-        name: "lease_index",
-        sql: include_str!("../migrations/mysql/0004_lease_index.sql"),
-    },
-    Migration {
-        version: 5,
-        name: "operator",
-        sql: include_str!("../migrations/mysql/0005_operator.sql"),
-    },
-    Migration {
-        version: 6,
-        name: "trace_context",
-        sql: include_str!("../migrations/mysql/0006_trace_context.sql"),
-    },
-];
-
-/// Retries of an operation chosen as a deadlock victim before the error is returned.
-const DEADLOCK_RETRIES: u64 = 10;
 
 /// The MySQL / MariaDB backend.
 #[derive(Debug, Clone)]
@@ -170,55 +130,7 @@ impl MySqlBackend {
     /// Migrations missing from `backlog_migration`, applied statement by statement on `conn`
     /// (which holds the migration lock). MySQL commits each DDL statement by itself.
     async fn migrate_on(conn: &mut MySqlConnection) -> Result<Vec<i64>> {
-        sqlx::raw_sql(cat::MIGRATION_TABLE)
-            .execute(&mut *conn)
-            .await
-            .db()?;
-        let done: Vec<i64> = cat::migration_versions()
-            .scalar()
-            .fetch_all(&mut *conn)
-            .await
-            .db()?;
-        let mut applied = vec![];
-        for m in MIGRATIONS.iter().filter(|m| !done.contains(&m.version)) {
-            for stmt in split_statements(m.sql) {
-                sqlx::raw_sql(AssertSqlSafe(stmt))
-                    .execute(&mut *conn)
-                    .await
-                    .db()?;
-            }
-            cat::migration_record(m.version, m.name, backlog_core::now_micros())
-                .query()
-                .execute(&mut *conn)
-                .await
-                .db()?;
-            applied.push(m.version);
-        }
-        Ok(applied)
-    }
-}
-
-/// Runs `op` again when InnoDB chose it as a deadlock victim: the whole transaction was rolled
-/// back, so nothing of it took effect. Claimers, completers and producers that touch the same
-/// rows in different orders can always deadlock in InnoDB; callers should not see it.
-async fn retry_deadlock<T, F, Fut>(mut op: F) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
-{
-    let mut tries = 0u64;
-    loop {
-        match op().await {
-            Err(Error::Database {
-                kind: DbErrorKind::Deadlock | DbErrorKind::SerializationFailure,
-                ..
-            }) if tries < DEADLOCK_RETRIES => {
-                tries += 1;
-                let jitter = rand::random::<u64>() % (5 * tries);
-                tokio::time::sleep(std::time::Duration::from_millis(1 + jitter)).await;
-            }
-            r => return r,
-        }
+        Ok(crate::engine::apply_migrations!(cat, conn, split))
     }
 }
 
@@ -339,25 +251,6 @@ async fn complete_fenced(conn: &mut MySqlConnection, p: &JobCompleteParams) -> R
         done.extend(ids.into_iter().filter(|id| !lost.contains(id)));
     }
     Ok(shared::refs_with_ids(&p.jobs, &done))
-}
-
-/// Records a failure; the number of rows changed (0: the lease is gone).
-async fn fail_on(conn: &mut MySqlConnection, p: &JobFailParams) -> Result<u64> {
-    let (state, run_at, finished) = shared::fail_target(p);
-    let res = cat::job_fail(
-        state,
-        run_at,
-        finished,
-        p.now,
-        &p.error,
-        p.job.id,
-        p.job.token,
-    )
-    .query()
-    .execute(&mut *conn)
-    .await
-    .db()?;
-    Ok(res.rows_affected())
 }
 
 /// Deletes (or archives, then deletes) one bounded batch of finished jobs, on a connection inside
@@ -495,20 +388,11 @@ impl batch::InsertOps for Inserter<'_> {
             let mut created = vec![];
             if res.rows_affected() > 0 {
                 let found = cat::job_insert_created(first, marker)
-                    .query()
+                    .as_()
                     .fetch_all(&mut *conn)
                     .await
                     .db()?;
-                created = found
-                    .iter()
-                    .map(|r| {
-                        let id: i64 = r.try_get("id")?;
-                        let queue: String = r.try_get("queue")?;
-                        let key: Option<String> = r.try_get("unique_key")?;
-                        Ok((id, key.map(|k| unique_slot(&queue, &k))))
-                    })
-                    .collect::<Result<_, sqlx::Error>>()
-                    .db()?;
+                created = crate::rows::created(found);
                 if !created.is_empty() {
                     let ids: Vec<i64> = created.iter().map(|(id, _)| *id).collect();
                     cat::job_insert_unmark(&ids)
@@ -524,75 +408,21 @@ impl batch::InsertOps for Inserter<'_> {
     }
 
     async fn find(&mut self, job: &NewJob) -> Result<Option<i64>> {
-        let Some(key) = &job.unique_key else {
-            return Ok(None);
-        };
-        cat::job_find_unique(job.queue.as_str(), key.as_str())
-            .scalar()
-            .fetch_optional(&mut *self.conn)
-            .await
-            .db()
+        crate::engine::ConnOps::find_unique(&mut *self.conn, job).await
     }
 }
 
-/// A job claimed in transaction claim mode: the transaction holds its row lock.
-struct MySqlTxClaim {
-    tx: Transaction<'static, MySql>,
-    job: ClaimedJob,
-}
-
-#[async_trait]
-impl TxClaim for MySqlTxClaim {
-    fn job(&self) -> &ClaimedJob {
-        &self.job
-    }
-
-    async fn complete(self: Box<Self>, now: i64, retention: Retention) -> Result<()> {
-        let MySqlTxClaim { mut tx, job } = *self;
-        let p = JobCompleteParams {
-            jobs: vec![job.job_ref()],
-            now,
-            retention,
-        };
-        let done = complete_on(&mut tx, &p).await?;
-        if done.is_empty() {
-            tx.rollback().await.db()?;
-            return Err(Error::LeaseLost { job_id: job.id });
-        }
-        tx.commit().await.db()
-    }
-
-    async fn fail(self: Box<Self>, now: i64, error: String, retry_at: Option<i64>) -> Result<()> {
-        let MySqlTxClaim { mut tx, job } = *self;
-        let p = JobFailParams {
-            job: job.job_ref(),
-            now,
-            error,
-            retry_at,
-            cancelled: false,
-        };
-        if fail_on(&mut tx, &p).await? == 0 {
-            tx.rollback().await.db()?;
-            return Err(Error::LeaseLost { job_id: job.id });
-        }
-        tx.commit().await.db()
-    }
-
-    async fn rollback(self: Box<Self>) -> Result<()> {
-        self.tx.rollback().await.db()
-    }
-}
-
-#[async_trait]
-impl Backend for MySqlBackend {
+impl Dialect for MySqlBackend {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             skip_locked: true,
-            update_returning: false,
             single_writer: false,
             row_locks: true,
-            listen_notify: false,
         }
+    }
+
+    async fn begin(&self) -> Result<Box<dyn BackendTx>> {
+        Ok(Box::new(SqlTx(self.pool.begin().await.db()?)))
     }
 
     async fn migrate(&self) -> Result<MigrateReport> {
@@ -628,7 +458,7 @@ impl Backend for MySqlBackend {
         let dedup = Deduped::new(params.jobs);
         // With consecutive ids (or one row) the new ids come from the statement itself.
         if (self.id_step.is_some() || dedup.rows.len() == 1) && batch::one_statement(&dedup.rows) {
-            let per_row = retry_deadlock(|| async {
+            let per_row = shared::retry_transient(|| async {
                 let mut conn = self.pool.acquire().await.db()?;
                 let mut ins = Inserter {
                     conn: &mut conn,
@@ -640,7 +470,7 @@ impl Backend for MySqlBackend {
             .await?;
             return Ok(dedup.outcomes(&per_row));
         }
-        let per_row = retry_deadlock(|| async {
+        let per_row = shared::retry_transient(|| async {
             let mut tx = self.pool.begin().await.db()?;
             let mut ins = Inserter {
                 conn: &mut tx,
@@ -656,14 +486,14 @@ impl Backend for MySqlBackend {
     }
 
     async fn job_claim(&self, p: &JobClaimParams) -> Result<Vec<ClaimedJob>> {
-        retry_deadlock(|| self.claim_once(p)).await
+        shared::retry_transient(|| self.claim_once(p)).await
     }
 
     async fn job_claim_tx(&self, p: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>> {
         let mut tx = self.pool.begin().await.db()?;
         let mut jobs = claim_on(&mut tx, p, 1).await?;
         match jobs.pop() {
-            Some(job) => Ok(Some(Box::new(MySqlTxClaim { tx, job }))),
+            Some(job) => Ok(Some(Box::new(SqlTxClaim { tx, job }))),
             None => {
                 tx.commit().await.db()?;
                 Ok(None)
@@ -677,7 +507,7 @@ impl Backend for MySqlBackend {
         }
         // The completion statements join the claim's transaction: one commit (one log flush)
         // records both. They touch running rows, the claim available ones.
-        retry_deadlock(|| async {
+        shared::retry_transient(|| async {
             let mut tx = self.pool.begin().await.db()?;
             let completed = complete_on(&mut tx, &p.complete).await?;
             let claimed = claim_on(&mut tx, &p.claim, p.claim.limit).await?;
@@ -691,7 +521,7 @@ impl Backend for MySqlBackend {
     }
 
     async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {
-        retry_deadlock(|| async {
+        shared::retry_transient(|| async {
             if p.retention != Retention::Archive {
                 // Fenced single statements: no transaction needed around them.
                 let mut conn = self.pool.acquire().await.db()?;
@@ -703,21 +533,6 @@ impl Backend for MySqlBackend {
             Ok(done)
         })
         .await
-    }
-
-    async fn job_fail(&self, p: JobFailParams) -> Result<()> {
-        let mut conn = self.pool.acquire().await.db()?;
-        let n = fail_on(&mut conn, &p).await?;
-        shared::fenced(n, p.job.id)
-    }
-
-    async fn job_release(&self, p: JobReleaseParams) -> Result<()> {
-        let res = cat::job_release(p.run_at, p.job.id, p.job.token)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        shared::fenced(res.rows_affected(), p.job.id)
     }
 
     async fn job_heartbeat(&self, p: JobHeartbeatParams) -> Result<bool> {
@@ -737,27 +552,8 @@ impl Backend for MySqlBackend {
         Ok(flag != 0)
     }
 
-    async fn job_progress(&self, p: JobProgressParams) -> Result<()> {
-        let res = cat::job_progress(p.progress, p.result, p.job.id, p.job.token)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        shared::fenced(res.rows_affected(), p.job.id)
-    }
-
-    async fn job_cancel_request(&self, id: i64, now: i64) -> Result<Job> {
-        let res = cat::job_cancel_request(now, id)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        let job = self.job_get(id).await?;
-        shared::admin_result(id, AdminAction::Cancel, res.rows_affected(), job)
-    }
-
     async fn job_prune(&self, p: JobPruneParams) -> Result<u64> {
-        retry_deadlock(|| async {
+        shared::retry_transient(|| async {
             let mut tx = self.pool.begin().await.db()?;
             let n = prune_on(&mut tx, &p).await?;
             tx.commit().await.db()?;
@@ -766,42 +562,17 @@ impl Backend for MySqlBackend {
         .await
     }
 
-    async fn schema_version(&self) -> Result<i64> {
-        match cat::schema_version()
-            .scalar()
-            .fetch_one(&self.pool)
-            .await
-            .db()
-        {
-            Err(Error::SchemaOutdated { .. }) => Ok(0),
-            other => other,
-        }
-    }
-
-    async fn queue_oldest_due(&self, now: i64) -> Result<Vec<(String, i64)>> {
-        cat::queue_oldest_due(now)
-            .as_()
-            .fetch_all(&self.pool)
-            .await
-            .db()
-    }
-
     async fn db_oldest_transaction(&self) -> Result<Option<OldestTransaction>> {
         let row: Option<(i64, f64, String, String)> = cat::db_oldest_transaction()
             .as_()
             .fetch_optional(&self.pool)
             .await
             .db()?;
-        Ok(row.map(|(pid, age_s, state, client)| OldestTransaction {
-            pid,
-            age: std::time::Duration::from_secs_f64(age_s.max(0.0)),
-            state,
-            client,
-        }))
+        Ok(crate::engine::oldest_transaction(row))
     }
 
     async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {
-        retry_deadlock(|| async {
+        shared::retry_transient(|| async {
             let mut tx = self.pool.begin().await.db()?;
             cat::leader_elect(&p.name, &p.holder, p.now, p.expires_at)
                 .query()
@@ -820,18 +591,9 @@ impl Backend for MySqlBackend {
         .await
     }
 
-    async fn leader_resign(&self, name: &str, holder: &str) -> Result<()> {
-        cat::leader_resign(name, holder)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        Ok(())
-    }
-
     async fn cron_fire(&self, p: CronFireParams) -> Result<Option<EnqueueOutcome>> {
         let dedup = Deduped::new(vec![p.job.clone()]);
-        let per_row = retry_deadlock(|| async {
+        let per_row = shared::retry_transient(|| async {
             let mut tx = self.pool.begin().await.db()?;
             cat::cron_ensure(&p.name, i64::MIN)
                 .query()
@@ -860,35 +622,10 @@ impl Backend for MySqlBackend {
         Ok(per_row.and_then(|r| dedup.outcomes(&r).pop()))
     }
 
-    async fn topic_subscribe(
-        &self,
-        topic: &QueueName,
-        queue: &QueueName,
-        subscribe: bool,
-        now: i64,
-    ) -> Result<()> {
-        let stmt = if subscribe {
-            cat::topic_subscribe(topic.as_str(), queue.as_str(), now)
-        } else {
-            cat::topic_unsubscribe(topic.as_str(), queue.as_str())
-        };
-        stmt.query().execute(&self.pool).await.db()?;
-        Ok(())
-    }
-
-    async fn topic_subscribers(&self, topic: &QueueName) -> Result<Vec<QueueName>> {
-        let names: Vec<String> = cat::topic_subscribers(topic.as_str())
-            .scalar()
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
-        names.into_iter().map(QueueName::new).collect()
-    }
-
     async fn job_rescue(&self, p: JobRescueParams) -> Result<Vec<Rescued>> {
         // Lock the expired rows first (SKIP LOCKED), then update those by id: one statement would
         // wait on any row a transaction-mode claim holds open.
-        retry_deadlock(|| async {
+        shared::retry_transient(|| async {
             let mut tx = self.pool.begin().await.db()?;
             let ids: Vec<i64> = cat::job_rescue_ids(p.now, p.limit as i64)
                 .scalar()
@@ -919,61 +656,6 @@ impl Backend for MySqlBackend {
                 .collect())
         })
         .await
-    }
-
-    async fn job_get(&self, id: i64) -> Result<Option<Job>> {
-        let mut row = cat::job_get(id)
-            .query()
-            .fetch_optional(&self.pool)
-            .await
-            .db()?;
-        if row.is_none() {
-            row = cat::job_get_archived(id)
-                .query()
-                .fetch_optional(&self.pool)
-                .await
-                .db()?;
-        }
-        row.map(|r| Ok(job_from_row!(&r))).transpose()
-    }
-
-    async fn job_list(&self, p: JobListParams) -> Result<Vec<Job>> {
-        let (state, mode) = shared::state_filter(p.state);
-        let queue = p.queue.as_ref().map(|q| q.as_str());
-        let kind = p.kind.as_ref().map(|k| k.as_str());
-        let key = p.unique_key.as_deref();
-        let rows = cat::job_list(
-            queue,
-            state,
-            p.after_id,
-            mode,
-            p.now,
-            p.limit as i64,
-            kind,
-            key,
-        )
-        .query()
-        .fetch_all(&self.pool)
-        .await
-        .db()?;
-        rows.iter().map(|r| Ok(job_from_row!(r))).collect()
-    }
-
-    async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job> {
-        let t = shared::admin_target(action, now);
-        let stmt = cat::job_admin(
-            t.to,
-            t.run_at,
-            t.reset_attempts,
-            t.finished_at,
-            id,
-            t.from[0],
-            t.from[1],
-            t.from[2],
-        );
-        let res = stmt.query().execute(&self.pool).await.db()?;
-        let job = self.job_get(id).await?;
-        shared::admin_result(id, action, res.rows_affected(), job)
     }
 
     async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {
@@ -1009,127 +691,6 @@ impl Backend for MySqlBackend {
         }
     }
 
-    async fn queue_get(&self, name: &QueueName) -> Result<Option<QueueSettings>> {
-        let row = cat::queue_get(name.as_str())
-            .query()
-            .fetch_optional(&self.pool)
-            .await
-            .db()?;
-        row.map(|r| Ok(queue_from_row!(&r))).transpose()
-    }
-
-    async fn queue_ensure(&self, name: &QueueName, now: i64) -> Result<()> {
-        cat::queue_ensure(name.as_str(), now)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        Ok(())
-    }
-
-    async fn queue_upsert(&self, s: &QueueSettings, now: i64) -> Result<()> {
-        let stmt = cat::queue_upsert(
-            s.name.as_str(),
-            s.paused,
-            s.max_attempts,
-            s.backoff_base.as_millis() as i64,
-            s.backoff_max.as_millis() as i64,
-            s.lease.as_millis() as i64,
-            s.order.as_str(),
-            s.retention.as_str(),
-            s.concurrency.map(|c| c as i32),
-            now,
-        );
-        stmt.query().execute(&self.pool).await.db()?;
-        Ok(())
-    }
-
-    async fn queue_set_paused(&self, name: &QueueName, paused: bool, now: i64) -> Result<()> {
-        cat::queue_set_paused(name.as_str(), paused, now)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        Ok(())
-    }
-
-    async fn queue_list(&self) -> Result<Vec<QueueInfo>> {
-        let rows = cat::queue_all().query().fetch_all(&self.pool).await.db()?;
-        let settings = rows
-            .iter()
-            .map(|r| Ok(queue_from_row!(r)))
-            .collect::<Result<Vec<_>>>()?;
-        let pending = cat::queue_pending()
-            .query()
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
-        let pending = pending
-            .iter()
-            .map(|r| Ok((r.try_get::<String, _>(0)?, r.try_get::<i64, _>(1)?)))
-            .collect::<Result<Vec<_>, sqlx::Error>>()
-            .db()?;
-        shared::merge_queue_list(settings, pending)
-    }
-
-    async fn queue_stats(
-        &self,
-        queue: Option<&QueueName>,
-        now: i64,
-    ) -> Result<Vec<(String, QueueStats)>> {
-        let rows = cat::queue_stats(now, queue.map(|q| q.as_str()))
-            .query()
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
-        let counts = rows
-            .iter()
-            .map(|r| {
-                Ok((
-                    r.try_get::<String, _>(0)?,
-                    r.try_get::<String, _>(1)?,
-                    r.try_get::<i64, _>(2)? != 0,
-                    r.try_get::<i64, _>(3)? != 0,
-                    r.try_get::<i64, _>(4)?,
-                ))
-            })
-            .collect::<Result<Vec<_>, sqlx::Error>>()
-            .db()?;
-        let names = match queue {
-            Some(q) => vec![q.as_str().to_owned()],
-            None => cat::queue_names()
-                .scalar()
-                .fetch_all(&self.pool)
-                .await
-                .db()?,
-        };
-        shared::fold_stats(names, counts)
-    }
-
-    async fn stat_history(&self, queue: Option<&QueueName>, since: i64) -> Result<Vec<StatRow>> {
-        self.op_stat_history(queue, since).await
-    }
-
-    async fn stat_totals(&self) -> Result<Vec<StatRow>> {
-        self.op_stat_totals().await
-    }
-
-    async fn stat_prune(&self, before: i64) -> Result<u64> {
-        self.op_stat_prune(before).await
-    }
-
-    async fn audit_list(&self, p: &AuditListParams) -> Result<Vec<AuditEntry>> {
-        self.op_audit_list(p).await
-    }
-
-    async fn stat_add(&self, rows: &[StatRow]) -> Result<()> {
-        self.op_stat_add(rows).await
-    }
-
-    async fn stat_snapshot(&self, minute: i64, depths: &[(String, StatDepth)]) -> Result<()> {
-        self.op_stat_snapshot(minute, depths).await
-    }
-
     async fn audit_add(&self, e: &AuditEntry) -> Result<i64> {
         let (actor, action, queue) = (e.actor.as_str(), e.action.as_str(), e.queue.as_deref());
         let res = cat::audit_add(e.at, actor, action, queue, e.job_id, e.detail.as_str())
@@ -1139,11 +700,9 @@ impl Backend for MySqlBackend {
             .db()?;
         Ok(res.last_insert_id() as i64)
     }
-
-    async fn close(&self) {
-        self.pool.close().await;
-    }
 }
+
+crate::engine::sql_backend!(MySqlBackend, cat);
 
 /// Transactions the caller controls. The caller's session may run at any isolation level (often
 /// MySQL's default REPEATABLE READ): the insert path reads unique keys with locking reads and
@@ -1154,13 +713,7 @@ impl crate::tx::JobConnection for MySqlConnection {
         jobs: Vec<NewJob>,
         now: i64,
     ) -> Result<Vec<EnqueueOutcome>> {
-        for q in NewJob::queues_of(&jobs) {
-            cat::queue_ensure(q.as_str(), now)
-                .query()
-                .execute(&mut *self)
-                .await
-                .db()?;
-        }
+        crate::engine::ConnOps::ensure_queues(self, &jobs, now).await?;
         let dedup = Deduped::new(jobs);
         // The auto-increment lock mode is unknown here: ids are read back by marker.
         let mut ins = Inserter {
@@ -1177,4 +730,4 @@ impl crate::tx::JobConnection for MySqlConnection {
     }
 }
 
-crate::operator::operator_methods!(MySqlBackend, catalog = crate::catalog::mysql);
+crate::engine::conn_ops!(MySqlConnection, cat);

@@ -5,62 +5,26 @@ use std::str::FromStr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use backlog_core::{
-    AdminAction, AuditEntry, AuditListParams, Backend, Capabilities, ClaimStrategy, ClaimedJob,
-    CompleteClaimed, CronFireParams, EnqueueOutcome, Job, JobClaimParams, JobCompleteClaimParams,
-    JobCompleteParams, JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams,
-    JobListParams, JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams,
-    JobVacuumParams, LeaderParams, MigrateReport, NewJob, OldestTransaction, Ordering, QueueInfo,
-    QueueName, QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result, Retention,
-    StatDepth, StatRow, TxClaim, WakeFn,
+    BackendTx, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
+    EnqueueOutcome, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
+    JobCountPendingParams, JobHeartbeatParams, JobInsertParams, JobPruneParams, JobRef,
+    JobVacuumParams, MigrateReport, NewJob, OldestTransaction, Ordering, Result, Retention,
+    TxClaim, WakeFn,
 };
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
-use sqlx::{Connection, PgConnection, PgPool, Postgres, Row, Transaction};
+use sqlx::{Connection, PgConnection, PgPool, Postgres, Row};
 
 use crate::BackendConfig;
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::catalog::{Stmt, postgres as cat};
 use crate::dberror::{DbResultExt, connect_error};
+use crate::engine::{Dialect, SqlTx, SqlTxClaim};
 use crate::rows::{
-    assign_ids, audit_from_row, claimed_from_row, job_from_row, queue_from_row, stat_from_row,
-    unique_slot,
+    assign_ids, audit_from_row, claimed_from_row, created, job_from_row, queue_from_row,
+    stat_from_row,
 };
 use crate::shared::{self, Tokens};
-use crate::sqltext::Migration;
-
-pub(crate) const MIGRATIONS: &[Migration] = &[
-    Migration {
-        version: 1,
-        name: "init",
-        sql: include_str!("../migrations/postgres/0001_init.sql"),
-    },
-    Migration {
-        version: 2,
-        name: "runtime",
-        sql: include_str!("../migrations/postgres/0002_runtime.sql"),
-    },
-    Migration {
-        version: 3,
-        name: "quiet_notify",
-        sql: include_str!("../migrations/postgres/0003_quiet_notify.sql"),
-    },
-    Migration {
-        version: 4,
-        name: "lease_index",
-        sql: include_str!("../migrations/postgres/0004_lease_index.sql"),
-    },
-    Migration {
-        version: 5,
-        name: "operator",
-        sql: include_str!("../migrations/postgres/0005_operator.sql"),
-    },
-    Migration {
-        version: 6,
-        name: "trace_context",
-        sql: include_str!("../migrations/postgres/0006_trace_context.sql"),
-    },
-];
 
 /// The advisory lock migrators take (transaction-scoped): "backlog" in ASCII.
 const MIGRATE_LOCK: i64 = 0x0062_6163_6b6c_6f67;
@@ -410,62 +374,15 @@ impl batch::InsertOps for Inserter<'_> {
                 c.queues, c.kinds, c.payloads, c.priorities, c.run_ats, c.max_attempts,
                 c.trace_contexts, keys, now,
             );
-            let rows = stmt.query().fetch_all(&mut *conn).await.db()?;
-            let mut created: Vec<(i64, Option<String>)> = rows
-                .iter()
-                .map(|r| {
-                    let id: i64 = r.try_get("id")?;
-                    let queue: String = r.try_get("queue")?;
-                    let key: Option<String> = r.try_get("unique_key")?;
-                    Ok((id, key.map(|k| unique_slot(&queue, &k))))
-                })
-                .collect::<Result<_, sqlx::Error>>()
-                .db()?;
-            created.sort_by_key(|(id, _)| *id);
-            out.extend(assign_ids(&created, &Deduped::slots(chunk)));
+            let rows = stmt.as_().fetch_all(&mut *conn).await.db()?;
+            out.extend(assign_ids(&created(rows), &Deduped::slots(chunk)));
         }
         Ok(out)
     }
 
     async fn find(&mut self, job: &NewJob) -> Result<Option<i64>> {
-        let Some(key) = &job.unique_key else {
-            return Ok(None);
-        };
-        cat::job_find_unique(job.queue.as_str(), key.as_str())
-            .scalar()
-            .fetch_optional(&mut *self.conn)
-            .await
-            .db()
+        crate::engine::ConnOps::find_unique(&mut *self.conn, job).await
     }
-}
-
-/// Tries of a statement or transaction chosen as a deadlock victim.
-const DEADLOCK_ATTEMPTS: u32 = 5;
-
-/// Runs `op` again while the database picks it as a deadlock victim: a victim's transaction was
-/// rolled back whole and changed nothing, so it can simply go again.
-async fn retry_deadlocks<T, F, Fut>(mut op: F) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
-{
-    let mut attempt = 1;
-    loop {
-        match op().await {
-            Err(e) if is_deadlock(&e) && attempt < DEADLOCK_ATTEMPTS => attempt += 1,
-            res => return res,
-        }
-    }
-}
-
-fn is_deadlock(e: &backlog_core::Error) -> bool {
-    matches!(
-        e,
-        backlog_core::Error::Database {
-            kind: backlog_core::DbErrorKind::Deadlock,
-            ..
-        }
-    )
 }
 
 /// The claim of a strategy (SKIP LOCKED, or the claim-token strategy's marking step) in the
@@ -566,89 +483,17 @@ async fn complete_on(conn: &mut PgConnection, p: &JobCompleteParams) -> Result<V
     Ok(shared::refs_with_ids(&p.jobs, &done))
 }
 
-async fn fail_on(conn: &mut PgConnection, p: &JobFailParams) -> Result<()> {
-    let (state, run_at, finished) = shared::fail_target(p);
-    let res = cat::job_fail(
-        state,
-        run_at,
-        finished,
-        p.now,
-        &p.error,
-        p.job.id,
-        p.job.token,
-    )
-    .query()
-    .execute(&mut *conn)
-    .await
-    .db()?;
-    shared::fenced(res.rows_affected(), p.job.id)
-}
-
-/// A job claimed in transaction claim mode: the open transaction holds its row lock.
-struct PgTxClaim {
-    tx: Transaction<'static, Postgres>,
-    job: ClaimedJob,
-}
-
-impl PgTxClaim {
-    fn job_ref(&self) -> JobRef {
-        JobRef {
-            id: self.job.id,
-            token: self.job.lease_token,
-        }
-    }
-}
-
-#[async_trait]
-impl TxClaim for PgTxClaim {
-    fn job(&self) -> &ClaimedJob {
-        &self.job
-    }
-
-    async fn complete(mut self: Box<Self>, now: i64, retention: Retention) -> Result<()> {
-        let job = self.job_ref();
-        let p = JobCompleteParams {
-            jobs: vec![job],
-            now,
-            retention,
-        };
-        let done = complete_on(&mut self.tx, &p).await?;
-        shared::fenced(done.len() as u64, job.id)?;
-        self.tx.commit().await.db()
-    }
-
-    async fn fail(
-        mut self: Box<Self>,
-        now: i64,
-        error: String,
-        retry_at: Option<i64>,
-    ) -> Result<()> {
-        let p = JobFailParams {
-            job: self.job_ref(),
-            now,
-            error,
-            retry_at,
-            cancelled: false,
-        };
-        fail_on(&mut self.tx, &p).await?;
-        self.tx.commit().await.db()
-    }
-
-    async fn rollback(self: Box<Self>) -> Result<()> {
-        self.tx.rollback().await.db()
-    }
-}
-
-#[async_trait]
-impl Backend for PgBackend {
+impl Dialect for PgBackend {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             skip_locked: true,
-            update_returning: true,
             single_writer: false,
             row_locks: true,
-            listen_notify: true,
         }
+    }
+
+    async fn begin(&self) -> Result<Box<dyn BackendTx>> {
+        Ok(Box::new(SqlTx(self.pool.begin().await.db()?)))
     }
 
     async fn migrate(&self) -> Result<MigrateReport> {
@@ -660,25 +505,7 @@ impl Backend for PgBackend {
             .execute(&mut *tx)
             .await
             .db()?;
-        sqlx::raw_sql(cat::MIGRATION_TABLE)
-            .execute(&mut *tx)
-            .await
-            .db()?;
-        let done: Vec<i64> = cat::migration_versions()
-            .scalar()
-            .fetch_all(&mut *tx)
-            .await
-            .db()?;
-        let mut applied = vec![];
-        for m in MIGRATIONS.iter().filter(|m| !done.contains(&m.version)) {
-            sqlx::raw_sql(m.sql).execute(&mut *tx).await.db()?;
-            cat::migration_record(m.version, m.name, backlog_core::now_micros())
-                .query()
-                .execute(&mut *tx)
-                .await
-                .db()?;
-            applied.push(m.version);
-        }
+        let applied = crate::engine::apply_migrations!(cat, tx, whole);
         tx.commit().await.db()?;
         Ok(MigrateReport {
             applied,
@@ -705,7 +532,7 @@ impl Backend for PgBackend {
         }
         // Rows go in input order, so producers whose batches share unique keys in different
         // orders can deadlock; the batch rolled back whole and is retried.
-        let per_row = retry_deadlocks(|| async {
+        let per_row = shared::retry_transient(|| async {
             let mut tx = self.pool.begin().await.db()?;
             let per_row =
                 batch::insert_all(&mut Inserter { conn: &mut tx, now }, &dedup.rows).await?;
@@ -734,7 +561,8 @@ impl Backend for PgBackend {
                 // recheck failed stays locked to the end of the claim; rows are taken in id
                 // order, but a completion whose plan visits rows in another order can still
                 // close a cycle. The deadlock victim's transaction changed nothing: it goes again.
-                retry_deadlocks(|| self.claim_token_once(p, token, expires, kinds.clone())).await?
+                shared::retry_transient(|| self.claim_token_once(p, token, expires, kinds.clone()))
+                    .await?
             }
         };
         let mut jobs = rows
@@ -760,11 +588,11 @@ impl Backend for PgBackend {
             return Ok(None);
         };
         let job = claimed_from_row!(&row, 0, p, token, expires);
-        Ok(Some(Box::new(PgTxClaim { tx, job })))
+        Ok(Some(Box::new(SqlTxClaim { tx, job })))
     }
 
     async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {
-        retry_deadlocks(|| async {
+        shared::retry_transient(|| async {
             let mut conn = self.pool.acquire().await.db()?;
             complete_on(&mut conn, &p).await
         })
@@ -805,7 +633,7 @@ impl Backend for PgBackend {
         let expires = c.now + c.lease.as_micros() as i64;
         let ids: Vec<i64> = p.complete.jobs.iter().map(|j| j.id).collect();
         let (expect, retention, done_now) = (p.expect_jobs, p.complete.retention, p.complete.now);
-        let rows = retry_deadlocks(|| async {
+        let rows = shared::retry_transient(|| async {
             let stmt = complete_claim_stmt(
                 expect, c, token, expires, retention, &ids, &tokens, done_now,
             );
@@ -827,27 +655,13 @@ impl Backend for PgBackend {
         crate::rows::sort_claimed(&mut claimed, c.order);
         let completed = match rows.is_empty() && p.expect_jobs {
             // The claim found nothing, so the completion changed nothing: it goes alone.
-            true => self.job_complete(p.complete).await?,
+            true => Dialect::job_complete(self, p.complete).await?,
             false => shared::refs_with_ids(&p.complete.jobs, &done),
         };
         Ok(CompleteClaimed {
             completed,
             claimed: Ok(claimed),
         })
-    }
-
-    async fn job_fail(&self, p: JobFailParams) -> Result<()> {
-        let mut conn = self.pool.acquire().await.db()?;
-        fail_on(&mut conn, &p).await
-    }
-
-    async fn job_release(&self, p: JobReleaseParams) -> Result<()> {
-        let res = cat::job_release(p.run_at, p.job.id, p.job.token)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        shared::fenced(res.rows_affected(), p.job.id)
     }
 
     async fn job_heartbeat(&self, p: JobHeartbeatParams) -> Result<bool> {
@@ -857,25 +671,6 @@ impl Backend for PgBackend {
             .await
             .db()?;
         cancel.ok_or(backlog_core::Error::LeaseLost { job_id: p.job.id })
-    }
-
-    async fn job_progress(&self, p: JobProgressParams) -> Result<()> {
-        let res = cat::job_progress(p.progress, p.result, p.job.id, p.job.token)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        shared::fenced(res.rows_affected(), p.job.id)
-    }
-
-    async fn job_cancel_request(&self, id: i64, now: i64) -> Result<Job> {
-        let res = cat::job_cancel_request(now, id)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        let job = self.job_get(id).await?;
-        shared::admin_result(id, AdminAction::Cancel, res.rows_affected(), job)
     }
 
     async fn job_prune(&self, p: JobPruneParams) -> Result<u64> {
@@ -898,7 +693,9 @@ impl Backend for PgBackend {
         if self.vacuum_unsupported.load(Relaxed) {
             return Ok(None);
         }
-        let counts: std::result::Result<Option<(Option<i64>, Option<i64>)>, sqlx::Error> =
+        // Dead and live tuples of the job table, from its statistics.
+        type Counts = Option<(Option<i64>, Option<i64>)>;
+        let counts: std::result::Result<Counts, sqlx::Error> =
             cat::job_dead_rows().as_().fetch_optional(&self.pool).await;
         let (dead, live) = match counts {
             Ok(Some((dead, live))) => (dead.unwrap_or(0), live.unwrap_or(0)),
@@ -916,55 +713,13 @@ impl Backend for PgBackend {
         }
     }
 
-    async fn schema_version(&self) -> Result<i64> {
-        match cat::schema_version()
-            .scalar()
-            .fetch_one(&self.pool)
-            .await
-            .db()
-        {
-            Err(backlog_core::Error::SchemaOutdated { .. }) => Ok(0),
-            other => other,
-        }
-    }
-
-    async fn queue_oldest_due(&self, now: i64) -> Result<Vec<(String, i64)>> {
-        cat::queue_oldest_due(now)
-            .as_()
-            .fetch_all(&self.pool)
-            .await
-            .db()
-    }
-
     async fn db_oldest_transaction(&self) -> Result<Option<OldestTransaction>> {
         let row: Option<(i64, f64, String, String)> = cat::db_oldest_transaction()
             .as_()
             .fetch_optional(&self.pool)
             .await
             .db()?;
-        Ok(row.map(|(pid, age_s, state, client)| OldestTransaction {
-            pid,
-            age: std::time::Duration::from_secs_f64(age_s.max(0.0)),
-            state,
-            client,
-        }))
-    }
-
-    async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {
-        cat::leader_elect(&p.name, &p.holder, p.now, p.expires_at)
-            .scalar()
-            .fetch_optional(&self.pool)
-            .await
-            .db()
-    }
-
-    async fn leader_resign(&self, name: &str, holder: &str) -> Result<()> {
-        cat::leader_resign(name, holder)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        Ok(())
+        Ok(crate::engine::oldest_transaction(row))
     }
 
     async fn cron_fire(&self, p: CronFireParams) -> Result<Option<EnqueueOutcome>> {
@@ -991,31 +746,6 @@ impl Backend for PgBackend {
         Ok(dedup.outcomes(&per_row).pop())
     }
 
-    async fn topic_subscribe(
-        &self,
-        topic: &QueueName,
-        queue: &QueueName,
-        subscribe: bool,
-        now: i64,
-    ) -> Result<()> {
-        let query = if subscribe {
-            cat::topic_subscribe(topic.as_str(), queue.as_str(), now).query()
-        } else {
-            cat::topic_unsubscribe(topic.as_str(), queue.as_str()).query()
-        };
-        query.execute(&self.pool).await.db()?;
-        Ok(())
-    }
-
-    async fn topic_subscribers(&self, topic: &QueueName) -> Result<Vec<QueueName>> {
-        let names: Vec<String> = cat::topic_subscribers(topic.as_str())
-            .scalar()
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
-        names.into_iter().map(QueueName::new).collect()
-    }
-
     async fn listen(&self, wake: WakeFn) -> Result<bool> {
         if self.pool.options().get_max_connections() < 2 {
             return Ok(false); // the LISTEN connection would starve everything else: poll
@@ -1036,73 +766,6 @@ impl Backend for PgBackend {
         Ok(true)
     }
 
-    async fn job_rescue(&self, p: JobRescueParams) -> Result<Vec<Rescued>> {
-        let rows: Vec<(String, bool)> = cat::job_rescue(p.now, p.limit as i64)
-            .as_()
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
-        Ok(rows
-            .into_iter()
-            .map(|(queue, dead)| Rescued { queue, dead })
-            .collect())
-    }
-
-    async fn job_get(&self, id: i64) -> Result<Option<Job>> {
-        let mut row = cat::job_get(id)
-            .query()
-            .fetch_optional(&self.pool)
-            .await
-            .db()?;
-        if row.is_none() {
-            row = cat::job_get_archived(id)
-                .query()
-                .fetch_optional(&self.pool)
-                .await
-                .db()?;
-        }
-        row.map(|r| Ok(job_from_row!(&r))).transpose()
-    }
-
-    async fn job_list(&self, p: JobListParams) -> Result<Vec<Job>> {
-        let (state, mode) = shared::state_filter(p.state);
-        let rows = cat::job_list(
-            p.queue.as_ref().map(|q| q.as_str()),
-            state,
-            p.after_id,
-            mode,
-            p.now,
-            p.limit as i64,
-            p.kind.as_ref().map(|k| k.as_str()),
-            p.unique_key.as_deref(),
-        )
-        .query()
-        .fetch_all(&self.pool)
-        .await
-        .db()?;
-        rows.iter().map(|r| Ok(job_from_row!(r))).collect()
-    }
-
-    async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job> {
-        let t = shared::admin_target(action, now);
-        let res = cat::job_admin(
-            t.to,
-            t.run_at,
-            t.reset_attempts,
-            t.finished_at,
-            id,
-            t.from[0],
-            t.from[1],
-            t.from[2],
-        )
-        .query()
-        .execute(&self.pool)
-        .await
-        .db()?;
-        let job = self.job_get(id).await?;
-        shared::admin_result(id, action, res.rows_affected(), job)
-    }
-
     async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {
         let names: Vec<&str> = p.queues.iter().map(|q| q.as_str()).collect();
         cat::job_count_pending(&names, shared::kinds_vec(&p.kinds), p.due_by)
@@ -1112,168 +775,10 @@ impl Backend for PgBackend {
             .db()
     }
 
-    async fn queue_redrive(&self, p: QueueRedriveParams) -> Result<u64> {
-        let res = cat::queue_redrive(p.now, p.queue.as_str(), p.limit as i64)
-            .query()
-            .execute(&self.pool)
-            .await;
-        match res.db() {
-            Ok(r) => Ok(r.rows_affected()),
-            Err(e) if shared::is_unique_violation(&e) => {
-                let ids: Vec<i64> = cat::queue_dead_ids(p.queue.as_str(), p.limit as i64)
-                    .scalar()
-                    .fetch_all(&self.pool)
-                    .await
-                    .db()?;
-                shared::redrive_one_by_one(self, &ids, p.now).await
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    async fn queue_get(&self, name: &QueueName) -> Result<Option<QueueSettings>> {
-        let row = cat::queue_get(name.as_str())
-            .query()
-            .fetch_optional(&self.pool)
-            .await
-            .db()?;
-        row.map(|r| Ok(queue_from_row!(&r))).transpose()
-    }
-
-    async fn queue_ensure(&self, name: &QueueName, now: i64) -> Result<()> {
-        cat::queue_ensure(name.as_str(), now)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        Ok(())
-    }
-
-    async fn queue_upsert(&self, s: &QueueSettings, now: i64) -> Result<()> {
-        cat::queue_upsert(
-            s.name.as_str(),
-            s.paused,
-            s.max_attempts,
-            s.backoff_base.as_millis() as i64,
-            s.backoff_max.as_millis() as i64,
-            s.lease.as_millis() as i64,
-            s.order.as_str(),
-            s.retention.as_str(),
-            s.concurrency.map(|c| c as i32),
-            now,
-        )
-        .query()
-        .execute(&self.pool)
-        .await
-        .db()?;
-        Ok(())
-    }
-
-    async fn queue_set_paused(&self, name: &QueueName, paused: bool, now: i64) -> Result<()> {
-        cat::queue_set_paused(name.as_str(), paused, now)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        Ok(())
-    }
-
-    async fn queue_list(&self) -> Result<Vec<QueueInfo>> {
-        let rows = cat::queue_all().query().fetch_all(&self.pool).await.db()?;
-        let settings = rows
-            .iter()
-            .map(|r| Ok(queue_from_row!(r)))
-            .collect::<Result<Vec<_>>>()?;
-        let pending = cat::queue_pending()
-            .query()
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
-        let pending = pending
-            .iter()
-            .map(|r| Ok((r.try_get::<String, _>(0)?, r.try_get::<i64, _>(1)?)))
-            .collect::<Result<Vec<_>, sqlx::Error>>()
-            .db()?;
-        shared::merge_queue_list(settings, pending)
-    }
-
-    async fn queue_stats(
-        &self,
-        queue: Option<&QueueName>,
-        now: i64,
-    ) -> Result<Vec<(String, QueueStats)>> {
-        let rows = cat::queue_stats(now, queue.map(|q| q.as_str()))
-            .query()
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
-        let counts = rows
-            .iter()
-            .map(|r| {
-                Ok((
-                    r.try_get::<String, _>(0)?,
-                    r.try_get::<String, _>(1)?,
-                    r.try_get::<bool, _>(2)?,
-                    r.try_get::<bool, _>(3)?,
-                    r.try_get::<i64, _>(4)?,
-                ))
-            })
-            .collect::<Result<Vec<_>, sqlx::Error>>()
-            .db()?;
-        let names = match queue {
-            Some(q) => vec![q.as_str().to_owned()],
-            None => cat::queue_names()
-                .scalar()
-                .fetch_all(&self.pool)
-                .await
-                .db()?,
-        };
-        shared::fold_stats(names, counts)
-    }
-
-    async fn stat_history(&self, queue: Option<&QueueName>, since: i64) -> Result<Vec<StatRow>> {
-        self.op_stat_history(queue, since).await
-    }
-
-    async fn stat_totals(&self) -> Result<Vec<StatRow>> {
-        self.op_stat_totals().await
-    }
-
-    async fn stat_prune(&self, before: i64) -> Result<u64> {
-        self.op_stat_prune(before).await
-    }
-
-    async fn audit_list(&self, p: &AuditListParams) -> Result<Vec<AuditEntry>> {
-        self.op_audit_list(p).await
-    }
-
-    async fn stat_add(&self, rows: &[StatRow]) -> Result<()> {
-        self.op_stat_add(rows).await
-    }
-
-    async fn stat_snapshot(&self, minute: i64, depths: &[(String, StatDepth)]) -> Result<()> {
-        self.op_stat_snapshot(minute, depths).await
-    }
-
-    async fn audit_add(&self, e: &AuditEntry) -> Result<i64> {
-        cat::audit_add(
-            e.at,
-            e.actor.as_str(),
-            e.action.as_str(),
-            e.queue.as_deref(),
-            e.job_id,
-            e.detail.as_str(),
-        )
-        .scalar()
-        .fetch_one(&self.pool)
-        .await
-        .db()
-    }
-
-    async fn close(&self) {
-        self.pool.close().await;
-    }
+    crate::engine::returning_methods!(cat);
 }
+
+crate::engine::sql_backend!(PgBackend, cat);
 
 /// Enqueue and complete inside the caller's transaction: `&mut *tx` of a `Transaction<Postgres>`.
 impl crate::tx::JobConnection for PgConnection {
@@ -1282,13 +787,7 @@ impl crate::tx::JobConnection for PgConnection {
         jobs: Vec<NewJob>,
         now: i64,
     ) -> Result<Vec<EnqueueOutcome>> {
-        for q in NewJob::queues_of(&jobs) {
-            cat::queue_ensure(q.as_str(), now)
-                .query()
-                .execute(&mut *self)
-                .await
-                .db()?;
-        }
+        crate::engine::ConnOps::ensure_queues(self, &jobs, now).await?;
         // No deadlock retry here, unlike job_insert: the transaction is the caller's to retry.
         let dedup = Deduped::new(jobs);
         let per_row = batch::insert_all(&mut Inserter { conn: self, now }, &dedup.rows).await?;
@@ -1311,4 +810,4 @@ impl crate::tx::JobConnection for PgConnection {
     }
 }
 
-crate::operator::operator_methods!(PgBackend, catalog = crate::catalog::postgres);
+crate::engine::conn_ops!(PgConnection, cat);

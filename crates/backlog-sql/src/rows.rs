@@ -135,6 +135,17 @@ pub(crate) fn assign_ids(
         .collect()
 }
 
+/// The rows an insert created, read as (id, queue, unique_key), as [`assign_ids`] takes them:
+/// (id, queue-and-key) in ascending id order.
+pub(crate) fn created(rows: Vec<(i64, String, Option<String>)>) -> Vec<(i64, Option<String>)> {
+    let mut created: Vec<(i64, Option<String>)> = rows
+        .into_iter()
+        .map(|(id, queue, key)| (id, key.map(|k| unique_slot(&queue, &k))))
+        .collect();
+    created.sort_by_key(|(id, _)| *id);
+    created
+}
+
 /// The identity of a unique key: keys are unique per queue. NUL cannot occur in either part.
 pub(crate) fn unique_slot(queue: &str, key: &str) -> String {
     format!("{queue}\u{0}{key}")

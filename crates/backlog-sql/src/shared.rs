@@ -9,6 +9,37 @@ use backlog_core::{
 };
 use rand::Rng;
 
+/// How often a transaction the database rolled back as a deadlock victim or a serialization
+/// failure is run again before the error reaches the caller.
+const TRANSIENT_ATTEMPTS: u64 = 10;
+
+/// Runs `op` again while the database rolls it back as a deadlock victim or a serialization
+/// failure: the whole transaction was undone, so nothing of it took effect and it can simply go
+/// again. Claimers, completers and producers that touch the same rows in different orders can
+/// deadlock on any engine with row locks; callers should not see it. Each retry waits a random
+/// 1 to 5×n ms (n: the retries so far), so that two victims of one deadlock do not meet again.
+/// One policy for every dialect; which errors are transient is `dberror`'s classification.
+pub(crate) async fn retry_transient<T, F, Fut>(mut op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut retries = 0u64;
+    loop {
+        match op().await {
+            Err(Error::Database {
+                kind: DbErrorKind::Deadlock | DbErrorKind::SerializationFailure,
+                ..
+            }) if retries + 1 < TRANSIENT_ATTEMPTS => {
+                retries += 1;
+                let jitter = rand::random::<u64>() % (5 * retries);
+                tokio::time::sleep(std::time::Duration::from_millis(1 + jitter)).await;
+            }
+            r => return r,
+        }
+    }
+}
+
 /// A fresh lease (fencing) token: random and never zero.
 pub(crate) fn new_token() -> i64 {
     loop {

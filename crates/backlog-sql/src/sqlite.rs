@@ -5,15 +5,11 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use backlog_core::{
-    AdminAction, AuditEntry, AuditListParams, Backend, Capabilities, ClaimStrategy, ClaimedJob,
-    CompleteClaimed, CronFireParams, EnqueueOutcome, Error, Job, JobClaimParams,
-    JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams, JobFailParams,
-    JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
-    JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport, NewJob, Ordering, QueueInfo,
-    QueueName, QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result, Retention,
-    StatDepth, StatRow, TxClaim,
+    BackendTx, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
+    EnqueueOutcome, Error, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
+    JobCountPendingParams, JobHeartbeatParams, JobInsertParams, JobPruneParams, JobRef,
+    MigrateReport, NewJob, Ordering, Result, Retention, TxClaim,
 };
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, Row, Sqlite, SqliteConnection, SqlitePool};
@@ -22,45 +18,12 @@ use crate::BackendConfig;
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::catalog::{Stmt, sqlite as cat};
 use crate::dberror::{DbResultExt, connect_error};
+use crate::engine::{Dialect, SqlTx};
 use crate::rows::{
-    assign_ids, audit_from_row, claimed_from_row, job_from_row, queue_from_row, stat_from_row,
-    unique_slot,
+    assign_ids, audit_from_row, claimed_from_row, created, job_from_row, queue_from_row,
+    stat_from_row,
 };
 use crate::shared::{self, Tokens};
-use crate::sqltext::Migration;
-
-pub(crate) const MIGRATIONS: &[Migration] = &[
-    Migration {
-        version: 1,
-        name: "init",
-        sql: include_str!("../migrations/sqlite/0001_init.sql"),
-    },
-    Migration {
-        version: 2,
-        name: "runtime",
-        sql: include_str!("../migrations/sqlite/0002_runtime.sql"),
-    },
-    Migration {
-        version: 3,
-        name: "quiet_notify",
-        sql: include_str!("../migrations/sqlite/0003_quiet_notify.sql"),
-    },
-    Migration {
-        version: 4,
-        name: "lease_index",
-        sql: include_str!("../migrations/sqlite/0004_lease_index.sql"),
-    },
-    Migration {
-        version: 5,
-        name: "operator",
-        sql: include_str!("../migrations/sqlite/0005_operator.sql"),
-    },
-    Migration {
-        version: 6,
-        name: "trace_context",
-        sql: include_str!("../migrations/sqlite/0006_trace_context.sql"),
-    },
-];
 
 /// A completion's jobs as SQLite's statements take them: JSON, the (id, token) pairs
 /// (`job_complete_*`), or the ids alone when they share one token (`job_complete_*_one`, which
@@ -252,36 +215,17 @@ impl batch::InsertOps for Inserter<'_> {
                 })
                 .collect();
             let rows = cat::job_insert(&values)
-                .query()
+                .as_()
                 .fetch_all(&mut *conn)
                 .await
                 .db()?;
-            let mut created: Vec<(i64, Option<String>)> = rows
-                .iter()
-                .map(|r| {
-                    let id: i64 = r.try_get("id")?;
-                    let queue: String = r.try_get("queue")?;
-                    let key: Option<String> = r.try_get("unique_key")?;
-                    Ok((id, key.map(|k| unique_slot(&queue, &k))))
-                })
-                .collect::<Result<_, sqlx::Error>>()
-                .db()?;
-            created.sort_by_key(|(id, _)| *id);
-            out.extend(assign_ids(&created, &Deduped::slots(chunk)));
+            out.extend(assign_ids(&created(rows), &Deduped::slots(chunk)));
         }
         Ok(out)
     }
 
     async fn find(&mut self, job: &NewJob) -> Result<Option<i64>> {
-        let conn = &mut *self.conn;
-        let Some(key) = &job.unique_key else {
-            return Ok(None);
-        };
-        cat::job_find_unique(job.queue.as_str(), key.as_str())
-            .scalar()
-            .fetch_optional(&mut *conn)
-            .await
-            .db()
+        crate::engine::ConnOps::find_unique(&mut *self.conn, job).await
     }
 }
 
@@ -382,16 +326,17 @@ impl SqliteBackend {
     }
 }
 
-#[async_trait]
-impl Backend for SqliteBackend {
+impl Dialect for SqliteBackend {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             skip_locked: false,
-            update_returning: true,
             single_writer: true,
             row_locks: false,
-            listen_notify: false,
         }
+    }
+
+    async fn begin(&self) -> Result<Box<dyn BackendTx>> {
+        Ok(Box::new(SqlTx(self.begin_tx().await?)))
     }
 
     async fn migrate(&self) -> Result<MigrateReport> {
@@ -404,7 +349,7 @@ impl Backend for SqliteBackend {
             .fetch_all(&self.pool)
             .await;
         if let Ok(done) = done
-            && MIGRATIONS.iter().all(|m| done.contains(&m.version))
+            && cat::MIGRATIONS.iter().all(|m| done.contains(&m.version))
         {
             return Ok(MigrateReport {
                 applied: vec![],
@@ -414,25 +359,7 @@ impl Backend for SqliteBackend {
         let mut conn = self.pool.acquire().await.db()?;
         // BEGIN IMMEDIATE takes the write lock up front: concurrent migrators queue behind it.
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
-        sqlx::raw_sql(cat::MIGRATION_TABLE)
-            .execute(&mut *tx)
-            .await
-            .db()?;
-        let done: Vec<i64> = cat::migration_versions()
-            .scalar()
-            .fetch_all(&mut *tx)
-            .await
-            .db()?;
-        let mut applied = vec![];
-        for m in MIGRATIONS.iter().filter(|m| !done.contains(&m.version)) {
-            sqlx::raw_sql(m.sql).execute(&mut *tx).await.db()?;
-            cat::migration_record(m.version, m.name, backlog_core::now_micros())
-                .query()
-                .execute(&mut *tx)
-                .await
-                .db()?;
-            applied.push(m.version);
-        }
+        let applied = crate::engine::apply_migrations!(cat, tx, whole);
         tx.commit().await.db()?;
         Ok(MigrateReport {
             applied,
@@ -520,33 +447,6 @@ impl Backend for SqliteBackend {
         }
     }
 
-    async fn job_fail(&self, p: JobFailParams) -> Result<()> {
-        let (state, run_at, finished) = shared::fail_target(&p);
-        let res = cat::job_fail(
-            state,
-            run_at,
-            finished,
-            p.now,
-            &p.error,
-            p.job.id,
-            p.job.token,
-        )
-        .query()
-        .execute(&self.pool)
-        .await
-        .db()?;
-        shared::fenced(res.rows_affected(), p.job.id)
-    }
-
-    async fn job_release(&self, p: JobReleaseParams) -> Result<()> {
-        let res = cat::job_release(p.run_at, p.job.id, p.job.token)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        shared::fenced(res.rows_affected(), p.job.id)
-    }
-
     async fn job_heartbeat(&self, p: JobHeartbeatParams) -> Result<bool> {
         let row: Option<bool> = cat::job_heartbeat(p.lease_expires_at, p.job.id, p.job.token)
             .scalar()
@@ -554,25 +454,6 @@ impl Backend for SqliteBackend {
             .await
             .db()?;
         row.ok_or(Error::LeaseLost { job_id: p.job.id })
-    }
-
-    async fn job_progress(&self, p: JobProgressParams) -> Result<()> {
-        let res = cat::job_progress(p.progress, p.result, p.job.id, p.job.token)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        shared::fenced(res.rows_affected(), p.job.id)
-    }
-
-    async fn job_cancel_request(&self, id: i64, now: i64) -> Result<Job> {
-        let res = cat::job_cancel_request(now, id)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        let job = self.job_get(id).await?;
-        shared::admin_result(id, AdminAction::Cancel, res.rows_affected(), job)
     }
 
     async fn job_prune(&self, p: JobPruneParams) -> Result<u64> {
@@ -604,43 +485,6 @@ impl Backend for SqliteBackend {
         Ok(res.rows_affected())
     }
 
-    async fn schema_version(&self) -> Result<i64> {
-        match cat::schema_version()
-            .scalar()
-            .fetch_one(&self.pool)
-            .await
-            .db()
-        {
-            Err(Error::SchemaOutdated { .. }) => Ok(0),
-            other => other,
-        }
-    }
-
-    async fn queue_oldest_due(&self, now: i64) -> Result<Vec<(String, i64)>> {
-        cat::queue_oldest_due(now)
-            .as_()
-            .fetch_all(&self.pool)
-            .await
-            .db()
-    }
-
-    async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {
-        cat::leader_elect(&p.name, &p.holder, p.now, p.expires_at)
-            .scalar()
-            .fetch_optional(&self.pool)
-            .await
-            .db()
-    }
-
-    async fn leader_resign(&self, name: &str, holder: &str) -> Result<()> {
-        cat::leader_resign(name, holder)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        Ok(())
-    }
-
     async fn cron_fire(&self, p: CronFireParams) -> Result<Option<EnqueueOutcome>> {
         let mut conn = self.pool.acquire().await.db()?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
@@ -665,98 +509,6 @@ impl Backend for SqliteBackend {
         Ok(dedup.outcomes(&per_row).pop())
     }
 
-    async fn topic_subscribe(
-        &self,
-        topic: &QueueName,
-        queue: &QueueName,
-        subscribe: bool,
-        now: i64,
-    ) -> Result<()> {
-        let stmt = if subscribe {
-            cat::topic_subscribe(topic.as_str(), queue.as_str(), now)
-        } else {
-            cat::topic_unsubscribe(topic.as_str(), queue.as_str())
-        };
-        stmt.query().execute(&self.pool).await.db()?;
-        Ok(())
-    }
-
-    async fn topic_subscribers(&self, topic: &QueueName) -> Result<Vec<QueueName>> {
-        let names: Vec<String> = cat::topic_subscribers(topic.as_str())
-            .scalar()
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
-        names.into_iter().map(QueueName::new).collect()
-    }
-
-    async fn job_rescue(&self, p: JobRescueParams) -> Result<Vec<Rescued>> {
-        let rows: Vec<(String, bool)> = cat::job_rescue(p.now, p.limit as i64)
-            .as_()
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
-        Ok(rows
-            .into_iter()
-            .map(|(queue, dead)| Rescued { queue, dead })
-            .collect())
-    }
-
-    async fn job_get(&self, id: i64) -> Result<Option<Job>> {
-        let mut row = cat::job_get(id)
-            .query()
-            .fetch_optional(&self.pool)
-            .await
-            .db()?;
-        if row.is_none() {
-            row = cat::job_get_archived(id)
-                .query()
-                .fetch_optional(&self.pool)
-                .await
-                .db()?;
-        }
-        row.map(|r| Ok(job_from_row!(&r))).transpose()
-    }
-
-    async fn job_list(&self, p: JobListParams) -> Result<Vec<Job>> {
-        let (state, mode) = shared::state_filter(p.state);
-        let rows = cat::job_list(
-            p.queue.as_ref().map(|q| q.as_str()),
-            state,
-            p.after_id,
-            mode,
-            p.now,
-            p.limit as i64,
-            p.kind.as_ref().map(|k| k.as_str()),
-            p.unique_key.as_deref(),
-        )
-        .query()
-        .fetch_all(&self.pool)
-        .await
-        .db()?;
-        rows.iter().map(|r| Ok(job_from_row!(r))).collect()
-    }
-
-    async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job> {
-        let t = shared::admin_target(action, now);
-        let res = cat::job_admin(
-            t.to,
-            t.run_at,
-            t.reset_attempts,
-            t.finished_at,
-            id,
-            t.from[0],
-            t.from[1],
-            t.from[2],
-        )
-        .query()
-        .execute(&self.pool)
-        .await
-        .db()?;
-        let job = self.job_get(id).await?;
-        shared::admin_result(id, action, res.rows_affected(), job)
-    }
-
     async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {
         let names: Vec<&str> = p.queues.iter().map(|q| q.as_str()).collect();
         cat::job_count_pending(
@@ -770,168 +522,10 @@ impl Backend for SqliteBackend {
         .db()
     }
 
-    async fn queue_redrive(&self, p: QueueRedriveParams) -> Result<u64> {
-        let res = cat::queue_redrive(p.now, p.queue.as_str(), p.limit as i64)
-            .query()
-            .execute(&self.pool)
-            .await;
-        match res.db() {
-            Ok(r) => Ok(r.rows_affected()),
-            Err(e) if shared::is_unique_violation(&e) => {
-                let ids: Vec<i64> = cat::queue_dead_ids(p.queue.as_str(), p.limit as i64)
-                    .scalar()
-                    .fetch_all(&self.pool)
-                    .await
-                    .db()?;
-                shared::redrive_one_by_one(self, &ids, p.now).await
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    async fn queue_get(&self, name: &QueueName) -> Result<Option<QueueSettings>> {
-        let row = cat::queue_get(name.as_str())
-            .query()
-            .fetch_optional(&self.pool)
-            .await
-            .db()?;
-        row.map(|r| Ok(queue_from_row!(&r))).transpose()
-    }
-
-    async fn queue_ensure(&self, name: &QueueName, now: i64) -> Result<()> {
-        cat::queue_ensure(name.as_str(), now)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        Ok(())
-    }
-
-    async fn queue_upsert(&self, s: &QueueSettings, now: i64) -> Result<()> {
-        cat::queue_upsert(
-            s.name.as_str(),
-            s.paused,
-            s.max_attempts,
-            s.backoff_base.as_millis() as i64,
-            s.backoff_max.as_millis() as i64,
-            s.lease.as_millis() as i64,
-            s.order.as_str(),
-            s.retention.as_str(),
-            s.concurrency.map(|c| c as i32),
-            now,
-        )
-        .query()
-        .execute(&self.pool)
-        .await
-        .db()?;
-        Ok(())
-    }
-
-    async fn queue_set_paused(&self, name: &QueueName, paused: bool, now: i64) -> Result<()> {
-        cat::queue_set_paused(name.as_str(), paused, now)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
-        Ok(())
-    }
-
-    async fn queue_list(&self) -> Result<Vec<QueueInfo>> {
-        let rows = cat::queue_all().query().fetch_all(&self.pool).await.db()?;
-        let settings = rows
-            .iter()
-            .map(|r| Ok(queue_from_row!(r)))
-            .collect::<Result<Vec<_>>>()?;
-        let pending = cat::queue_pending()
-            .query()
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
-        let pending = pending
-            .iter()
-            .map(|r| Ok((r.try_get::<String, _>(0)?, r.try_get::<i64, _>(1)?)))
-            .collect::<Result<Vec<_>, sqlx::Error>>()
-            .db()?;
-        shared::merge_queue_list(settings, pending)
-    }
-
-    async fn queue_stats(
-        &self,
-        queue: Option<&QueueName>,
-        now: i64,
-    ) -> Result<Vec<(String, QueueStats)>> {
-        let rows = cat::queue_stats(now, queue.map(|q| q.as_str()))
-            .query()
-            .fetch_all(&self.pool)
-            .await
-            .db()?;
-        let counts = rows
-            .iter()
-            .map(|r| {
-                Ok((
-                    r.try_get::<String, _>(0)?,
-                    r.try_get::<String, _>(1)?,
-                    r.try_get::<i64, _>(2)? != 0,
-                    r.try_get::<i64, _>(3)? != 0,
-                    r.try_get::<i64, _>(4)?,
-                ))
-            })
-            .collect::<Result<Vec<_>, sqlx::Error>>()
-            .db()?;
-        let names = match queue {
-            Some(q) => vec![q.as_str().to_owned()],
-            None => cat::queue_names()
-                .scalar()
-                .fetch_all(&self.pool)
-                .await
-                .db()?,
-        };
-        shared::fold_stats(names, counts)
-    }
-
-    async fn stat_history(&self, queue: Option<&QueueName>, since: i64) -> Result<Vec<StatRow>> {
-        self.op_stat_history(queue, since).await
-    }
-
-    async fn stat_totals(&self) -> Result<Vec<StatRow>> {
-        self.op_stat_totals().await
-    }
-
-    async fn stat_prune(&self, before: i64) -> Result<u64> {
-        self.op_stat_prune(before).await
-    }
-
-    async fn audit_list(&self, p: &AuditListParams) -> Result<Vec<AuditEntry>> {
-        self.op_audit_list(p).await
-    }
-
-    async fn stat_add(&self, rows: &[StatRow]) -> Result<()> {
-        self.op_stat_add(rows).await
-    }
-
-    async fn stat_snapshot(&self, minute: i64, depths: &[(String, StatDepth)]) -> Result<()> {
-        self.op_stat_snapshot(minute, depths).await
-    }
-
-    async fn audit_add(&self, e: &AuditEntry) -> Result<i64> {
-        cat::audit_add(
-            e.at,
-            e.actor.as_str(),
-            e.action.as_str(),
-            e.queue.as_deref(),
-            e.job_id,
-            e.detail.as_str(),
-        )
-        .scalar()
-        .fetch_one(&self.pool)
-        .await
-        .db()
-    }
-
-    async fn close(&self) {
-        self.pool.close().await;
-    }
+    crate::engine::returning_methods!(cat);
 }
+
+crate::engine::sql_backend!(SqliteBackend, cat);
 
 impl crate::tx::JobConnection for SqliteConnection {
     async fn backlog_enqueue(
@@ -939,13 +533,7 @@ impl crate::tx::JobConnection for SqliteConnection {
         jobs: Vec<NewJob>,
         now: i64,
     ) -> Result<Vec<EnqueueOutcome>> {
-        for q in NewJob::queues_of(&jobs) {
-            cat::queue_ensure(q.as_str(), now)
-                .query()
-                .execute(&mut *self)
-                .await
-                .db()?;
-        }
+        crate::engine::ConnOps::ensure_queues(self, &jobs, now).await?;
         let dedup = Deduped::new(jobs);
         let per_row = batch::insert_all(&mut Inserter { conn: self, now }, &dedup.rows).await?;
         Ok(dedup.outcomes(&per_row))
@@ -956,4 +544,4 @@ impl crate::tx::JobConnection for SqliteConnection {
     }
 }
 
-crate::operator::operator_methods!(SqliteBackend, catalog = crate::catalog::sqlite);
+crate::engine::conn_ops!(SqliteConnection, cat);

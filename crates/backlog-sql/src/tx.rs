@@ -4,10 +4,12 @@
 
 use std::sync::Arc;
 
-use backlog_core::{Backend, EnqueueOutcome, Error, JobCompleteParams, JobRef, NewJob, Result};
-use sqlx::{MySql, MySqlConnection, PgConnection, Postgres, Sqlite, SqliteConnection, Transaction};
+use backlog_core::{
+    Backend, BackendTx, EnqueueOutcome, Error, JobCompleteParams, JobRef, NewJob, Result,
+};
+use sqlx::{MySql, MySqlConnection, PgConnection, Postgres, Sqlite, SqliteConnection};
 
-use crate::dberror::DbResultExt;
+use crate::engine::SqlTx;
 use crate::{BackendConfig, MySqlBackend, PgBackend, SqliteBackend, UrlScheme, url_scheme};
 
 /// A connection (usually inside the caller's transaction) that can enqueue and complete jobs.
@@ -59,72 +61,73 @@ impl SqlBackend {
         }
     }
 
-    /// Begins a transaction for a handler's writes and its job's completion.
-    pub async fn begin(&self) -> Result<JobTx> {
-        Ok(match self {
-            SqlBackend::Sqlite(b) => JobTx::Sqlite(b.begin_tx().await?),
-            SqlBackend::Postgres(b) => JobTx::Postgres(b.pool().begin().await.db()?),
-            SqlBackend::MySql(b) => JobTx::MySql(b.pool().begin().await.db()?),
-        })
+    /// The built-in backend behind a `dyn Backend`, if it is one.
+    pub fn of(backend: &dyn Backend) -> Option<Self> {
+        let any = backend.as_any();
+        if let Some(b) = any.downcast_ref::<SqliteBackend>() {
+            Some(SqlBackend::Sqlite(b.clone()))
+        } else if let Some(b) = any.downcast_ref::<PgBackend>() {
+            Some(SqlBackend::Postgres(b.clone()))
+        } else {
+            any.downcast_ref::<MySqlBackend>()
+                .map(|b| SqlBackend::MySql(b.clone()))
+        }
     }
 }
 
-/// An open transaction on one of the built-in backends. Do the handler's writes on the
-/// connection (`postgres()`, `mysql()`, `sqlite()`), then [`JobTx::complete`] commits them
-/// together with the job's completion, or rolls everything back if the lease was lost.
-#[derive(Debug)]
-pub enum JobTx {
-    /// SQLite (`BEGIN IMMEDIATE`: it holds the database's write lock until it ends).
-    Sqlite(Transaction<'static, Sqlite>),
-    /// PostgreSQL.
-    Postgres(Transaction<'static, Postgres>),
-    /// MySQL or MariaDB.
-    MySql(Transaction<'static, MySql>),
+/// An open transaction, begun by any backend's [`Backend::begin`]. Do the handler's writes on
+/// the connection (`postgres()`, `mysql()`, `sqlite()` on the built-in backends), then
+/// [`JobTx::complete`] commits them together with the job's completion, or rolls everything
+/// back if the lease was lost. On SQLite it is `BEGIN IMMEDIATE`: it holds the database's write
+/// lock until it ends.
+pub struct JobTx(Box<dyn BackendTx>);
+
+impl std::fmt::Debug for JobTx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobTx").finish_non_exhaustive()
+    }
 }
 
 impl JobTx {
+    /// Begins a transaction on `backend`; `Unsupported` if it has none.
+    pub async fn begin(backend: &dyn Backend) -> Result<Self> {
+        Ok(JobTx(backend.begin().await?))
+    }
+
     /// The connection, if this is a SQLite transaction.
     pub fn sqlite(&mut self) -> Option<&mut SqliteConnection> {
-        match self {
-            JobTx::Sqlite(t) => Some(&mut **t),
-            _ => None,
-        }
+        self.conn::<Sqlite>()
     }
 
     /// The connection, if this is a PostgreSQL transaction.
     pub fn postgres(&mut self) -> Option<&mut PgConnection> {
-        match self {
-            JobTx::Postgres(t) => Some(&mut **t),
-            _ => None,
-        }
+        self.conn::<Postgres>()
     }
 
     /// The connection, if this is a MySQL/MariaDB transaction.
     pub fn mysql(&mut self) -> Option<&mut MySqlConnection> {
-        match self {
-            JobTx::MySql(t) => Some(&mut **t),
-            _ => None,
-        }
+        self.conn::<MySql>()
+    }
+
+    fn conn<DB: sqlx::Database>(&mut self) -> Option<&mut DB::Connection> {
+        let tx = self.0.as_any_mut().downcast_mut::<SqlTx<DB>>()?;
+        Some(tx.conn())
+    }
+
+    /// The backend's own transaction, for a backend that is not one of the built-in ones.
+    pub fn backend_tx(&mut self) -> &mut dyn BackendTx {
+        &mut *self.0
     }
 
     /// Enqueues jobs inside this transaction.
     pub async fn enqueue(&mut self, jobs: Vec<NewJob>, now: i64) -> Result<Vec<EnqueueOutcome>> {
-        match self {
-            JobTx::Sqlite(t) => t.backlog_enqueue(jobs, now).await,
-            JobTx::Postgres(t) => t.backlog_enqueue(jobs, now).await,
-            JobTx::MySql(t) => t.backlog_enqueue(jobs, now).await,
-        }
+        self.0.enqueue(jobs, now).await
     }
 
     /// Completes the jobs and commits. If any job's lease is gone, rolls back everything done
     /// in the transaction and returns `LeaseLost`.
     pub async fn complete(mut self, params: JobCompleteParams) -> Result<()> {
-        let done = match &mut self {
-            JobTx::Sqlite(t) => t.backlog_complete(&params).await,
-            JobTx::Postgres(t) => t.backlog_complete(&params).await,
-            JobTx::MySql(t) => t.backlog_complete(&params).await,
-        };
-        let done = match done {
+        let done = match self.0.complete(&params).await {
             Ok(d) => d,
             Err(e) => {
                 self.rollback().await.ok();
@@ -140,19 +143,11 @@ impl JobTx {
 
     /// Commits.
     pub async fn commit(self) -> Result<()> {
-        match self {
-            JobTx::Sqlite(t) => t.commit().await.db(),
-            JobTx::Postgres(t) => t.commit().await.db(),
-            JobTx::MySql(t) => t.commit().await.db(),
-        }
+        self.0.commit().await
     }
 
     /// Rolls back.
     pub async fn rollback(self) -> Result<()> {
-        match self {
-            JobTx::Sqlite(t) => t.rollback().await.db(),
-            JobTx::Postgres(t) => t.rollback().await.db(),
-            JobTx::MySql(t) => t.rollback().await.db(),
-        }
+        self.0.rollback().await
     }
 }

@@ -1996,11 +1996,11 @@ async fn topic_subscriptions(db: Db) {
 async fn transactions_the_caller_controls(db: Db) {
     let now = db.now;
     // Enqueue inside a transaction: the job exists only if it commits.
-    let mut tx = db.sql.begin().await.unwrap();
+    let mut tx = backlog_sql::JobTx::begin(db.b.as_ref()).await.unwrap();
     let rolled = tx.enqueue(vec![job("txq", "1")], now).await.unwrap()[0].id;
     tx.rollback().await.unwrap();
     assert!(db.b.job_get(rolled).await.unwrap().is_none());
-    let mut tx = db.sql.begin().await.unwrap();
+    let mut tx = backlog_sql::JobTx::begin(db.b.as_ref()).await.unwrap();
     let kept = tx.enqueue(vec![job("txq", "2")], now).await.unwrap()[0].id;
     tx.commit().await.unwrap();
     assert_eq!(state_of(&db, kept).await, JobState::Available);
@@ -2010,7 +2010,7 @@ async fn transactions_the_caller_controls(db: Db) {
             .await
             .unwrap()
             .remove(0);
-    let mut tx = db.sql.begin().await.unwrap();
+    let mut tx = backlog_sql::JobTx::begin(db.b.as_ref()).await.unwrap();
     let follow = tx.enqueue(vec![job("txq-out", "3")], now).await.unwrap()[0].id;
     tx.complete(JobCompleteParams {
         jobs: vec![c.job_ref()],
@@ -2033,7 +2033,7 @@ async fn transactions_the_caller_controls(db: Db) {
         id,
         token: c.lease_token.wrapping_add(1),
     };
-    let mut tx = db.sql.begin().await.unwrap();
+    let mut tx = backlog_sql::JobTx::begin(db.b.as_ref()).await.unwrap();
     let ghost = tx.enqueue(vec![job("txq-out", "5")], now).await.unwrap()[0].id;
     let e = tx
         .complete(JobCompleteParams {

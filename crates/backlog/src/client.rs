@@ -147,7 +147,6 @@ pub struct Client {
     /// The queue `new_job` named last: jobs made in a loop share one name, checked once.
     last_queue: Mutex<Option<QueueName>>,
     last_rescue: AtomicI64,
-    sql: Option<SqlBackend>,
     /// Counts not yet added to `backlog_stat`.
     stats: Arc<crate::stats::Recorder>,
     wakers: Arc<Wakers>,
@@ -194,15 +193,13 @@ impl Client {
     }
 
     /// Uses one of the built-in backends, for example made from your own sqlx pool:
-    /// `Client::from_sql(SqlBackend::Postgres(PgBackend::from_pool(pool)))`. Transactions the
-    /// caller controls ([`Client::begin`]) need this (or [`Client::connect`]).
+    /// `Client::from_sql(SqlBackend::Postgres(PgBackend::from_pool(pool)))`.
     pub fn from_sql(sql: SqlBackend) -> Self {
-        let mut c = Self::from_backend(sql.backend());
-        c.sql = Some(sql);
-        c
+        Self::from_backend(sql.backend())
     }
 
-    /// Wraps a backend (for example one made from your own sqlx pool).
+    /// Wraps a backend: a built-in one made from your own sqlx pool, or your own (an in-memory
+    /// one for tests, say).
     pub fn from_backend(backend: Arc<dyn Backend>) -> Self {
         Client {
             backend,
@@ -213,27 +210,22 @@ impl Client {
             busy: Mutex::new(HashSet::new()),
             last_queue: Mutex::new(None),
             last_rescue: AtomicI64::new(i64::MIN),
-            sql: None,
             stats: Arc::default(),
             wakers: Arc::new(Wakers::default()),
             listening: tokio::sync::OnceCell::new(),
         }
     }
 
-    /// The built-in backend, when the client was made from one.
-    pub fn sql(&self) -> Option<&SqlBackend> {
-        self.sql.as_ref()
+    /// The built-in backend, when the client's backend is one (to reach its pool, say).
+    pub fn sql(&self) -> Option<SqlBackend> {
+        SqlBackend::of(self.backend.as_ref())
     }
 
     /// Begins a transaction on the queue database: do your own writes on it, enqueue inside it
     /// ([`JobTx::enqueue`]), or complete a job in the same commit ([`JobTx::complete`]).
+    /// `Unsupported` on a backend without transactions.
     pub async fn begin(&self) -> Result<JobTx> {
-        match &self.sql {
-            Some(sql) => sql.begin().await,
-            None => Err(Error::Unsupported(
-                "transactions need a built-in backend (Client::connect or Client::from_sql)",
-            )),
-        }
+        JobTx::begin(self.backend.as_ref()).await
     }
 
     /// Enqueues jobs inside a transaction the caller controls (any sqlx connection or

@@ -1,15 +1,17 @@
--- future is a boolean here (SQLite has no boolean type); $2 is cast because it may be NULL.
+-- The flags future and archived are 0 or 1, as in the other dialects; $2 is cast because it
+-- may be NULL.
 -- The second half counts the jobs `archive` retention moved to backlog_job_archive: one
 -- statement, so a job moving there while this runs is counted once, in one place.
 -- @param now: i64
 -- @param queue: Option<&str>
-SELECT queue, state, (state = 'available' AND run_at > $1) AS future, FALSE AS archived,
-       COUNT(*) AS n
+SELECT queue, state,
+       CASE WHEN state = 'available' AND run_at > $1 THEN 1 ELSE 0 END::int8 AS future,
+       0::int8 AS archived, COUNT(*) AS n
 FROM backlog_job
 WHERE ($2::text IS NULL OR queue = $2::text)
 GROUP BY queue, state, future
 UNION ALL
-SELECT queue, state, FALSE, TRUE, COUNT(*)
+SELECT queue, state, 0::int8, 1::int8, COUNT(*)
 FROM backlog_job_archive
 WHERE ($2::text IS NULL OR queue = $2::text)
 GROUP BY queue, state

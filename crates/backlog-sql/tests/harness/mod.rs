@@ -28,7 +28,6 @@ pub enum Engine {
 /// One isolated, migrated database.
 pub struct Db {
     pub b: Arc<dyn Backend>,
-    pub sql: backlog_sql::SqlBackend,
     pub url: String,
     pub now: i64,
     pub engine: Engine,
@@ -54,14 +53,12 @@ impl Db {
         name: String,
         dir: Option<Arc<tempfile::TempDir>>,
     ) -> Db {
-        let sql = backlog_sql::SqlBackend::connect(&url, &Default::default())
+        let b = backlog_sql::connect(&url, &Default::default())
             .await
             .unwrap_or_else(|e| panic!("{engine:?} is required: {e}"));
-        let b = sql.backend();
         b.migrate().await.expect("migrate");
         Db {
             b,
-            sql,
             url,
             now: backlog_core::now_micros(),
             engine,

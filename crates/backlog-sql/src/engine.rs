@@ -1,0 +1,869 @@
+//! The [`Backend`](backlog_core::Backend) of every dialect, written once. A dialect implements
+//! [`Dialect`]: what differs between engines (migrations and their lock, batch inserts, the
+//! claim and completion strategies, notifications, vacuum, transactions, and the statements that
+//! need `RETURNING`, which MySQL lacks). [`sql_backend!`] writes the `Backend` impl of a dialect:
+//! every other method over the dialect's catalog, and a forward to [`Dialect`] for the rest.
+//!
+//! Macros, not generic functions: each driver has its own row, connection and argument types,
+//! and sqlx code generic over the database needs a bound per type it decodes and per executor
+//! it runs on. Expanded in the dialect's module, the same text compiles against concrete types.
+
+use std::future::Future;
+
+use backlog_core::{
+    AuditEntry, BackendTx, Capabilities, ClaimedJob, CompleteClaimed, CronFireParams,
+    EnqueueOutcome, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
+    JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobPruneParams,
+    JobRef, JobRescueParams, JobVacuumParams, LeaderParams, MigrateReport, OldestTransaction,
+    QueueRedriveParams, Rescued, Result, Retention, TxClaim, WakeFn,
+};
+
+use crate::dberror::DbResultExt;
+
+/// What a dialect provides. Each method is the `Backend` method of the same name (see its
+/// documentation there); the defaults are those of an engine without the feature.
+pub(crate) trait Dialect: Send + Sync + 'static {
+    fn capabilities(&self) -> Capabilities;
+
+    fn begin(&self) -> impl Future<Output = Result<Box<dyn BackendTx>>> + Send;
+
+    fn migrate(&self) -> impl Future<Output = Result<MigrateReport>> + Send;
+
+    fn job_insert(
+        &self,
+        params: JobInsertParams,
+    ) -> impl Future<Output = Result<Vec<EnqueueOutcome>>> + Send;
+
+    fn job_claim(
+        &self,
+        params: &JobClaimParams,
+    ) -> impl Future<Output = Result<Vec<ClaimedJob>>> + Send;
+
+    fn job_claim_tx(
+        &self,
+        params: &JobClaimParams,
+    ) -> impl Future<Output = Result<Option<Box<dyn TxClaim>>>> + Send;
+
+    fn job_complete(
+        &self,
+        params: JobCompleteParams,
+    ) -> impl Future<Output = Result<Vec<JobRef>>> + Send;
+
+    fn job_complete_claim(
+        &self,
+        params: JobCompleteClaimParams,
+    ) -> impl Future<Output = Result<CompleteClaimed>> + Send;
+
+    fn job_heartbeat(
+        &self,
+        params: JobHeartbeatParams,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    fn job_prune(&self, params: JobPruneParams) -> impl Future<Output = Result<u64>> + Send;
+
+    fn job_vacuum(
+        &self,
+        params: JobVacuumParams,
+    ) -> impl Future<Output = Result<Option<u64>>> + Send {
+        let _ = params;
+        async { Ok(None) }
+    }
+
+    fn job_count_pending(
+        &self,
+        params: &JobCountPendingParams,
+    ) -> impl Future<Output = Result<i64>> + Send;
+
+    fn db_oldest_transaction(
+        &self,
+    ) -> impl Future<Output = Result<Option<OldestTransaction>>> + Send {
+        async { Ok(None) }
+    }
+
+    fn cron_fire(
+        &self,
+        params: CronFireParams,
+    ) -> impl Future<Output = Result<Option<EnqueueOutcome>>> + Send;
+
+    fn listen(&self, wake: WakeFn) -> impl Future<Output = Result<bool>> + Send {
+        let _ = wake;
+        async { Ok(false) }
+    }
+
+    /// See [`returning_methods!`].
+    fn leader_elect(
+        &self,
+        params: &LeaderParams,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send;
+
+    /// See [`returning_methods!`].
+    fn job_rescue(
+        &self,
+        params: JobRescueParams,
+    ) -> impl Future<Output = Result<Vec<Rescued>>> + Send;
+
+    /// See [`returning_methods!`].
+    fn queue_redrive(&self, params: QueueRedriveParams)
+    -> impl Future<Output = Result<u64>> + Send;
+
+    /// See [`returning_methods!`].
+    fn audit_add(&self, entry: &AuditEntry) -> impl Future<Output = Result<i64>> + Send;
+}
+
+/// The [`Dialect`] methods `leader_elect`, `job_rescue`, `queue_redrive` and `audit_add` of an
+/// engine with `UPDATE … RETURNING` and `INSERT … RETURNING` (PostgreSQL, SQLite): one statement
+/// each. MySQL writes its own (lock, update, read back). Expanded inside `impl Dialect for …`,
+/// with the dialect's catalog module as `$cat`.
+macro_rules! returning_methods {
+    ($cat:ident) => {
+        async fn leader_elect(
+            &self,
+            p: &backlog_core::LeaderParams,
+        ) -> backlog_core::Result<Option<i64>> {
+            $cat::leader_elect(&p.name, &p.holder, p.now, p.expires_at)
+                .scalar()
+                .fetch_optional(&self.pool)
+                .await
+                .db()
+        }
+
+        async fn job_rescue(
+            &self,
+            p: backlog_core::JobRescueParams,
+        ) -> backlog_core::Result<Vec<backlog_core::Rescued>> {
+            let rows: Vec<(String, bool)> = $cat::job_rescue(p.now, p.limit as i64)
+                .as_()
+                .fetch_all(&self.pool)
+                .await
+                .db()?;
+            Ok(rows
+                .into_iter()
+                .map(|(queue, dead)| backlog_core::Rescued { queue, dead })
+                .collect())
+        }
+
+        async fn queue_redrive(
+            &self,
+            p: backlog_core::QueueRedriveParams,
+        ) -> backlog_core::Result<u64> {
+            let res = $cat::queue_redrive(p.now, p.queue.as_str(), p.limit as i64)
+                .query()
+                .execute(&self.pool)
+                .await;
+            match res.db() {
+                Ok(r) => Ok(r.rows_affected()),
+                // Another job holds one of the unique keys: move the others one at a time.
+                Err(e) if $crate::shared::is_unique_violation(&e) => {
+                    let ids: Vec<i64> = $cat::queue_dead_ids(p.queue.as_str(), p.limit as i64)
+                        .scalar()
+                        .fetch_all(&self.pool)
+                        .await
+                        .db()?;
+                    $crate::shared::redrive_one_by_one(self, &ids, p.now).await
+                }
+                Err(e) => Err(e),
+            }
+        }
+
+        async fn audit_add(&self, e: &backlog_core::AuditEntry) -> backlog_core::Result<i64> {
+            let (actor, action, queue) = (e.actor.as_str(), e.action.as_str(), e.queue.as_deref());
+            $cat::audit_add(e.at, actor, action, queue, e.job_id, e.detail.as_str())
+                .scalar()
+                .fetch_one(&self.pool)
+                .await
+                .db()
+        }
+    };
+}
+
+pub(crate) use returning_methods;
+
+/// The `Backend` impl of `$backend`, a [`Dialect`] with a `pool` field, over its catalog module
+/// `$cat`. Expanded in the dialect's module, where `$cat`, `DbResultExt` and the row macros are
+/// in scope. One macro writes the whole impl because `#[async_trait]` rewrites only the methods
+/// it sees, not those a macro inside the impl would add.
+macro_rules! sql_backend {
+    ($backend:ty, $cat:ident) => {
+        #[async_trait::async_trait]
+        impl backlog_core::Backend for $backend {
+            fn capabilities(&self) -> backlog_core::Capabilities {
+                $crate::engine::Dialect::capabilities(self)
+            }
+
+            async fn begin(&self) -> backlog_core::Result<Box<dyn backlog_core::BackendTx>> {
+                $crate::engine::Dialect::begin(self).await
+            }
+
+            async fn migrate(&self) -> backlog_core::Result<backlog_core::MigrateReport> {
+                $crate::engine::Dialect::migrate(self).await
+            }
+
+            async fn job_insert(
+                &self,
+                p: backlog_core::JobInsertParams,
+            ) -> backlog_core::Result<Vec<backlog_core::EnqueueOutcome>> {
+                $crate::engine::Dialect::job_insert(self, p).await
+            }
+
+            async fn job_claim(
+                &self,
+                p: &backlog_core::JobClaimParams,
+            ) -> backlog_core::Result<Vec<backlog_core::ClaimedJob>> {
+                $crate::engine::Dialect::job_claim(self, p).await
+            }
+
+            async fn job_claim_tx(
+                &self,
+                p: &backlog_core::JobClaimParams,
+            ) -> backlog_core::Result<Option<Box<dyn backlog_core::TxClaim>>> {
+                $crate::engine::Dialect::job_claim_tx(self, p).await
+            }
+
+            async fn job_complete(
+                &self,
+                p: backlog_core::JobCompleteParams,
+            ) -> backlog_core::Result<Vec<backlog_core::JobRef>> {
+                $crate::engine::Dialect::job_complete(self, p).await
+            }
+
+            async fn job_complete_claim(
+                &self,
+                p: backlog_core::JobCompleteClaimParams,
+            ) -> backlog_core::Result<backlog_core::CompleteClaimed> {
+                $crate::engine::Dialect::job_complete_claim(self, p).await
+            }
+
+            async fn job_fail(&self, p: backlog_core::JobFailParams) -> backlog_core::Result<()> {
+                let mut conn = self.pool.acquire().await.db()?;
+                $crate::engine::ConnOps::fail(&mut *conn, &p).await
+            }
+
+            async fn job_release(
+                &self,
+                p: backlog_core::JobReleaseParams,
+            ) -> backlog_core::Result<()> {
+                let res = $cat::job_release(p.run_at, p.job.id, p.job.token)
+                    .query()
+                    .execute(&self.pool)
+                    .await
+                    .db()?;
+                $crate::shared::fenced(res.rows_affected(), p.job.id)
+            }
+
+            async fn job_heartbeat(
+                &self,
+                p: backlog_core::JobHeartbeatParams,
+            ) -> backlog_core::Result<bool> {
+                $crate::engine::Dialect::job_heartbeat(self, p).await
+            }
+
+            async fn job_progress(
+                &self,
+                p: backlog_core::JobProgressParams,
+            ) -> backlog_core::Result<()> {
+                let res = $cat::job_progress(p.progress, p.result, p.job.id, p.job.token)
+                    .query()
+                    .execute(&self.pool)
+                    .await
+                    .db()?;
+                $crate::shared::fenced(res.rows_affected(), p.job.id)
+            }
+
+            async fn job_cancel_request(
+                &self,
+                id: i64,
+                now: i64,
+            ) -> backlog_core::Result<backlog_core::Job> {
+                let res = $cat::job_cancel_request(now, id)
+                    .query()
+                    .execute(&self.pool)
+                    .await
+                    .db()?;
+                let job = backlog_core::Backend::job_get(self, id).await?;
+                let cancel = backlog_core::AdminAction::Cancel;
+                $crate::shared::admin_result(id, cancel, res.rows_affected(), job)
+            }
+
+            async fn job_prune(&self, p: backlog_core::JobPruneParams) -> backlog_core::Result<u64> {
+                $crate::engine::Dialect::job_prune(self, p).await
+            }
+
+            async fn job_vacuum(
+                &self,
+                p: backlog_core::JobVacuumParams,
+            ) -> backlog_core::Result<Option<u64>> {
+                $crate::engine::Dialect::job_vacuum(self, p).await
+            }
+
+            async fn schema_version(&self) -> backlog_core::Result<i64> {
+                let version = $cat::schema_version()
+                    .scalar()
+                    .fetch_one(&self.pool)
+                    .await
+                    .db();
+                match version {
+                    Err(backlog_core::Error::SchemaOutdated { .. }) => Ok(0),
+                    other => other,
+                }
+            }
+
+            async fn queue_oldest_due(&self, now: i64) -> backlog_core::Result<Vec<(String, i64)>> {
+                $cat::queue_oldest_due(now)
+                    .as_()
+                    .fetch_all(&self.pool)
+                    .await
+                    .db()
+            }
+
+            async fn db_oldest_transaction(
+                &self,
+            ) -> backlog_core::Result<Option<backlog_core::OldestTransaction>> {
+                $crate::engine::Dialect::db_oldest_transaction(self).await
+            }
+
+            async fn leader_elect(
+                &self,
+                p: &backlog_core::LeaderParams,
+            ) -> backlog_core::Result<Option<i64>> {
+                $crate::engine::Dialect::leader_elect(self, p).await
+            }
+
+            async fn leader_resign(&self, name: &str, holder: &str) -> backlog_core::Result<()> {
+                $cat::leader_resign(name, holder)
+                    .query()
+                    .execute(&self.pool)
+                    .await
+                    .db()?;
+                Ok(())
+            }
+
+            async fn cron_fire(
+                &self,
+                p: backlog_core::CronFireParams,
+            ) -> backlog_core::Result<Option<backlog_core::EnqueueOutcome>> {
+                $crate::engine::Dialect::cron_fire(self, p).await
+            }
+
+            async fn topic_subscribe(
+                &self,
+                topic: &backlog_core::QueueName,
+                queue: &backlog_core::QueueName,
+                subscribe: bool,
+                now: i64,
+            ) -> backlog_core::Result<()> {
+                let stmt = if subscribe {
+                    $cat::topic_subscribe(topic.as_str(), queue.as_str(), now)
+                } else {
+                    $cat::topic_unsubscribe(topic.as_str(), queue.as_str())
+                };
+                stmt.query().execute(&self.pool).await.db()?;
+                Ok(())
+            }
+
+            async fn topic_subscribers(
+                &self,
+                topic: &backlog_core::QueueName,
+            ) -> backlog_core::Result<Vec<backlog_core::QueueName>> {
+                let names: Vec<String> = $cat::topic_subscribers(topic.as_str())
+                    .scalar()
+                    .fetch_all(&self.pool)
+                    .await
+                    .db()?;
+                names.into_iter().map(backlog_core::QueueName::new).collect()
+            }
+
+            async fn listen(&self, wake: backlog_core::WakeFn) -> backlog_core::Result<bool> {
+                $crate::engine::Dialect::listen(self, wake).await
+            }
+
+            async fn job_rescue(
+                &self,
+                p: backlog_core::JobRescueParams,
+            ) -> backlog_core::Result<Vec<backlog_core::Rescued>> {
+                $crate::engine::Dialect::job_rescue(self, p).await
+            }
+
+            async fn job_get(&self, id: i64) -> backlog_core::Result<Option<backlog_core::Job>> {
+                let mut row = $cat::job_get(id)
+                    .query()
+                    .fetch_optional(&self.pool)
+                    .await
+                    .db()?;
+                if row.is_none() {
+                    row = $cat::job_get_archived(id)
+                        .query()
+                        .fetch_optional(&self.pool)
+                        .await
+                        .db()?;
+                }
+                row.map(|r| Ok(job_from_row!(&r))).transpose()
+            }
+
+            async fn job_list(
+                &self,
+                p: backlog_core::JobListParams,
+            ) -> backlog_core::Result<Vec<backlog_core::Job>> {
+                let (state, mode) = $crate::shared::state_filter(p.state);
+                let queue = p.queue.as_ref().map(|q| q.as_str());
+                let kind = p.kind.as_ref().map(|k| k.as_str());
+                let key = p.unique_key.as_deref();
+                let (after, now, limit) = (p.after_id, p.now, p.limit as i64);
+                let rows = $cat::job_list(queue, state, after, mode, now, limit, kind, key)
+                    .query()
+                    .fetch_all(&self.pool)
+                    .await
+                    .db()?;
+                rows.iter().map(|r| Ok(job_from_row!(r))).collect()
+            }
+
+            async fn job_admin(
+                &self,
+                id: i64,
+                action: backlog_core::AdminAction,
+                now: i64,
+            ) -> backlog_core::Result<backlog_core::Job> {
+                let t = $crate::shared::admin_target(action, now);
+                #[rustfmt::skip]
+                let stmt = $cat::job_admin(
+                    t.to, t.run_at, t.reset_attempts, t.finished_at, id, t.from[0], t.from[1],
+                    t.from[2],
+                );
+                let res = stmt.query().execute(&self.pool).await.db()?;
+                let job = backlog_core::Backend::job_get(self, id).await?;
+                $crate::shared::admin_result(id, action, res.rows_affected(), job)
+            }
+
+            async fn job_count_pending(
+                &self,
+                p: &backlog_core::JobCountPendingParams,
+            ) -> backlog_core::Result<i64> {
+                $crate::engine::Dialect::job_count_pending(self, p).await
+            }
+
+            async fn queue_redrive(
+                &self,
+                p: backlog_core::QueueRedriveParams,
+            ) -> backlog_core::Result<u64> {
+                $crate::engine::Dialect::queue_redrive(self, p).await
+            }
+
+            async fn queue_get(
+                &self,
+                name: &backlog_core::QueueName,
+            ) -> backlog_core::Result<Option<backlog_core::QueueSettings>> {
+                let row = $cat::queue_get(name.as_str())
+                    .query()
+                    .fetch_optional(&self.pool)
+                    .await
+                    .db()?;
+                row.map(|r| Ok(queue_from_row!(&r))).transpose()
+            }
+
+            async fn queue_ensure(
+                &self,
+                name: &backlog_core::QueueName,
+                now: i64,
+            ) -> backlog_core::Result<()> {
+                $cat::queue_ensure(name.as_str(), now)
+                    .query()
+                    .execute(&self.pool)
+                    .await
+                    .db()?;
+                Ok(())
+            }
+
+            async fn queue_upsert(
+                &self,
+                s: &backlog_core::QueueSettings,
+                now: i64,
+            ) -> backlog_core::Result<()> {
+                let stmt = $cat::queue_upsert(
+                    s.name.as_str(),
+                    s.paused,
+                    s.max_attempts,
+                    s.backoff_base.as_millis() as i64,
+                    s.backoff_max.as_millis() as i64,
+                    s.lease.as_millis() as i64,
+                    s.order.as_str(),
+                    s.retention.as_str(),
+                    s.concurrency.map(|c| c as i32),
+                    now,
+                );
+                stmt.query().execute(&self.pool).await.db()?;
+                Ok(())
+            }
+
+            async fn queue_set_paused(
+                &self,
+                name: &backlog_core::QueueName,
+                paused: bool,
+                now: i64,
+            ) -> backlog_core::Result<()> {
+                $cat::queue_set_paused(name.as_str(), paused, now)
+                    .query()
+                    .execute(&self.pool)
+                    .await
+                    .db()?;
+                Ok(())
+            }
+
+            async fn queue_list(&self) -> backlog_core::Result<Vec<backlog_core::QueueInfo>> {
+                let rows = $cat::queue_all().query().fetch_all(&self.pool).await.db()?;
+                let settings = rows
+                    .iter()
+                    .map(|r| Ok(queue_from_row!(r)))
+                    .collect::<backlog_core::Result<Vec<_>>>()?;
+                let pending: Vec<(String, i64)> = $cat::queue_pending()
+                    .as_()
+                    .fetch_all(&self.pool)
+                    .await
+                    .db()?;
+                $crate::shared::merge_queue_list(settings, pending)
+            }
+
+            async fn queue_stats(
+                &self,
+                queue: Option<&backlog_core::QueueName>,
+                now: i64,
+            ) -> backlog_core::Result<Vec<(String, backlog_core::QueueStats)>> {
+                // queue, state, future, archived, count; the flags are 0 or 1 in every dialect.
+                let rows: Vec<(String, String, i64, i64, i64)> =
+                    $cat::queue_stats(now, queue.map(|q| q.as_str()))
+                        .as_()
+                        .fetch_all(&self.pool)
+                        .await
+                        .db()?;
+                let counts = rows
+                    .into_iter()
+                    .map(|(q, state, future, archived, n)| (q, state, future != 0, archived != 0, n))
+                    .collect();
+                let names = match queue {
+                    Some(q) => vec![q.as_str().to_owned()],
+                    None => $cat::queue_names()
+                        .scalar()
+                        .fetch_all(&self.pool)
+                        .await
+                        .db()?,
+                };
+                $crate::shared::fold_stats(names, counts)
+            }
+
+            async fn stat_add(&self, rows: &[backlog_core::StatRow]) -> backlog_core::Result<()> {
+                let mut tx = self.pool.begin().await.db()?;
+                for r in rows {
+                    let c = &r.counts;
+                    let w = &c.wait;
+                    #[rustfmt::skip]
+                    let stmt = $cat::stat_add(
+                        r.queue.as_str(), r.minute, c.enqueued, c.started, c.completed, c.failed,
+                        c.dead, c.rescued, c.wait_sum_us, w[0], w[1], w[2], w[3], w[4], w[5], w[6],
+                    );
+                    stmt.query().execute(&mut *tx).await.db()?;
+                }
+                tx.commit().await.db()
+            }
+
+            async fn stat_snapshot(
+                &self,
+                minute: i64,
+                depths: &[(String, backlog_core::StatDepth)],
+            ) -> backlog_core::Result<()> {
+                let mut tx = self.pool.begin().await.db()?;
+                for (queue, d) in depths {
+                    $cat::stat_snapshot(queue, minute, d.available, d.scheduled, d.running, d.dead)
+                        .query()
+                        .execute(&mut *tx)
+                        .await
+                        .db()?;
+                }
+                tx.commit().await.db()
+            }
+
+            async fn stat_history(
+                &self,
+                queue: Option<&backlog_core::QueueName>,
+                since: i64,
+            ) -> backlog_core::Result<Vec<backlog_core::StatRow>> {
+                let rows = $cat::stat_history(since, queue.map(|q| q.as_str()))
+                    .query()
+                    .fetch_all(&self.pool)
+                    .await
+                    .db()?;
+                rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
+            }
+
+            async fn stat_totals(&self) -> backlog_core::Result<Vec<backlog_core::StatRow>> {
+                let rows = $cat::stat_totals()
+                    .query()
+                    .fetch_all(&self.pool)
+                    .await
+                    .db()?;
+                rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
+            }
+
+            async fn stat_prune(&self, before: i64) -> backlog_core::Result<u64> {
+                let mut tx = self.pool.begin().await.db()?;
+                $cat::stat_fold(before)
+                    .query()
+                    .execute(&mut *tx)
+                    .await
+                    .db()?;
+                let res = $cat::stat_prune(before)
+                    .query()
+                    .execute(&mut *tx)
+                    .await
+                    .db()?;
+                tx.commit().await.db()?;
+                Ok(res.rows_affected())
+            }
+
+            async fn audit_add(&self, e: &backlog_core::AuditEntry) -> backlog_core::Result<i64> {
+                $crate::engine::Dialect::audit_add(self, e).await
+            }
+
+            async fn audit_list(
+                &self,
+                p: &backlog_core::AuditListParams,
+            ) -> backlog_core::Result<Vec<backlog_core::AuditEntry>> {
+                let queue = p.queue.as_ref().map(|q| q.as_str());
+                let rows = $cat::audit_list(p.before_id, queue, p.limit as i64)
+                    .query()
+                    .fetch_all(&self.pool)
+                    .await
+                    .db()?;
+                rows.iter().map(|r| Ok(audit_from_row!(r))).collect()
+            }
+
+            async fn close(&self) {
+                self.pool.close().await;
+            }
+        }
+    };
+}
+
+pub(crate) use sql_backend;
+
+/// A transaction the caller controls on one of the built-in backends: the sqlx transaction, with
+/// the enqueue and completion of its connection ([`JobConnection`](crate::JobConnection)).
+pub struct SqlTx<DB: sqlx::Database>(pub(crate) sqlx::Transaction<'static, DB>);
+
+impl<DB: sqlx::Database> SqlTx<DB> {
+    /// The transaction's connection, for the caller's own statements.
+    pub fn conn(&mut self) -> &mut DB::Connection {
+        &mut self.0
+    }
+}
+
+#[async_trait::async_trait]
+impl<DB: sqlx::Database> BackendTx for SqlTx<DB>
+where
+    DB::Connection: crate::JobConnection,
+{
+    async fn enqueue(
+        &mut self,
+        jobs: Vec<backlog_core::NewJob>,
+        now: i64,
+    ) -> Result<Vec<EnqueueOutcome>> {
+        crate::JobConnection::backlog_enqueue(&mut *self.0, jobs, now).await
+    }
+
+    async fn complete(&mut self, params: &JobCompleteParams) -> Result<Vec<JobRef>> {
+        crate::JobConnection::backlog_complete(&mut *self.0, params).await
+    }
+
+    async fn commit(self: Box<Self>) -> Result<()> {
+        self.0.commit().await.db()
+    }
+
+    async fn rollback(self: Box<Self>) -> Result<()> {
+        self.0.rollback().await.db()
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// What a connection of each dialect does inside a transaction, for the caller's transactions
+/// and transaction claim mode alike (enqueue and complete are [`JobConnection`](crate::JobConnection)'s).
+pub(crate) trait ConnOps: Send {
+    /// Records a failure (retry, dead or cancelled), fenced by the lease token: `LeaseLost` if
+    /// the token is stale.
+    fn fail(&mut self, p: &JobFailParams) -> impl Future<Output = Result<()>> + Send;
+
+    /// Creates the queue rows of the jobs' queues that do not exist yet.
+    fn ensure_queues(
+        &mut self,
+        jobs: &[backlog_core::NewJob],
+        now: i64,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// The id of the unfinished job holding `job`'s unique key, if any (an insert that met a
+    /// duplicate reads it back with this).
+    fn find_unique(
+        &mut self,
+        job: &backlog_core::NewJob,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send;
+}
+
+/// [`ConnOps`] for the connection type `$conn` over the catalog module `$cat`.
+macro_rules! conn_ops {
+    ($conn:ty, $cat:ident) => {
+        impl $crate::engine::ConnOps for $conn {
+            async fn fail(&mut self, p: &backlog_core::JobFailParams) -> backlog_core::Result<()> {
+                let (state, run_at, finished) = $crate::shared::fail_target(p);
+                #[rustfmt::skip]
+                                let stmt = $cat::job_fail(
+                                    state, run_at, finished, p.now, &p.error, p.job.id, p.job.token,
+                                );
+                let res = stmt.query().execute(&mut *self).await.db()?;
+                $crate::shared::fenced(res.rows_affected(), p.job.id)
+            }
+
+            async fn ensure_queues(
+                &mut self,
+                jobs: &[backlog_core::NewJob],
+                now: i64,
+            ) -> backlog_core::Result<()> {
+                for q in backlog_core::NewJob::queues_of(jobs) {
+                    $cat::queue_ensure(q.as_str(), now)
+                        .query()
+                        .execute(&mut *self)
+                        .await
+                        .db()?;
+                }
+                Ok(())
+            }
+
+            async fn find_unique(
+                &mut self,
+                job: &backlog_core::NewJob,
+            ) -> backlog_core::Result<Option<i64>> {
+                let Some(key) = &job.unique_key else {
+                    return Ok(None);
+                };
+                $cat::job_find_unique(job.queue.as_str(), key.as_str())
+                    .scalar()
+                    .fetch_optional(&mut *self)
+                    .await
+                    .db()
+            }
+        }
+    };
+}
+
+pub(crate) use conn_ops;
+
+/// Creates the migrations table on the connection `$conn` (inside the dialect's migration lock)
+/// and applies, in order, each migration of `$cat::MIGRATIONS` it does not list, recording each.
+/// `whole`: a file runs as one multi-statement text; `split`: statement by statement (MySQL,
+/// whose driver runs one at a time). Evaluates to the versions applied; `?` returns errors
+/// from the enclosing function.
+macro_rules! apply_migrations {
+    ($cat:ident, $conn:expr, $how:ident) => {{
+        sqlx::raw_sql($cat::MIGRATION_TABLE)
+            .execute(&mut *$conn)
+            .await
+            .db()?;
+        let done: Vec<i64> = $cat::migration_versions()
+            .scalar()
+            .fetch_all(&mut *$conn)
+            .await
+            .db()?;
+        let mut applied = vec![];
+        for m in $cat::MIGRATIONS
+            .iter()
+            .filter(|m| !done.contains(&m.version))
+        {
+            $crate::engine::apply_migrations!(@run $how, $conn, m.sql);
+            $cat::migration_record(m.version, m.name, backlog_core::now_micros())
+                .query()
+                .execute(&mut *$conn)
+                .await
+                .db()?;
+            applied.push(m.version);
+        }
+        applied
+    }};
+    (@run whole, $conn:expr, $sql:expr) => {
+        sqlx::raw_sql($sql).execute(&mut *$conn).await.db()?;
+    };
+    (@run split, $conn:expr, $sql:expr) => {
+        for stmt in $crate::sqltext::split_statements($sql) {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(stmt))
+                .execute(&mut *$conn)
+                .await
+                .db()?;
+        }
+    };
+}
+
+pub(crate) use apply_migrations;
+
+/// A job claimed in transaction claim mode: the open transaction holds its row lock until the
+/// job is completed, failed or rolled back.
+pub(crate) struct SqlTxClaim<DB: sqlx::Database> {
+    pub tx: sqlx::Transaction<'static, DB>,
+    pub job: ClaimedJob,
+}
+
+#[async_trait::async_trait]
+impl<DB: sqlx::Database> TxClaim for SqlTxClaim<DB>
+where
+    DB::Connection: crate::JobConnection + ConnOps,
+{
+    fn job(&self) -> &ClaimedJob {
+        &self.job
+    }
+
+    async fn complete(mut self: Box<Self>, now: i64, retention: Retention) -> Result<()> {
+        let job = self.job.job_ref();
+        let p = JobCompleteParams {
+            jobs: vec![job],
+            now,
+            retention,
+        };
+        let done = crate::JobConnection::backlog_complete(&mut *self.tx, &p).await?;
+        if done.is_empty() {
+            self.tx.rollback().await.db()?;
+            return Err(backlog_core::Error::LeaseLost { job_id: job.id });
+        }
+        self.tx.commit().await.db()
+    }
+
+    async fn fail(
+        mut self: Box<Self>,
+        now: i64,
+        error: String,
+        retry_at: Option<i64>,
+    ) -> Result<()> {
+        let p = JobFailParams {
+            job: self.job.job_ref(),
+            now,
+            error,
+            retry_at,
+            cancelled: false,
+        };
+        if let Err(e) = ConnOps::fail(&mut *self.tx, &p).await {
+            self.tx.rollback().await.db()?;
+            return Err(e);
+        }
+        self.tx.commit().await.db()
+    }
+
+    async fn rollback(self: Box<Self>) -> Result<()> {
+        self.tx.rollback().await.db()
+    }
+}
+
+/// The oldest open transaction from its row: session id, age in seconds, state, client.
+pub(crate) fn oldest_transaction(
+    row: Option<(i64, f64, String, String)>,
+) -> Option<OldestTransaction> {
+    row.map(|(pid, age_s, state, client)| OldestTransaction {
+        pid,
+        age: std::time::Duration::from_secs_f64(age_s.max(0.0)),
+        state,
+        client,
+    })
+}
