@@ -6,6 +6,8 @@
 mod completer;
 mod context;
 mod execute;
+#[cfg(test)]
+mod fakes;
 mod maintenance;
 mod metrics;
 mod run;

@@ -353,7 +353,7 @@ async fn fetch_loop(
             }
             Err(e) => {
                 // Nothing was committed: the finished jobs are completed on their own.
-                completer::complete_alone(client, &batch.done, &counters).await;
+                completer::complete_alone(&**client, &batch.done, &counters).await;
                 if !e.is_transient() {
                     return Err(e);
                 }
