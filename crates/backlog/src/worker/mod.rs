@@ -7,9 +7,10 @@ mod completer;
 mod context;
 mod execute;
 #[cfg(test)]
-mod fakes;
+pub(crate) mod fakes;
 mod maintenance;
 mod metrics;
+mod outcome;
 mod run;
 
 use std::collections::HashMap;

@@ -437,7 +437,9 @@ async fn fetch_loop(
                 // executor's own stays small.
                 let job = match settled {
                     Settled::Complete(job) => Some(job),
-                    Settled::Report(r) => Box::pin(r.record(&inner, retention, &counters)).await,
+                    Settled::Report(r) => {
+                        Box::pin(r.record(&*inner.client, retention, &counters)).await
+                    }
                 };
                 finished.ended(token, job, slot);
             });
