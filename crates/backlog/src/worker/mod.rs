@@ -8,6 +8,7 @@ mod context;
 mod execute;
 #[cfg(test)]
 pub(crate) mod fakes;
+mod heartbeat;
 mod maintenance;
 mod metrics;
 mod outcome;

@@ -2,8 +2,8 @@
 //! claim, the heartbeater, maintenance, shutdown.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -11,10 +11,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::completer::{self, Finished};
-use super::context::{JobStop, StopReason};
+use super::context::StopReason;
 use super::execute::{Execution, Settled};
+use super::heartbeat::{Heartbeater, InFlight, InFlightMap};
 use super::{DrainMode, ErasedHandler, PeriodicJob, WorkerConfig};
-use crate::{ClaimOpts, ClaimedJob, Client, Error, JobRef, Kind, QueueName, QueueSettings, Result};
+use crate::{ClaimOpts, ClaimedJob, Client, Kind, QueueName, QueueSettings, Result};
 
 /// Longest wait for the rest of a burst (the jobs of the same claims) before the next claim.
 const GATHER: Duration = Duration::from_millis(2);
@@ -52,13 +53,6 @@ pub(crate) struct Inner {
     pub loads: Arc<super::metrics::Loads>,
 }
 
-/// A job in flight past its handler's first poll: its lease and how to stop it.
-pub(crate) struct InFlight {
-    pub job: JobRef,
-    pub lease: Duration,
-    pub stop: Arc<JobStop>,
-}
-
 /// Counters shared by the executors.
 #[derive(Default)]
 pub(crate) struct Counters {
@@ -67,8 +61,6 @@ pub(crate) struct Counters {
     pub released: AtomicU64,
     pub lost: AtomicU64,
 }
-
-pub(crate) type InFlightMap = Arc<Mutex<HashMap<i64, InFlight>>>;
 
 pub(crate) async fn run(
     inner: Arc<Inner>,
@@ -92,11 +84,8 @@ pub(crate) async fn run(
     let executors = TaskTracker::new();
     let background = CancellationToken::new();
 
-    let hb = tokio::spawn(heartbeater(
-        client.clone(),
-        inflight.clone(),
-        background.clone(),
-    ));
+    let hb =
+        tokio::spawn(Heartbeater::new(client.clone(), inflight.clone()).run(background.clone()));
     let maint = inner.config.maintenance.clone().map(|cfg| {
         tokio::spawn(super::maintenance::run(
             client.clone(),
@@ -478,48 +467,4 @@ async fn drained(
         }
     };
     Ok(left == 0)
-}
-
-/// Keeps the leases of in-flight jobs alive and stops jobs whose lease is lost or whose
-/// cancellation was requested.
-async fn heartbeater(client: Arc<Client>, inflight: InFlightMap, stop: CancellationToken) {
-    let tick = Duration::from_millis(200);
-    let mut last: HashMap<i64, tokio::time::Instant> = HashMap::new();
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(tick) => {}
-            _ = stop.cancelled() => return,
-        }
-        let due: Vec<(JobRef, Duration)> = {
-            let map = inflight.lock().expect("lock");
-            last.retain(|id, _| map.contains_key(id));
-            map.values()
-                .filter(|f| !f.stop.is_stopped())
-                .filter(|f| {
-                    let at = last
-                        .entry(f.job.id)
-                        .or_insert_with(tokio::time::Instant::now);
-                    at.elapsed() >= f.lease / 3
-                })
-                .map(|f| (f.job, f.lease))
-                .collect()
-        };
-        for (job, lease) in due {
-            let verdict = match client.heartbeat(job, lease).await {
-                Ok(h) if h.cancel_requested => Some(StopReason::CancelRequested),
-                Ok(_) => None,
-                Err(Error::LeaseLost { .. }) => Some(StopReason::LeaseLost),
-                Err(e) => {
-                    tracing::warn!("heartbeat of job {} failed: {e}", job.id);
-                    None
-                }
-            };
-            last.insert(job.id, tokio::time::Instant::now());
-            if let Some(reason) = verdict
-                && let Some(f) = inflight.lock().expect("lock").get(&job.id)
-            {
-                f.stop.stop(reason);
-            }
-        }
-    }
 }
