@@ -37,14 +37,19 @@ pub struct ClaimOpts {
 impl ClaimOpts {
     /// Claim from `queue` (validated), one job, with the queue's lease and the default strategy.
     pub fn new(queue: &str) -> Result<Self> {
-        Ok(ClaimOpts {
-            queue: QueueName::new(queue)?,
+        Ok(Self::for_queue(QueueName::new(queue)?))
+    }
+
+    /// [`ClaimOpts::new`] for a queue name validated already.
+    pub(crate) fn for_queue(queue: QueueName) -> Self {
+        ClaimOpts {
+            queue,
             kinds: vec![],
             limit: 1,
             owner: default_owner(),
             lease: None,
             strategy: None,
-        })
+        }
     }
 
     /// At most this many jobs (1 to 10,000).

@@ -1,8 +1,9 @@
-//! Running one job. Its handler is called, and polled once, by the claim loop that claimed it:
-//! a handler that ends there (most no-op or quick jobs) costs no task, no timer and no heartbeat
-//! registration. One that does not end at once is handed to a task of its own, with its timeout
-//! and stop signal. Then its outcome is settled: a completion waits for the claim loop's next
-//! statement, anything else is recorded on its own.
+//! Running jobs. The [`Executor`] starts the jobs a claim loop claimed: each one's handler is
+//! called, and polled once, by the claim loop itself ([`Execution`]): a handler that ends there
+//! (most no-op or quick jobs) costs no task, no timer and no heartbeat registration. One that
+//! does not end at once is handed to a task of its own, with its timeout and stop signal. Then
+//! its outcome is settled: a completion waits for the claim loop's next statement, anything else
+//! is recorded on its own (`outcome`).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -10,14 +11,98 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures::FutureExt;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
+use super::completer::Finished;
 use super::context::{JobStop, StopReason};
+use super::fetch::Dispatch;
+use super::heartbeat::{InFlight, InFlightMap};
 use super::outcome::{Report, unwrap};
-use super::run::Inner;
+use super::run::{Counters, Inner};
 use super::{BoxFuture, JobContext, Outcome};
-use crate::{ClaimedJob, JobRef};
+use crate::{ClaimedJob, JobRef, Retention};
+
+/// Starts claimed jobs: polled once by their claim loop while its `inline_budget` lasts, then
+/// in tasks of their own, registered with the heartbeater.
+#[derive(Clone)]
+pub(crate) struct Executor {
+    pub inner: Arc<Inner>,
+    /// The jobs' tasks, which shutdown waits for.
+    pub tasks: TaskTracker,
+    /// The jobs running past their first poll, for the heartbeater.
+    pub inflight: InFlightMap,
+    pub counters: Arc<Counters>,
+}
+
+impl Dispatch for Executor {
+    fn start(
+        &self,
+        claimed: Vec<ClaimedJob>,
+        slots: Vec<OwnedSemaphorePermit>,
+        finished: &Arc<Finished>,
+        lease: Duration,
+        retention: Retention,
+    ) {
+        let inner = &self.inner;
+        // Each handler is polled once here, while this claim's time for that lasts: a job that
+        // ends at once is done with no task of its own, and goes back with the next claim.
+        let inline_since = std::time::Instant::now();
+        for (job, slot) in claimed.into_iter().zip(slots) {
+            let token = job.lease_token;
+            let mut exec = Execution::new(inner, job, inner.config.job_timeout);
+            let first = match inline_since.elapsed() < inner.config.inline_budget {
+                true => exec.poll_once(),
+                false => None,
+            };
+            // What the job's task starts from: an outcome to record, or a handler to run on.
+            let start = match first {
+                Some(ended) => match exec.settle(ended) {
+                    Settled::Complete(job) => {
+                        finished.ended(token, Some(job), slot);
+                        continue;
+                    }
+                    Settled::Report(report) => Err(report),
+                },
+                None => {
+                    let job_ref = exec.job_ref();
+                    self.inflight.lock().expect("lock").insert(
+                        job_ref.id,
+                        InFlight {
+                            job: job_ref,
+                            lease,
+                            stop: exec.stop().clone(),
+                        },
+                    );
+                    Ok(exec)
+                }
+            };
+            let (inner, counters) = (inner.clone(), self.counters.clone());
+            let (inflight, finished) = (self.inflight.clone(), finished.clone());
+            self.tasks.spawn(async move {
+                let settled = match start {
+                    Ok(mut exec) => {
+                        let ended = exec.run().await;
+                        inflight.lock().expect("lock").remove(&exec.job_ref().id);
+                        exec.settle(ended)
+                    }
+                    Err(report) => Settled::Report(report),
+                };
+                // Outcomes other than a completion are recorded in a boxed future, so that the
+                // executor's own stays small.
+                let job = match settled {
+                    Settled::Complete(job) => Some(job),
+                    Settled::Report(r) => {
+                        Box::pin(r.record(&*inner.client, retention, &counters)).await
+                    }
+                };
+                finished.ended(token, job, slot);
+            });
+        }
+    }
+}
 
 /// How a job's handler ended.
 #[derive(Debug)]
