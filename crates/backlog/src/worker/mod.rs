@@ -7,7 +7,9 @@
 //! - `outcome`: what a job's end does to its row (`verdict`, pure), recorded through `Reporter`.
 //! - `completer`: finished jobs wait, with their slots, for their loop's next claim.
 //! - `heartbeat`: renews the leases of long jobs and stops lost or cancelled ones.
-//! - `maintenance`: what the elected leader runs (rescue, prune, periodic jobs …).
+//! - `maintenance`: what the elected leader runs, each task on its own cadence (rescue, prune,
+//!   depth samples, vacuum, periodic jobs), through `MaintenanceOps`.
+//! - `schedule`: when periodic jobs fire, and which ticks fired.
 //! - `run`: a run wires the parts together and shuts down gracefully.
 
 mod completer;
@@ -22,6 +24,7 @@ mod metrics;
 mod outcome;
 mod plan;
 mod run;
+mod schedule;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -30,9 +33,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use context::{HandlerError, HandlerResult, JobContext, Outcome};
-pub use maintenance::{MaintenanceConfig, PeriodicJob, Schedule};
+pub use maintenance::MaintenanceConfig;
 pub use metrics::{CLAIM_BOUNDS_US, QueueLoad, WorkerMetrics};
 pub use run::RunReport;
+pub use schedule::{PeriodicJob, Schedule};
 
 use crate::{Client, Error, JobArgs, Kind, QueueName, Result};
 
