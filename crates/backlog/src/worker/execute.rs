@@ -11,19 +11,18 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures::FutureExt;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use super::completer::Finished;
 use super::context::{JobStop, StopReason};
-use super::fetch::Dispatch;
+use super::fetch::{Claimed, Dispatch};
 use super::heartbeat::{InFlight, InFlightMap};
 use super::outcome::{Report, unwrap};
 use super::run::{Counters, Inner};
 use super::{BoxFuture, JobContext, Outcome};
-use crate::{ClaimedJob, JobRef, Retention};
+use crate::{ClaimedJob, JobRef};
 
 /// Starts claimed jobs: polled once by their claim loop while its `inline_budget` lasts, then
 /// in tasks of their own, registered with the heartbeater.
@@ -38,19 +37,18 @@ pub(crate) struct Executor {
 }
 
 impl Dispatch for Executor {
-    fn start(
-        &self,
-        claimed: Vec<ClaimedJob>,
-        slots: Vec<OwnedSemaphorePermit>,
-        finished: &Arc<Finished>,
-        lease: Duration,
-        retention: Retention,
-    ) {
+    fn start(&self, claimed: Claimed, finished: &Arc<Finished>) {
+        let Claimed {
+            jobs,
+            slots,
+            lease,
+            retention,
+        } = claimed;
         let inner = &self.inner;
         // Each handler is polled once here, while this claim's time for that lasts: a job that
         // ends at once is done with no task of its own, and goes back with the next claim.
         let inline_since = std::time::Instant::now();
-        for (job, slot) in claimed.into_iter().zip(slots) {
+        for (job, slot) in jobs.into_iter().zip(slots) {
             let token = job.lease_token;
             let mut exec = Execution::new(inner, job, inner.config.job_timeout);
             let first = match inline_since.elapsed() < inner.config.inline_budget {

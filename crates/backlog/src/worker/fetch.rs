@@ -73,18 +73,21 @@ impl Claimer for Client {
     }
 }
 
+/// The jobs of one claim, each with the slot it holds until it ends, and how they run.
+pub(crate) struct Claimed {
+    pub jobs: Vec<ClaimedJob>,
+    /// As many as `jobs`.
+    pub slots: Vec<OwnedSemaphorePermit>,
+    /// Their lease, renewed by the heartbeater.
+    pub lease: Duration,
+    /// The queue's retention, for completions recorded on their own.
+    pub retention: Retention,
+}
+
 /// Starting claimed jobs (`execute::Executor` runs their handlers).
 pub(crate) trait Dispatch: Send + Sync + 'static {
-    /// Starts `claimed`, each job holding one of `slots` (as many) until it ends in `finished`,
-    /// with a lease of `lease` and the queue's `retention`.
-    fn start(
-        &self,
-        claimed: Vec<ClaimedJob>,
-        slots: Vec<OwnedSemaphorePermit>,
-        finished: &Arc<Finished>,
-        lease: Duration,
-        retention: Retention,
-    );
+    /// Starts the jobs; each ends in `finished`, with its slot.
+    fn start(&self, claimed: Claimed, finished: &Arc<Finished>);
 }
 
 /// What every claim loop of a run shares.
@@ -346,10 +349,14 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
             .queue_settings(&q.name)
             .await
             .unwrap_or_else(|_| QueueSettings::defaults(q.name.clone()));
-        let lease = p.lease.unwrap_or(settings.lease);
         q.finished.started(&claimed);
-        p.dispatch
-            .start(claimed, slots, &q.finished, lease, settings.retention);
+        let claimed = Claimed {
+            jobs: claimed,
+            slots,
+            lease: p.lease.unwrap_or(settings.lease),
+            retention: settings.retention,
+        };
+        p.dispatch.start(claimed, &q.finished);
     }
 }
 
@@ -498,16 +505,10 @@ mod tests {
     }
 
     impl Dispatch for FakeDispatch {
-        fn start(
-            &self,
-            claimed: Vec<ClaimedJob>,
-            slots: Vec<OwnedSemaphorePermit>,
-            finished: &Arc<Finished>,
-            lease: Duration,
-            retention: Retention,
-        ) {
-            self.started.lock().unwrap().push((lease, retention));
-            for (job, slot) in claimed.into_iter().zip(slots) {
+        fn start(&self, claimed: Claimed, finished: &Arc<Finished>) {
+            let started = (claimed.lease, claimed.retention);
+            self.started.lock().unwrap().push(started);
+            for (job, slot) in claimed.jobs.into_iter().zip(claimed.slots) {
                 match self.at_once {
                     true => finished.ended(job.lease_token, Some(job), slot),
                     false => self
