@@ -37,14 +37,19 @@ pub struct ClaimOpts {
 impl ClaimOpts {
     /// Claim from `queue` (validated), one job, with the queue's lease and the default strategy.
     pub fn new(queue: &str) -> Result<Self> {
-        Ok(ClaimOpts {
-            queue: QueueName::new(queue)?,
+        Ok(Self::for_queue(QueueName::new(queue)?))
+    }
+
+    /// [`ClaimOpts::new`] for a queue name validated already.
+    pub(crate) fn for_queue(queue: QueueName) -> Self {
+        ClaimOpts {
+            queue,
             kinds: vec![],
             limit: 1,
             owner: default_owner(),
             lease: None,
             strategy: None,
-        })
+        }
     }
 
     /// At most this many jobs (1 to 10,000).
@@ -586,20 +591,7 @@ impl Client {
     /// the job's attempts are exhausted. Fenced by the lease token.
     pub async fn fail(&self, job: &ClaimedJob, error: &str) -> Result<FailOutcome> {
         let settings = self.queue_settings(&QueueName::new(&job.queue)?).await?;
-        let max = job.max_attempts.unwrap_or(settings.max_attempts);
-        let now = self.now();
-        let outcome = if job.attempt >= max {
-            FailOutcome::Dead
-        } else {
-            let delay = backoff_delay(
-                job.attempt.max(1) as u32,
-                settings.backoff_base,
-                settings.backoff_max,
-            );
-            FailOutcome::Retry {
-                at: now + delay.as_micros() as i64,
-            }
-        };
+        let outcome = fail_outcome(job, &settings, self.now());
         self.fail_with(job, error, outcome).await?;
         Ok(outcome)
     }
@@ -968,6 +960,23 @@ impl Client {
     }
 }
 
+/// What a failed attempt of `job` at `now` leads to: a retry after the queue's backoff (with
+/// jitter), or death once the job's attempts (its own limit, else the queue's) are used up.
+fn fail_outcome(job: &ClaimedJob, settings: &QueueSettings, now: i64) -> FailOutcome {
+    let max = job.max_attempts.unwrap_or(settings.max_attempts);
+    if job.attempt >= max {
+        return FailOutcome::Dead;
+    }
+    let delay = backoff_delay(
+        job.attempt.max(1) as u32,
+        settings.backoff_base,
+        settings.backoff_max,
+    );
+    FailOutcome::Retry {
+        at: now + delay.as_micros() as i64,
+    }
+}
+
 /// The runs of one queue in a batch and where each lies, without a String per job.
 fn queue_runs(jobs: &[NewJob]) -> Vec<(QueueName, std::ops::Range<usize>)> {
     let mut runs: Vec<(QueueName, std::ops::Range<usize>)> = vec![];
@@ -1029,4 +1038,63 @@ fn check_settings(s: &QueueSettings) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(attempt: i32, max_attempts: Option<i32>) -> ClaimedJob {
+        ClaimedJob {
+            attempt,
+            max_attempts,
+            ..crate::worker::fakes::job(1, 1)
+        }
+    }
+
+    fn settings(max_attempts: i32) -> QueueSettings {
+        QueueSettings {
+            max_attempts,
+            backoff_base: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(60),
+            ..QueueSettings::defaults(QueueName::new("q").unwrap())
+        }
+    }
+
+    /// The delay of a retry, in seconds.
+    fn retry_in(outcome: FailOutcome) -> f64 {
+        match outcome {
+            FailOutcome::Retry { at } => (at - 1_000_000) as f64 / 1e6,
+            other => panic!("a retry, not {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_failed_attempt_retries_after_a_growing_backoff() {
+        for _ in 0..50 {
+            let first = retry_in(fail_outcome(&job(1, None), &settings(5), 1_000_000));
+            assert!((0.5..=1.0).contains(&first), "{first}");
+            let third = retry_in(fail_outcome(&job(3, None), &settings(5), 1_000_000));
+            assert!((2.0..=4.0).contains(&third), "{third}");
+            let late = retry_in(fail_outcome(&job(20, Some(50)), &settings(5), 1_000_000));
+            assert!((30.0..=60.0).contains(&late), "capped: {late}");
+        }
+    }
+
+    #[test]
+    fn the_last_attempt_fails_for_good() {
+        assert_eq!(
+            fail_outcome(&job(5, None), &settings(5), 0),
+            FailOutcome::Dead
+        );
+        assert_eq!(
+            fail_outcome(&job(2, Some(2)), &settings(5), 0),
+            FailOutcome::Dead
+        );
+        let own_limit = fail_outcome(&job(5, Some(6)), &settings(5), 0);
+        assert!(
+            matches!(own_limit, FailOutcome::Retry { .. }),
+            "the job's own limit wins"
+        );
+    }
 }

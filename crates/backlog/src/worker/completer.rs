@@ -8,8 +8,12 @@
 //! commits, so a process that dies leaves at most `concurrency` jobs per queue to run again: the
 //! ones running and the ones finished but not yet recorded, together. Once fetching has stopped
 //! (shutdown), [`Finished::flush_until`] completes what is left on its own.
+//!
+//! Completing on its own goes through [`Completions`], which the [`Client`] implements and
+//! tests replace.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
@@ -19,7 +23,25 @@ use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
 use super::run::Counters;
-use crate::{ClaimedJob, Client, JobRef};
+use crate::{ClaimedJob, Client, JobRef, Result};
+
+/// Completing finished jobs without a claim ([`Client::complete_many`]).
+pub(crate) trait Completions: Send + Sync + 'static {
+    /// Completes `jobs`; returns the ones completed (the others had lost their lease).
+    fn complete_many(
+        &self,
+        jobs: &[ClaimedJob],
+    ) -> impl Future<Output = Result<Vec<JobRef>>> + Send;
+}
+
+impl Completions for Client {
+    fn complete_many(
+        &self,
+        jobs: &[ClaimedJob],
+    ) -> impl Future<Output = Result<Vec<JobRef>>> + Send {
+        Client::complete_many(self, jobs)
+    }
+}
 
 /// Tries of a completion that failed for a transient reason (connection lost, deadlock).
 const COMPLETE_ATTEMPTS: u64 = 20;
@@ -116,9 +138,9 @@ impl Finished {
     }
 
     /// Completes finished jobs on their own, as they arrive, until `stop`; then once more.
-    pub async fn flush_until(
+    pub async fn flush_until<C: Completions>(
         self: Arc<Self>,
-        client: Arc<Client>,
+        client: Arc<C>,
         batch: usize,
         counters: Arc<Counters>,
         stop: CancellationToken,
@@ -129,14 +151,14 @@ impl Finished {
             woke.as_mut().enable();
             let (mut jobs, mut slots) = (vec![], vec![]);
             if self.take_into(batch, &mut jobs, &mut slots) > 0 {
-                complete_alone(&client, &jobs, &counters).await;
+                complete_alone(&*client, &jobs, &counters).await;
                 continue;
             }
             tokio::select! {
                 _ = &mut woke => {}
                 _ = stop.cancelled() => {
                     while self.take_into(batch, &mut jobs, &mut slots) > 0 {
-                        complete_alone(&client, &jobs, &counters).await;
+                        complete_alone(&*client, &jobs, &counters).await;
                         jobs.clear();
                         slots.clear();
                     }
@@ -161,7 +183,11 @@ pub(crate) fn record(counters: &Counters, jobs: &[ClaimedJob], completed: &[JobR
 }
 
 /// Completes `jobs` without a claim, retrying transient failures.
-pub(crate) async fn complete_alone(client: &Client, jobs: &[ClaimedJob], counters: &Counters) {
+pub(crate) async fn complete_alone<C: Completions>(
+    client: &C,
+    jobs: &[ClaimedJob],
+    counters: &Counters,
+) {
     if jobs.is_empty() {
         return;
     }
@@ -178,5 +204,202 @@ pub(crate) async fn complete_alone(client: &Client, jobs: &[ClaimedJob], counter
                 return tracing::error!("completing {} job(s) failed: {e}", jobs.len());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use futures::FutureExt as _;
+
+    use super::*;
+    use crate::Error;
+    use crate::worker::fakes::{self, job};
+
+    /// Completes what it is given, or fails as scripted; records each call's job ids.
+    #[derive(Default)]
+    struct ScriptedCompletions {
+        script: Mutex<VecDeque<Result<()>>>,
+        calls: Mutex<Vec<Vec<i64>>>,
+        /// Jobs whose lease is gone: never completed.
+        lost: Vec<i64>,
+    }
+
+    impl ScriptedCompletions {
+        fn failing(errors: impl IntoIterator<Item = Error>) -> Self {
+            ScriptedCompletions {
+                script: Mutex::new(errors.into_iter().map(Err).collect()),
+                ..Default::default()
+            }
+        }
+
+        fn calls(&self) -> Vec<Vec<i64>> {
+            self.calls.lock().unwrap().clone()
+        }
+    }
+
+    impl Completions for ScriptedCompletions {
+        async fn complete_many(&self, jobs: &[ClaimedJob]) -> Result<Vec<JobRef>> {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(jobs.iter().map(|j| j.id).collect());
+            self.script.lock().unwrap().pop_front().unwrap_or(Ok(()))?;
+            Ok(jobs
+                .iter()
+                .filter(|j| !self.lost.contains(&j.id))
+                .map(ClaimedJob::job_ref)
+                .collect())
+        }
+    }
+
+    fn counts(c: &Counters) -> (u64, u64) {
+        (
+            c.completed.load(Ordering::Relaxed),
+            c.lost.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Whether `f`'s waiters, registered before `act`, were woken by it.
+    fn wakes(f: &Finished, act: impl FnOnce()) -> bool {
+        let woken = f.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        act();
+        woken.now_or_never().is_some()
+    }
+
+    #[test]
+    fn a_burst_wakes_its_claim_loop_at_its_first_and_last_job() {
+        let f = Finished::default();
+        let (sem, mut held) = fakes::slots(4);
+        f.started(&[job(1, 7), job(2, 7), job(3, 7), job(4, 8)]);
+        assert!(wakes(&f, || f.ended(
+            7,
+            Some(job(1, 7)),
+            held.pop().unwrap()
+        )));
+        assert!(!wakes(&f, || f.ended(
+            7,
+            Some(job(2, 7)),
+            held.pop().unwrap()
+        )));
+        assert!(wakes(&f, || f.ended(
+            7,
+            Some(job(3, 7)),
+            held.pop().unwrap()
+        )));
+        assert_eq!(f.waiting(), 3);
+        // A job whose outcome was recorded already gives its slot back at once, and says so.
+        assert!(wakes(&f, || f.ended(8, None, held.pop().unwrap())));
+        assert_eq!(sem.available_permits(), 1);
+    }
+
+    #[test]
+    fn a_claim_takes_finished_jobs_with_their_slots_up_to_its_batch() {
+        let f = Finished::default();
+        let (sem, held) = fakes::slots(5);
+        let claimed: Vec<_> = (1..=5).map(|id| job(id, 1)).collect();
+        f.started(&claimed);
+        for (j, slot) in claimed.into_iter().zip(held) {
+            f.ended(1, Some(j), slot);
+        }
+        let (mut jobs, mut slots) = (vec![job(9, 2)], vec![]);
+        assert_eq!(
+            f.take_into(3, &mut jobs, &mut slots),
+            2,
+            "3 minus the one held"
+        );
+        assert_eq!(jobs.iter().map(|j| j.id).collect::<Vec<_>>(), [9, 1, 2]);
+        assert_eq!((slots.len(), f.waiting()), (2, 3));
+        drop(slots);
+        assert_eq!(
+            sem.available_permits(),
+            2,
+            "slots go back only when dropped"
+        );
+    }
+
+    #[test]
+    fn a_burst_runs_until_the_last_job_of_its_claim_ends() {
+        let f = Finished::default();
+        let (_sem, mut held) = fakes::slots(3);
+        f.started(&[job(1, 7), job(2, 7), job(3, 8)]);
+        f.ended(7, Some(job(1, 7)), held.pop().unwrap());
+        assert!(f.burst_running(&[job(1, 7)]));
+        f.ended(7, Some(job(2, 7)), held.pop().unwrap());
+        assert!(!f.burst_running(&[job(1, 7), job(2, 7)]));
+        assert!(
+            f.burst_running(&[job(1, 7), job(3, 8)]),
+            "claim 8 still runs"
+        );
+    }
+
+    #[test]
+    fn jobs_not_completed_count_as_lost() {
+        let c = Counters::default();
+        let jobs = [job(1, 1), job(2, 1), job(3, 1)];
+        record(&c, &jobs, &[jobs[0].job_ref(), jobs[2].job_ref()]);
+        assert_eq!(counts(&c), (2, 1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn completing_alone_retries_transient_failures_with_growing_pauses() {
+        let done = ScriptedCompletions::failing([fakes::transient(), fakes::transient()]);
+        let c = Counters::default();
+        let started = tokio::time::Instant::now();
+        complete_alone(&done, &[job(1, 1), job(2, 1)], &c).await;
+        assert_eq!(done.calls().len(), 3);
+        assert_eq!(started.elapsed(), Duration::from_millis(50 + 100));
+        assert_eq!(counts(&c), (2, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn completing_alone_gives_up_on_a_lasting_or_fatal_failure() {
+        let c = Counters::default();
+        let flaky = ScriptedCompletions::failing((0..30).map(|_| fakes::transient()));
+        complete_alone(&flaky, &[job(1, 1)], &c).await;
+        assert_eq!(flaky.calls().len(), 1 + COMPLETE_ATTEMPTS as usize);
+        let broken = ScriptedCompletions::failing([fakes::fatal()]);
+        complete_alone(&broken, &[job(1, 1)], &c).await;
+        assert_eq!(broken.calls().len(), 1);
+        assert_eq!(counts(&c), (0, 0), "nothing was recorded");
+        complete_alone(&broken, &[], &c).await;
+        assert_eq!(broken.calls().len(), 1, "nothing to complete, no statement");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_fetching_stops_finished_jobs_complete_on_their_own_in_batches() {
+        let f = Arc::new(Finished::default());
+        let done = Arc::new(ScriptedCompletions {
+            lost: vec![3],
+            ..Default::default()
+        });
+        let counters = Arc::new(Counters::default());
+        let stop = CancellationToken::new();
+        let (_sem, mut held) = fakes::slots(5);
+        let claimed: Vec<_> = (1..=5).map(|id| job(id, 1)).collect();
+        f.started(&claimed);
+        let mut claimed = claimed.into_iter();
+        for _ in 0..3 {
+            f.ended(1, claimed.next(), held.pop().unwrap());
+        }
+        let flusher =
+            tokio::spawn(
+                f.clone()
+                    .flush_until(done.clone(), 2, counters.clone(), stop.clone()),
+            );
+        tokio::task::yield_now().await;
+        assert_eq!(done.calls(), [vec![1, 2], vec![3]]);
+        f.ended(1, claimed.next(), held.pop().unwrap());
+        tokio::task::yield_now().await;
+        assert_eq!(done.calls().len(), 3, "completed as it arrives");
+        // One that ends as the flusher is told to stop is completed still.
+        f.ended(1, claimed.next(), held.pop().unwrap());
+        stop.cancel();
+        flusher.await.unwrap();
+        assert_eq!(done.calls(), [vec![1, 2], vec![3], vec![4], vec![5]]);
+        assert_eq!(counts(&counters), (4, 1));
     }
 }

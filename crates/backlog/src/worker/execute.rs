@@ -1,25 +1,109 @@
-//! Running one job. Its handler is called, and polled once, by the claim loop that claimed it:
-//! a handler that ends there (most no-op or quick jobs) costs no task, no timer and no heartbeat
-//! registration. One that does not end at once is handed to a task of its own, with its timeout
-//! and stop signal. Then its outcome is settled: a completion waits for the claim loop's next
-//! statement, anything else is recorded on its own.
+//! Running jobs. The [`Executor`] starts the jobs a claim loop claimed: each one's handler is
+//! called, and polled once, by the claim loop itself ([`Execution`]): a handler that ends there
+//! (most no-op or quick jobs) costs no task, no timer and no heartbeat registration. One that
+//! does not end at once is handed to a task of its own, with its timeout and stop signal. Then
+//! its outcome is settled: a completion waits for the claim loop's next statement, anything else
+//! is recorded on its own (`outcome`).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures::FutureExt;
 use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
+use super::completer::Finished;
 use super::context::{JobStop, StopReason};
+use super::fetch::{Claimed, Dispatch};
+use super::heartbeat::{InFlight, InFlightMap};
+use super::outcome::{Report, unwrap};
 use super::run::{Counters, Inner};
 use super::{BoxFuture, JobContext, Outcome};
-use crate::{ClaimedJob, Error, FailOutcome, JobRef, Retention};
-use backlog_core::JobCompleteParams;
+use crate::{ClaimedJob, JobRef};
 
+/// Starts claimed jobs: polled once by their claim loop while its `inline_budget` lasts, then
+/// in tasks of their own, registered with the heartbeater.
+#[derive(Clone)]
+pub(crate) struct Executor {
+    pub inner: Arc<Inner>,
+    /// The jobs' tasks, which shutdown waits for.
+    pub tasks: TaskTracker,
+    /// The jobs running past their first poll, for the heartbeater.
+    pub inflight: InFlightMap,
+    pub counters: Arc<Counters>,
+}
+
+impl Dispatch for Executor {
+    fn start(&self, claimed: Claimed, finished: &Arc<Finished>) {
+        let Claimed {
+            jobs,
+            slots,
+            lease,
+            retention,
+        } = claimed;
+        let inner = &self.inner;
+        // Each handler is polled once here, while this claim's time for that lasts: a job that
+        // ends at once is done with no task of its own, and goes back with the next claim.
+        let inline_since = std::time::Instant::now();
+        for (job, slot) in jobs.into_iter().zip(slots) {
+            let token = job.lease_token;
+            let mut exec = Execution::new(inner, job, inner.config.job_timeout);
+            let first = match inline_since.elapsed() < inner.config.inline_budget {
+                true => exec.poll_once(),
+                false => None,
+            };
+            // What the job's task starts from: an outcome to record, or a handler to run on.
+            let start = match first {
+                Some(ended) => match exec.settle(ended) {
+                    Settled::Complete(job) => {
+                        finished.ended(token, Some(job), slot);
+                        continue;
+                    }
+                    Settled::Report(report) => Err(report),
+                },
+                None => {
+                    let job_ref = exec.job_ref();
+                    self.inflight.lock().expect("lock").insert(
+                        job_ref.id,
+                        InFlight {
+                            job: job_ref,
+                            lease,
+                            stop: exec.stop().clone(),
+                        },
+                    );
+                    Ok(exec)
+                }
+            };
+            let (inner, counters) = (inner.clone(), self.counters.clone());
+            let (inflight, finished) = (self.inflight.clone(), finished.clone());
+            self.tasks.spawn(async move {
+                let settled = match start {
+                    Ok(mut exec) => {
+                        let ended = exec.run().await;
+                        inflight.lock().expect("lock").remove(&exec.job_ref().id);
+                        exec.settle(ended)
+                    }
+                    Err(report) => Settled::Report(report),
+                };
+                // Outcomes other than a completion are recorded in a boxed future, so that the
+                // executor's own stays small.
+                let job = match settled {
+                    Settled::Complete(job) => Some(job),
+                    Settled::Report(r) => {
+                        Box::pin(r.record(&*inner.client, retention, &counters)).await
+                    }
+                };
+                finished.ended(token, job, slot);
+            });
+        }
+    }
+}
+
+/// How a job's handler ended.
+#[derive(Debug)]
 pub(crate) enum Ended {
     Handler(super::HandlerResult),
     Panicked(String),
@@ -54,16 +138,35 @@ impl Execution {
     /// Calls the job's handler (the one for its kind, or the fallback), which starts nothing
     /// until polled.
     pub fn new(inner: &Inner, job: ClaimedJob, timeout: Option<Duration>) -> Self {
-        let job = Arc::new(job);
-        let stop = Arc::new(JobStop::default());
-        let deadline = timeout.map(|d| (Instant::now() + d, d));
-        let span = crate::trace::job_span(&job);
         let handler = job
             .kind
             .as_deref()
             .and_then(|k| inner.handlers.get(k))
             .or(inner.fallback.as_ref());
-        let (fut, early) = match handler {
+        let call = handler.map(|handler| {
+            |job: Arc<ClaimedJob>, stop: Arc<JobStop>| {
+                handler(JobContext {
+                    job,
+                    client: inner.client.clone(),
+                    stop,
+                    inline: false,
+                })
+            }
+        });
+        Self::start(job, timeout, call)
+    }
+
+    /// Calls `call`, the job's handler given the job and its stop signal (`None`: there is no
+    /// handler for the job's kind), in the job's span.
+    pub fn start<F>(job: ClaimedJob, timeout: Option<Duration>, call: Option<F>) -> Self
+    where
+        F: FnOnce(Arc<ClaimedJob>, Arc<JobStop>) -> BoxFuture,
+    {
+        let job = Arc::new(job);
+        let stop = Arc::new(JobStop::default());
+        let deadline = timeout.map(|d| (Instant::now() + d, d));
+        let span = crate::trace::job_span(&job);
+        let (fut, early) = match call {
             None => {
                 let msg = format!(
                     "no handler for kind {:?} in this worker",
@@ -71,15 +174,10 @@ impl Execution {
                 );
                 (None, Some(Ended::Handler(Err(msg.into()))))
             }
-            Some(handler) => {
-                let ctx = JobContext {
-                    job: job.clone(),
-                    client: inner.client.clone(),
-                    stop: stop.clone(),
-                    inline: false,
-                };
+            Some(call) => {
+                let (job, stop) = (job.clone(), stop.clone());
                 let _in_span = span.enter();
-                match std::panic::catch_unwind(AssertUnwindSafe(|| handler(ctx))) {
+                match std::panic::catch_unwind(AssertUnwindSafe(|| call(job, stop))) {
                     Ok(fut) => (Some(fut), None),
                     Err(p) => (None, Some(Ended::Panicked(panic_message(&p)))),
                 }
@@ -173,33 +271,9 @@ impl Execution {
         };
         match ended {
             Ended::Handler(Ok(Outcome::Complete)) => Settled::Complete(unwrap(job)),
-            ended => Settled::Report(Report { job, ended }),
+            ended => Settled::Report(Report::new(job, ended)),
         }
     }
-}
-
-/// A job whose outcome is to be recorded by a statement of its own.
-pub(crate) struct Report {
-    job: Arc<ClaimedJob>,
-    ended: Ended,
-}
-
-impl Report {
-    /// Records the outcome; returns the job when it is still to be completed with its claim
-    /// loop's next statement (a result value was stored first).
-    pub async fn record(
-        self,
-        inner: &Inner,
-        retention: Retention,
-        counters: &Counters,
-    ) -> Option<ClaimedJob> {
-        let complete = report(inner, &self.job, self.ended, retention, counters).await;
-        complete.then(|| unwrap(self.job))
-    }
-}
-
-fn unwrap(job: Arc<ClaimedJob>) -> ClaimedJob {
-    Arc::try_unwrap(job).unwrap_or_else(|shared| (*shared).clone())
 }
 
 /// Ends when the timer does; never without one.
@@ -217,104 +291,151 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
-/// Records the outcome; true when the job is to be completed with its fetcher's next claim.
-async fn report(
-    inner: &Inner,
-    job: &ClaimedJob,
-    ended: Ended,
-    retention: Retention,
-    counters: &Counters,
-) -> bool {
-    let client = &inner.client;
-    let failed = |n: &Counters| n.failed.fetch_add(1, Ordering::Relaxed);
-    let result = match ended {
-        Ended::Handler(Ok(Outcome::Complete)) => return true, // (settled before)
-        Ended::Handler(Ok(Outcome::CompleteWith(value))) => {
-            match client.set_result(job.job_ref(), &value).await {
-                Ok(()) => return true,
-                Err(e) => Err(e),
-            }
-        }
-        Ended::Handler(Ok(Outcome::CompleteInTx(tx))) => {
-            let r = tx
-                .complete(JobCompleteParams {
-                    jobs: vec![job.job_ref()],
-                    now: client.now(),
-                    retention,
-                })
-                .await;
-            if r.is_ok() {
-                counters.completed.fetch_add(1, Ordering::Relaxed);
-                client.record(&job.queue, client.now(), |c| c.completed += 1);
-            }
-            r
-        }
-        Ended::Handler(Ok(Outcome::Retry { error, after })) => {
-            failed(counters);
-            match after {
-                Some(d) => {
-                    let at = client.now() + d.as_micros() as i64;
-                    let max = job.max_attempts.unwrap_or(i32::MAX);
-                    let outcome = if job.attempt >= max {
-                        FailOutcome::Dead
-                    } else {
-                        FailOutcome::Retry { at }
-                    };
-                    client.fail_with(job, &error, outcome).await
-                }
-                None => client.fail(job, &error).await.map(|_| ()),
-            }
-        }
-        Ended::Handler(Ok(Outcome::Snooze(d))) => {
-            counters.released.fetch_add(1, Ordering::Relaxed);
-            client.snooze(job, d).await
-        }
-        Ended::Handler(Ok(Outcome::Discard(why))) => {
-            failed(counters);
-            client.fail_with(job, &why, FailOutcome::Dead).await
-        }
-        Ended::Handler(Ok(Outcome::Cancel(why))) => {
-            failed(counters);
-            client.fail_with(job, &why, FailOutcome::Cancelled).await
-        }
-        Ended::Handler(Err(e)) => {
-            failed(counters);
-            client.fail(job, &e.to_string()).await.map(|_| ())
-        }
-        Ended::Panicked(msg) => {
-            failed(counters);
-            client
-                .fail(job, &format!("handler panicked: {msg}"))
-                .await
-                .map(|_| ())
-        }
-        Ended::TimedOut(d) => {
-            failed(counters);
-            let msg = format!("timed out after {}", crate::format_duration(d));
-            client.fail(job, &msg).await.map(|_| ())
-        }
-        Ended::Stopped(StopReason::CancelRequested) => {
-            failed(counters);
-            client
-                .fail_with(job, "cancelled on request", FailOutcome::Cancelled)
-                .await
-        }
-        Ended::Stopped(StopReason::LeaseLost) => Err(Error::LeaseLost { job_id: job.id }),
-        Ended::Stopped(StopReason::Shutdown) => {
-            counters.released.fetch_add(1, Ordering::Relaxed);
-            client.release(job, Duration::ZERO).await
-        }
-    };
-    match result {
-        Ok(()) => {}
-        Err(Error::LeaseLost { .. }) => {
-            counters.lost.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(
-                "job {} lost its lease; its outcome was not recorded",
-                job.id
-            );
-        }
-        Err(e) => tracing::error!("job {}: recording its outcome failed: {e}", job.id),
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+
+    use super::*;
+    use crate::worker::fakes::job;
+    use crate::{HandlerResult, Outcome};
+
+    /// An execution of job 1 whose handler is `fut`.
+    fn execution(
+        fut: impl Future<Output = HandlerResult> + Send + 'static,
+        timeout: Option<Duration>,
+    ) -> Execution {
+        let call = |_, _| Box::pin(fut) as BoxFuture;
+        Execution::start(job(1, 1), timeout, Some(call))
     }
-    false
+
+    /// How a settled job ended, as it reads: `Complete` or its report's `Ended`.
+    fn settled(exec: Execution, ended: Ended) -> String {
+        match exec.settle(ended) {
+            Settled::Complete(job) => format!("Complete({})", job.id),
+            Settled::Report(r) => format!("{:?}", r.ended()),
+        }
+    }
+
+    async fn forever() -> HandlerResult {
+        std::future::pending().await
+    }
+
+    #[test]
+    fn a_handler_that_ends_in_its_first_poll_is_settled_at_once() {
+        let mut exec = execution(async { Ok(Outcome::Complete) }, None);
+        let ended = exec.poll_once().expect("ended in its first poll");
+        assert_eq!(settled(exec, ended), "Complete(1)");
+        let mut failing = execution(async { Err("bad input".into()) }, None);
+        let ended = failing.poll_once().unwrap();
+        assert_eq!(settled(failing, ended), r#"Handler(Err("bad input"))"#);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_handler_that_awaits_runs_on_to_its_end() {
+        let handler = async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok(Outcome::Snooze(Duration::from_secs(1)))
+        };
+        let mut exec = execution(handler, Some(Duration::from_secs(10)));
+        assert!(exec.poll_once().is_none());
+        let ended = exec.run().await;
+        assert_eq!(settled(exec, ended), "Handler(Ok(Snooze(1s)))");
+    }
+
+    #[test]
+    fn a_job_of_a_kind_without_a_handler_fails() {
+        let mut exec = Execution::start(job(1, 1), None, None::<fn(_, _) -> BoxFuture>);
+        let ended = exec.poll_once().unwrap();
+        assert_eq!(
+            settled(exec, ended),
+            r#"Handler(Err("no handler for kind \"k\" in this worker"))"#
+        );
+    }
+
+    #[tokio::test]
+    async fn a_panic_is_caught_when_called_at_its_first_poll_and_later() {
+        let call = |_, _| -> BoxFuture { panic!("at the call") };
+        let mut exec = Execution::start(job(1, 1), None, Some(call));
+        let ended = exec.poll_once().unwrap();
+        assert_eq!(settled(exec, ended), r#"Panicked("at the call")"#);
+        let mut exec = execution(async { panic!("at once") }, None);
+        let ended = exec.poll_once().unwrap();
+        assert_eq!(settled(exec, ended), r#"Panicked("at once")"#);
+        let later = async {
+            tokio::task::yield_now().await;
+            panic!("after an await {}", 1)
+        };
+        let mut exec = execution(later, None);
+        assert!(exec.poll_once().is_none());
+        let ended = exec.run().await;
+        assert_eq!(settled(exec, ended), r#"Panicked("after an await 1")"#);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_handler_is_stopped_at_its_timeout_counted_from_its_call() {
+        let started = Instant::now();
+        let mut exec = execution(forever(), Some(Duration::from_secs(2)));
+        assert!(exec.poll_once().is_none());
+        tokio::time::advance(Duration::from_millis(500)).await;
+        let ended = exec.run().await;
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
+        assert_eq!(settled(exec, ended), "TimedOut(2s)");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_signal_ends_the_run_with_its_reason() {
+        for reason in [
+            StopReason::CancelRequested,
+            StopReason::LeaseLost,
+            StopReason::Shutdown,
+        ] {
+            let mut exec = execution(forever(), None);
+            let stop = exec.stop().clone();
+            let run = tokio::spawn(async move {
+                let ended = exec.run().await;
+                settled(exec, ended)
+            });
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            assert!(!run.is_finished());
+            stop.stop(reason);
+            stop.stop(StopReason::Shutdown); // the first reason given wins
+            assert_eq!(run.await.unwrap(), format!("Stopped({reason:?})"));
+        }
+    }
+
+    #[test]
+    fn a_failure_after_a_cancel_request_cancels_the_job() {
+        let ends: [fn() -> Ended; 4] = [
+            || Ended::Handler(Err("interrupted".into())),
+            || Ended::Handler(Ok(Outcome::retry("interrupted"))),
+            || Ended::TimedOut(Duration::from_secs(1)),
+            || Ended::Handler(Ok(Outcome::Complete)),
+        ];
+        let settle_after = |reason, ended: fn() -> Ended| {
+            let exec = execution(forever(), None);
+            exec.stop().stop(reason);
+            settled(exec, ended())
+        };
+        let cancelled = "Stopped(CancelRequested)";
+        let after_cancel: Vec<_> = ends
+            .iter()
+            .map(|e| settle_after(StopReason::CancelRequested, *e))
+            .collect();
+        assert_eq!(
+            after_cancel,
+            [cancelled, cancelled, cancelled, "Complete(1)"]
+        );
+        let after_lease_lost = settle_after(StopReason::LeaseLost, ends[0]);
+        assert_eq!(after_lease_lost, r#"Handler(Err("interrupted"))"#);
+    }
+
+    #[test]
+    fn settling_stops_what_the_handler_left_waiting() {
+        let exec = execution(async { Ok(Outcome::Complete) }, None);
+        let stop = exec.stop().clone();
+        assert!(!stop.is_stopped());
+        let _ = exec.settle(Ended::Handler(Ok(Outcome::Complete)));
+        assert!(stop.is_stopped());
+        assert_eq!(stop.reason(), None, "ended, not stopped for a reason");
+    }
 }

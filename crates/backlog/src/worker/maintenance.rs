@@ -1,17 +1,21 @@
 //! Maintenance, run only by the elected leader: rescue of expired leases, pruning of finished
-//! jobs in bounded batches, reclaiming the job table's dead rows (PostgreSQL), and periodic jobs
-//! that fire exactly once per tick.
+//! jobs in bounded batches, reclaiming the job table's dead rows (PostgreSQL), samples of each
+//! queue's depth, and periodic jobs that fire exactly once per tick. Each task runs on its own
+//! cadence ([`Every`]) by the client's clock; all reach the database through
+//! [`MaintenanceOps`], which the [`Client`] implements and tests replace.
 
-use std::collections::HashMap;
-use std::str::FromStr;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::{Client, Error, JobState, NewJob, Result, Retention};
+use super::PeriodicJob;
+use super::schedule::Fired;
+use crate::{Client, EnqueueOutcome, JobState, QueueInfo, QueueStats, Result, Retention};
 use backlog_core::{
-    CronFireParams, JobPruneParams, JobVacuumParams, LeaderParams, StatDepth, minute_of,
+    CronFireParams, JobPruneParams, JobVacuumParams, LeaderParams, OldestTransaction, StatDepth,
+    minute_of,
 };
 
 /// The name leaders are elected under.
@@ -76,93 +80,143 @@ impl Default for MaintenanceConfig {
     }
 }
 
-/// When a periodic job fires.
-#[derive(Debug, Clone)]
-pub enum Schedule {
-    /// At every multiple of this interval since the Unix epoch.
-    Every(Duration),
-    /// At the times a cron expression names (UTC), e.g. `0 3 * * *`.
-    Cron(Box<croner::Cron>),
+/// The calls maintenance makes (the [`Client`]'s, and its backend's).
+pub(crate) trait MaintenanceOps: Send + Sync + 'static {
+    /// Now, by the client's clock.
+    fn now(&self) -> i64;
+    /// Takes or renews the leadership; the term when this holder leads.
+    fn leader_elect(
+        &self,
+        params: LeaderParams,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send;
+    /// Gives the leadership up.
+    fn leader_resign(&self, holder: &str) -> impl Future<Output = Result<()>> + Send;
+    /// Rescues expired leases (counting them); returns how many.
+    fn job_rescue(&self) -> impl Future<Output = Result<u64>> + Send;
+    /// Every known queue, with its settings.
+    fn queue_list(&self) -> impl Future<Output = Result<Vec<QueueInfo>>> + Send;
+    /// Deletes or archives one bounded batch of finished jobs; returns how many.
+    fn job_prune(&self, params: JobPruneParams) -> impl Future<Output = Result<u64>> + Send;
+    /// Folds the minutes of `backlog_stat` before `before` into the all-time rows.
+    fn stat_prune(&self, before: i64) -> impl Future<Output = Result<u64>> + Send;
+    /// The oldest transaction another session holds open.
+    fn db_oldest_transaction(
+        &self,
+    ) -> impl Future<Output = Result<Option<OldestTransaction>>> + Send;
+    /// Job counts per queue and state.
+    fn queue_stats(&self) -> impl Future<Output = Result<Vec<(String, QueueStats)>>> + Send;
+    /// Stores each queue's depth in its row of `minute`.
+    fn stat_snapshot(
+        &self,
+        minute: i64,
+        depths: Vec<(String, StatDepth)>,
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// Reclaims the job table's dead rows if there are enough.
+    fn job_vacuum(
+        &self,
+        params: JobVacuumParams,
+    ) -> impl Future<Output = Result<Option<u64>>> + Send;
+    /// Enqueues a periodic job for a tick, once across processes.
+    fn cron_fire(
+        &self,
+        params: CronFireParams,
+    ) -> impl Future<Output = Result<Option<EnqueueOutcome>>> + Send;
 }
 
-impl Schedule {
-    /// Reads a cron expression (5 or 6 fields).
-    pub fn cron(expr: &str) -> Result<Self> {
-        croner::Cron::from_str(expr)
-            .map(|c| Schedule::Cron(Box::new(c)))
-            .map_err(|e| Error::OptionInvalid {
-                what: "cron expression",
-                value: format!("{expr} ({e})"),
-                expected: "a cron expression such as \"0 3 * * *\"",
-            })
+impl MaintenanceOps for Client {
+    fn now(&self) -> i64 {
+        Client::now(self)
     }
 
-    /// The latest tick at or before `now` (microseconds since the epoch).
-    pub fn last_tick(&self, now: i64) -> Option<i64> {
-        match self {
-            Schedule::Every(d) => {
-                let d = d.as_micros().max(1) as i64;
-                Some(now.div_euclid(d) * d)
-            }
-            Schedule::Cron(c) => {
-                let t = chrono::DateTime::from_timestamp_micros(now)?;
-                c.find_previous_occurrence(&t, true)
-                    .ok()
-                    .map(|t| t.timestamp_micros())
-            }
-        }
+    async fn leader_elect(&self, params: LeaderParams) -> Result<Option<i64>> {
+        self.backend().leader_elect(&params).await
+    }
+
+    async fn leader_resign(&self, holder: &str) -> Result<()> {
+        self.backend().leader_resign(LEADER_NAME, holder).await
+    }
+
+    fn job_rescue(&self) -> impl Future<Output = Result<u64>> + Send {
+        self.rescue()
+    }
+
+    fn queue_list(&self) -> impl Future<Output = Result<Vec<QueueInfo>>> + Send {
+        self.queues()
+    }
+
+    async fn job_prune(&self, params: JobPruneParams) -> Result<u64> {
+        self.backend().job_prune(params).await
+    }
+
+    async fn stat_prune(&self, before: i64) -> Result<u64> {
+        self.backend().stat_prune(before).await
+    }
+
+    fn db_oldest_transaction(
+        &self,
+    ) -> impl Future<Output = Result<Option<OldestTransaction>>> + Send {
+        self.oldest_transaction()
+    }
+
+    fn queue_stats(&self) -> impl Future<Output = Result<Vec<(String, QueueStats)>>> + Send {
+        self.stats(None)
+    }
+
+    async fn stat_snapshot(&self, minute: i64, depths: Vec<(String, StatDepth)>) -> Result<()> {
+        self.backend().stat_snapshot(minute, &depths).await
+    }
+
+    async fn job_vacuum(&self, params: JobVacuumParams) -> Result<Option<u64>> {
+        self.backend().job_vacuum(params).await
+    }
+
+    async fn cron_fire(&self, params: CronFireParams) -> Result<Option<EnqueueOutcome>> {
+        self.backend().cron_fire(params).await
     }
 }
 
-/// A job enqueued once per tick of its schedule by the leader, however many processes run.
-/// Ticks missed while no leader ran are not made up: the latest tick fires, once.
-#[derive(Debug, Clone)]
-pub struct PeriodicJob {
-    /// Unique name of the schedule.
-    pub name: String,
-    /// When it fires.
-    pub schedule: Schedule,
-    /// What is enqueued (`run_at` is set to the tick).
-    pub job: NewJob,
+/// A task run every `every` by the client's clock: due at once, then `every` after each run
+/// that succeeded (a failed one is tried again at the next pass).
+#[derive(Debug, Clone, Copy)]
+struct Every {
+    every: Duration,
+    next: i64,
 }
 
-impl PeriodicJob {
-    /// A periodic job.
-    pub fn new(name: impl Into<String>, schedule: Schedule, job: NewJob) -> Self {
-        PeriodicJob {
-            name: name.into(),
-            schedule,
-            job,
-        }
+impl Every {
+    fn new(every: Duration) -> Self {
+        Every { every, next: 0 }
+    }
+
+    fn due(&self, now: i64) -> bool {
+        now >= self.next
+    }
+
+    /// It ran (or, for the vacuum, finished) at `now`.
+    fn done(&mut self, now: i64) {
+        self.next = now + self.every.as_micros() as i64;
     }
 }
 
-pub(crate) async fn run(
-    client: Arc<Client>,
+/// How often the maintenance loop looks: often enough to renew the leadership and to rescue on
+/// time, and at least twice a second.
+fn pass_every(cfg: &MaintenanceConfig) -> Duration {
+    cfg.renew_every
+        .min(cfg.rescue_every)
+        .min(Duration::from_millis(500))
+}
+
+/// Runs maintenance passes until `stop`, then gives the leadership up if this process had it.
+pub(crate) async fn run<O: MaintenanceOps>(
+    ops: Arc<O>,
     cfg: MaintenanceConfig,
     periodic: Vec<PeriodicJob>,
     owner: String,
     stop: CancellationToken,
 ) {
     let holder = format!("{owner}:{:08x}", rand::random::<u32>());
-    let mut m = Maintainer {
-        client,
-        cfg,
-        periodic,
-        holder,
-        term: None,
-        last_fired: HashMap::new(),
-        next_rescue: 0,
-        next_prune: 0,
-        next_sample: 0,
-        next_vacuum: 0,
-        vacuuming: None,
-    };
-    let tick = m
-        .cfg
-        .renew_every
-        .min(m.cfg.rescue_every)
-        .min(Duration::from_millis(500));
+    let tick = pass_every(&cfg);
+    let mut m = Maintainer::new(ops, cfg, periodic, holder);
     loop {
         if let Err(e) = m.run_once().await {
             tracing::warn!("maintenance pass failed: {e}");
@@ -172,40 +226,53 @@ pub(crate) async fn run(
             _ = stop.cancelled() => break,
         }
     }
-    if let Some(t) = m.vacuuming.take() {
-        t.abort();
-    }
-    if m.term.is_some() {
-        let _ = m
-            .client
-            .backend()
-            .leader_resign(LEADER_NAME, &m.holder)
-            .await;
-    }
+    m.resign().await;
 }
 
-struct Maintainer {
-    client: Arc<Client>,
+struct Maintainer<O> {
+    ops: Arc<O>,
     cfg: MaintenanceConfig,
     periodic: Vec<PeriodicJob>,
     holder: String,
     term: Option<i64>,
-    last_fired: HashMap<String, i64>,
-    next_rescue: i64,
-    next_prune: i64,
-    next_sample: i64,
-    next_vacuum: i64,
+    fired: Fired,
+    rescue: Every,
+    prune: Every,
+    sample: Every,
+    /// Counts from when the last vacuum finished.
+    vacuum: Option<Every>,
     vacuuming: Option<tokio::task::JoinHandle<()>>,
 }
 
-impl Maintainer {
+impl<O: MaintenanceOps> Maintainer<O> {
+    fn new(
+        ops: Arc<O>,
+        cfg: MaintenanceConfig,
+        periodic: Vec<PeriodicJob>,
+        holder: String,
+    ) -> Self {
+        Maintainer {
+            ops,
+            rescue: Every::new(cfg.rescue_every),
+            prune: Every::new(cfg.prune_every),
+            sample: Every::new(cfg.sample_every),
+            vacuum: cfg.vacuum_every.map(Every::new),
+            cfg,
+            periodic,
+            holder,
+            term: None,
+            fired: Fired::default(),
+            vacuuming: None,
+        }
+    }
+
+    /// One pass: takes or renews the leadership, and as the leader runs each task that is due.
     async fn run_once(&mut self) -> Result<()> {
-        let now = self.client.now();
+        let now = self.ops.now();
         let was = self.term;
         self.term = self
-            .client
-            .backend()
-            .leader_elect(&LeaderParams {
+            .ops
+            .leader_elect(LeaderParams {
                 name: LEADER_NAME.into(),
                 holder: self.holder.clone(),
                 now,
@@ -221,59 +288,64 @@ impl Maintainer {
         if self.term.is_none() {
             return Ok(());
         }
-        if now >= self.next_rescue {
-            let n = self.client.rescue().await?;
+        if self.rescue.due(now) {
+            let n = self.ops.job_rescue().await?;
             if n > 0 {
                 tracing::info!("rescued {n} job(s) with expired leases");
             }
-            self.next_rescue = now + self.cfg.rescue_every.as_micros() as i64;
+            self.rescue.done(now);
         }
-        if now >= self.next_prune {
+        if self.prune.due(now) {
             self.prune(now).await?;
             let before = minute_of(now - self.cfg.keep_history.as_micros() as i64);
-            self.client.backend().stat_prune(before).await?;
+            self.ops.stat_prune(before).await?;
             self.warn_long_transaction().await?;
-            self.next_prune = now + self.cfg.prune_every.as_micros() as i64;
+            self.prune.done(now);
         }
-        if now >= self.next_sample {
+        if self.sample.due(now) {
             self.sample(now).await?;
-            self.next_sample = now + self.cfg.sample_every.as_micros() as i64;
+            self.sample.done(now);
         }
-        if let Some(every) = self.cfg.vacuum_every {
-            // The next check counts from when the last one finished.
-            if self.vacuuming.take_if(|t| t.is_finished()).is_some() {
-                self.next_vacuum = now + every.as_micros() as i64;
-            }
-            if self.vacuuming.is_none() && now >= self.next_vacuum {
-                // In a task of its own: a VACUUM of a large table takes seconds, and the
-                // leadership must be renewed meanwhile.
-                let client = self.client.clone();
-                let params = JobVacuumParams {
-                    min_dead: self.cfg.vacuum_min_dead,
-                };
-                self.vacuuming = Some(tokio::spawn(async move {
-                    match client.backend().job_vacuum(params).await {
-                        Ok(Some(dead)) => {
-                            tracing::debug!("vacuumed the job table ({dead} dead rows)")
-                        }
-                        Ok(None) => {}
-                        Err(e) => tracing::warn!("vacuum of the job table failed: {e}"),
-                    }
-                }));
-            }
+        self.vacuum(now);
+        self.fire_periodic(now).await
+    }
+
+    /// Starts a vacuum of the job table when one is due and none runs, in a task of its own:
+    /// a `VACUUM` of a large table takes seconds, and the leadership must be renewed meanwhile.
+    fn vacuum(&mut self, now: i64) {
+        let Some(every) = &mut self.vacuum else {
+            return;
+        };
+        // The next check counts from when the last one finished.
+        if self.vacuuming.take_if(|t| t.is_finished()).is_some() {
+            every.done(now);
         }
+        if self.vacuuming.is_some() || !every.due(now) {
+            return;
+        }
+        let ops = self.ops.clone();
+        let params = JobVacuumParams {
+            min_dead: self.cfg.vacuum_min_dead,
+        };
+        self.vacuuming = Some(tokio::spawn(async move {
+            match ops.job_vacuum(params).await {
+                Ok(Some(dead)) => tracing::debug!("vacuumed the job table ({dead} dead rows)"),
+                Ok(None) => {}
+                Err(e) => tracing::warn!("vacuum of the job table failed: {e}"),
+            }
+        }));
+    }
+
+    /// Enqueues each periodic job whose tick is due, once per tick.
+    async fn fire_periodic(&mut self, now: i64) -> Result<()> {
         for p in &self.periodic {
-            let Some(tick) = p.schedule.last_tick(now) else {
+            let Some(tick) = self.fired.due(p, now) else {
                 continue;
             };
-            if self.last_fired.get(&p.name).is_some_and(|&t| t >= tick) {
-                continue;
-            }
             let mut job = p.job.clone();
             job.run_at = Some(tick);
             let fired = self
-                .client
-                .backend()
+                .ops
                 .cron_fire(CronFireParams {
                     name: p.name.clone(),
                     tick,
@@ -288,18 +360,27 @@ impl Maintainer {
                     out.id
                 );
             }
-            self.last_fired.insert(p.name.clone(), tick);
+            self.fired.fired(p, tick);
         }
         Ok(())
     }
 
+    /// Stops a vacuum still running and gives the leadership up, if this process had it.
+    async fn resign(&mut self) {
+        if let Some(t) = self.vacuuming.take() {
+            t.abort();
+        }
+        if self.term.is_some() {
+            let _ = self.ops.leader_resign(&self.holder).await;
+        }
+    }
     /// Says so when another session's open transaction holds back the reclaiming of rows.
     async fn warn_long_transaction(&self) -> Result<()> {
         let Some(limit) = self.cfg.warn_transaction_age else {
             return Ok(());
         };
         // Reading other sessions may need a privilege this user lacks (MySQL: PROCESS).
-        let oldest = match self.client.oldest_transaction().await {
+        let oldest = match self.ops.db_oldest_transaction().await {
             Ok(t) => t,
             Err(e) => {
                 tracing::debug!("cannot read the oldest transaction: {e}");
@@ -329,8 +410,8 @@ impl Maintainer {
     /// Stores each queue's depth in its `backlog_stat` row of this minute.
     async fn sample(&self, now: i64) -> Result<()> {
         let depths: Vec<(String, StatDepth)> = self
-            .client
-            .stats(None)
+            .ops
+            .queue_stats()
             .await?
             .into_iter()
             .map(|(queue, s)| {
@@ -343,15 +424,12 @@ impl Maintainer {
                 (queue, depth)
             })
             .collect();
-        self.client
-            .backend()
-            .stat_snapshot(minute_of(now), &depths)
-            .await
+        self.ops.stat_snapshot(minute_of(now), depths).await
     }
 
     async fn prune(&self, now: i64) -> Result<()> {
         let micros = |d: Duration| d.as_micros() as i64;
-        for info in self.client.queues().await? {
+        for info in self.ops.queue_list().await? {
             let s = &info.settings;
             let mut rules = vec![
                 (JobState::Completed, now - micros(self.cfg.keep_completed)),
@@ -363,8 +441,7 @@ impl Maintainer {
             for (state, before) in rules {
                 loop {
                     let n = self
-                        .client
-                        .backend()
+                        .ops
                         .job_prune(JobPruneParams {
                             queue: s.name.clone(),
                             state,
@@ -380,5 +457,323 @@ impl Maintainer {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::worker::Schedule;
+    use crate::worker::fakes::{self, T0};
+    use crate::{Clock as _, Error, ManualClock, NewJob, Payload, QueueName, QueueSettings};
+
+    /// Answers as the leader (unless `leads` is false), with the queues `queues`; each
+    /// `job_prune` removes the next of `prune_rows` (then none); `rescue_fails` rescues fail;
+    /// a vacuum takes `vacuum_takes` of tokio's time. Records each call.
+    #[derive(Default)]
+    struct FakeOps {
+        clock: ManualClock,
+        leads: bool,
+        queues: Vec<QueueInfo>,
+        prune_rows: Mutex<VecDeque<u64>>,
+        rescue_fails: Mutex<u32>,
+        vacuum_takes: Duration,
+        calls: Mutex<Vec<String>>,
+    }
+
+    impl FakeOps {
+        fn call(&self, call: impl Into<String>) {
+            self.calls.lock().unwrap().push(call.into());
+        }
+
+        /// The calls since the last look, by name.
+        fn calls(&self) -> Vec<String> {
+            self.calls.lock().unwrap().drain(..).collect()
+        }
+    }
+
+    impl MaintenanceOps for FakeOps {
+        fn now(&self) -> i64 {
+            self.clock.now()
+        }
+
+        async fn leader_elect(&self, p: LeaderParams) -> Result<Option<i64>> {
+            assert_eq!(p.expires_at - p.now, 10_000_000, "leader_ttl");
+            self.call("leader_elect");
+            Ok(self.leads.then_some(1))
+        }
+
+        async fn leader_resign(&self, holder: &str) -> Result<()> {
+            self.call(format!(
+                "leader_resign {}",
+                holder.split(':').next().unwrap()
+            ));
+            Ok(())
+        }
+
+        async fn job_rescue(&self) -> Result<u64> {
+            self.call("job_rescue");
+            let mut fails = self.rescue_fails.lock().unwrap();
+            if *fails > 0 {
+                *fails -= 1;
+                return Err(fakes::transient());
+            }
+            Ok(0)
+        }
+
+        async fn queue_list(&self) -> Result<Vec<QueueInfo>> {
+            Ok(self.queues.clone())
+        }
+
+        async fn job_prune(&self, p: JobPruneParams) -> Result<u64> {
+            let age = (self.clock.now() - p.finished_before) / 3_600_000_000;
+            let how = if p.archive { "archive" } else { "delete" };
+            self.call(format!("job_prune {} {:?} {age}h {how}", p.queue, p.state));
+            Ok(self.prune_rows.lock().unwrap().pop_front().unwrap_or(0))
+        }
+
+        async fn stat_prune(&self, _: i64) -> Result<u64> {
+            self.call("stat_prune");
+            Ok(0)
+        }
+
+        async fn db_oldest_transaction(&self) -> Result<Option<OldestTransaction>> {
+            Err(Error::Unsupported("not allowed to look"))
+        }
+
+        async fn queue_stats(&self) -> Result<Vec<(String, QueueStats)>> {
+            Ok(vec![("q".into(), QueueStats::default())])
+        }
+
+        async fn stat_snapshot(&self, minute: i64, depths: Vec<(String, StatDepth)>) -> Result<()> {
+            assert_eq!(minute, minute_of(self.clock.now()));
+            self.call(format!("stat_snapshot of {} queue(s)", depths.len()));
+            Ok(())
+        }
+
+        async fn job_vacuum(&self, _: JobVacuumParams) -> Result<Option<u64>> {
+            self.call("job_vacuum");
+            tokio::time::sleep(self.vacuum_takes).await;
+            Ok(None)
+        }
+
+        async fn cron_fire(&self, p: CronFireParams) -> Result<Option<EnqueueOutcome>> {
+            assert_eq!(p.job.run_at, Some(p.tick));
+            let at = (p.tick - T0) / 1_000_000;
+            self.call(format!("cron_fire {} T0+{at}s", p.name));
+            Ok((at == 0).then_some(EnqueueOutcome {
+                id: 1,
+                created: true,
+            }))
+        }
+    }
+
+    fn leader(ops: FakeOps, cfg: impl FnOnce(&mut MaintenanceConfig)) -> Maintainer<FakeOps> {
+        let mut c = MaintenanceConfig {
+            vacuum_every: None,
+            ..MaintenanceConfig::default()
+        };
+        cfg(&mut c);
+        let ops = FakeOps {
+            clock: ManualClock::new(T0),
+            leads: true,
+            ..ops
+        };
+        Maintainer::new(Arc::new(ops), c, vec![], "host:1:cafe".into())
+    }
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    #[tokio::test]
+    async fn a_process_that_does_not_lead_maintains_nothing() {
+        let mut m = leader(FakeOps::default(), |_| {});
+        Arc::get_mut(&mut m.ops).unwrap().leads = false;
+        m.run_once().await.unwrap();
+        assert_eq!(m.ops.calls(), ["leader_elect"]);
+        m.resign().await;
+        assert!(m.ops.calls().is_empty(), "nothing to resign");
+    }
+
+    #[tokio::test]
+    async fn the_leader_runs_each_task_on_its_own_cadence() {
+        let mut m = leader(FakeOps::default(), |_| {});
+        let mut pass = async |advance| {
+            m.ops.clock.advance(advance);
+            m.run_once().await.unwrap();
+            m.ops.calls()
+        };
+        let everything = [
+            "leader_elect",
+            "job_rescue",
+            "stat_prune",
+            "stat_snapshot of 1 queue(s)",
+        ];
+        assert_eq!(pass(Duration::ZERO).await, everything);
+        assert_eq!(pass(Duration::from_millis(500)).await, ["leader_elect"]);
+        assert_eq!(
+            pass(Duration::from_millis(500)).await,
+            ["leader_elect", "job_rescue"]
+        );
+        for _ in 0..28 {
+            pass(secs(1)).await;
+        }
+        assert_eq!(
+            pass(secs(1)).await,
+            ["leader_elect", "job_rescue", "stat_prune"]
+        );
+        for _ in 0..29 {
+            pass(secs(1)).await;
+        }
+        assert_eq!(
+            pass(secs(1)).await,
+            everything,
+            "prune every 30 s, sample every 60 s"
+        );
+        m.resign().await;
+        assert_eq!(m.ops.calls(), ["leader_resign host"]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_task_ends_the_pass_and_is_tried_again_at_the_next() {
+        let ops = FakeOps {
+            rescue_fails: Mutex::new(1),
+            ..Default::default()
+        };
+        let mut m = leader(ops, |_| {});
+        assert!(m.run_once().await.is_err());
+        assert_eq!(m.ops.calls(), ["leader_elect", "job_rescue"]);
+        m.run_once().await.unwrap();
+        assert_eq!(
+            m.ops.calls()[..3],
+            ["leader_elect", "job_rescue", "stat_prune"]
+        );
+    }
+
+    #[tokio::test]
+    async fn pruning_takes_full_batches_until_each_queue_and_state_is_done() {
+        let queue = |name: &str, retention| QueueInfo {
+            settings: QueueSettings {
+                retention,
+                ..QueueSettings::defaults(QueueName::new(name).unwrap())
+            },
+            pending: 0,
+        };
+        let ops = FakeOps {
+            queues: vec![queue("a", Retention::Keep), queue("b", Retention::Archive)],
+            prune_rows: Mutex::new([10, 10, 3].into()),
+            ..Default::default()
+        };
+        let mut m = leader(ops, |c| {
+            c.prune_batch = 10;
+            c.keep_completed = secs(2 * 3600);
+            c.keep_dead = Some(secs(48 * 3600));
+        });
+        m.run_once().await.unwrap();
+        let prunes: Vec<_> = m
+            .ops
+            .calls()
+            .into_iter()
+            .filter(|c| c.starts_with("job_prune"))
+            .collect();
+        assert_eq!(
+            prunes,
+            [
+                "job_prune a Completed 2h delete",
+                "job_prune a Completed 2h delete",
+                "job_prune a Completed 2h delete",
+                "job_prune a Cancelled 168h delete",
+                "job_prune a Dead 48h delete",
+                "job_prune b Completed 2h archive",
+                "job_prune b Cancelled 168h archive",
+                "job_prune b Dead 48h archive",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_periodic_job_fires_once_per_tick_of_its_schedule() {
+        let mut m = leader(FakeOps::default(), |_| {});
+        let job = NewJob::new(
+            QueueName::new("q").unwrap(),
+            Payload::parse("{}", 10).unwrap(),
+        );
+        m.periodic = vec![
+            PeriodicJob::new("minutely", Schedule::Every(secs(60)), job.clone()),
+            PeriodicJob::new("hourly", Schedule::cron("0 * * * *").unwrap(), job),
+        ];
+        let mut fired = async |advance| {
+            m.ops.clock.advance(advance);
+            m.run_once().await.unwrap();
+            let calls = m.ops.calls().into_iter();
+            calls
+                .filter(|c| c.starts_with("cron_fire"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            fired(secs(0)).await,
+            ["cron_fire minutely T0+0s", "cron_fire hourly T0+0s"]
+        );
+        assert!(fired(secs(59)).await.is_empty());
+        // Another process fired this one (nothing enqueued here): not tried again either.
+        assert_eq!(fired(secs(1)).await, ["cron_fire minutely T0+60s"]);
+        assert!(fired(secs(1)).await.is_empty());
+        // Ticks missed (no pass for ten minutes) are not made up: the latest fires.
+        assert_eq!(fired(secs(600)).await, ["cron_fire minutely T0+660s"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_vacuum_runs_apart_and_the_next_counts_from_its_end() {
+        let ops = FakeOps {
+            vacuum_takes: secs(3),
+            ..Default::default()
+        };
+        let mut m = leader(ops, |c| c.vacuum_every = Some(secs(5)));
+        let vacuums = |m: &Maintainer<FakeOps>| {
+            let calls = m.ops.calls();
+            calls.iter().filter(|c| *c == "job_vacuum").count()
+        };
+        m.run_once().await.unwrap();
+        tokio::task::yield_now().await;
+        assert_eq!(vacuums(&m), 1);
+        // Due again by the clock, but the first still runs.
+        m.ops.clock.advance(secs(6));
+        m.run_once().await.unwrap();
+        assert_eq!(vacuums(&m), 0);
+        tokio::time::sleep(secs(4)).await; // it finishes
+        m.run_once().await.unwrap();
+        tokio::task::yield_now().await;
+        assert_eq!(vacuums(&m), 0, "the next is due 5 s after this one ended");
+        m.ops.clock.advance(secs(5));
+        m.run_once().await.unwrap();
+        tokio::task::yield_now().await;
+        assert_eq!(vacuums(&m), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_loop_passes_twice_a_second_and_resigns_when_stopped() {
+        let ops = Arc::new(FakeOps {
+            clock: ManualClock::new(T0),
+            leads: true,
+            ..Default::default()
+        });
+        let cfg = MaintenanceConfig {
+            vacuum_every: None,
+            ..MaintenanceConfig::default()
+        };
+        assert_eq!(pass_every(&cfg), Duration::from_millis(500));
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(run(ops.clone(), cfg, vec![], "host:1".into(), stop.clone()));
+        tokio::time::sleep(Duration::from_millis(1250)).await;
+        stop.cancel();
+        task.await.unwrap();
+        let calls = ops.calls();
+        let elections = calls.iter().filter(|c| *c == "leader_elect").count();
+        assert_eq!(elections, 3, "at 0, 500 and 1,000 ms");
+        assert_eq!(calls.last().unwrap(), "leader_resign host");
     }
 }

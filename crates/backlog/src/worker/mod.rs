@@ -1,14 +1,30 @@
-//! The worker runtime: fetchers claim jobs sized to free slots, executors run handlers with
-//! timeouts, one heartbeater keeps leases alive and sees cancel requests, each fetcher completes
-//! the jobs it claimed in one batch with its next claim (see `completer`), and the elected leader
-//! runs maintenance. Shutdown is graceful.
+//! The worker runtime, in parts with small interfaces that tests replace:
+//! - `plan`: the claim planner, pure: claim sizes, waiting for a burst, poll backoff, drains.
+//! - `fetch`: a claim loop per queue and loop slot ([`fetch::Fetcher`]), reaching the database
+//!   through `Claimer` and starting jobs through `Dispatch`.
+//! - `execute`: the run's `Dispatch` (`Executor`) and one job's handler (`Execution`: its first
+//!   poll in the claim loop, then a task with its timeout, stop signal and panics caught).
+//! - `outcome`: what a job's end does to its row (`verdict`, pure), recorded through `Reporter`.
+//! - `completer`: finished jobs wait, with their slots, for their loop's next claim.
+//! - `heartbeat`: renews the leases of long jobs and stops lost or cancelled ones.
+//! - `maintenance`: what the elected leader runs, each task on its own cadence (rescue, prune,
+//!   depth samples, vacuum, periodic jobs), through `MaintenanceOps`.
+//! - `schedule`: when periodic jobs fire, and which ticks fired.
+//! - `run`: a run wires the parts together and shuts down gracefully.
 
 mod completer;
 mod context;
 mod execute;
+#[cfg(test)]
+pub(crate) mod fakes;
+mod fetch;
+mod heartbeat;
 mod maintenance;
 mod metrics;
+mod outcome;
+mod plan;
 mod run;
+mod schedule;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -17,9 +33,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use context::{HandlerError, HandlerResult, JobContext, Outcome};
-pub use maintenance::{MaintenanceConfig, PeriodicJob, Schedule};
+pub use maintenance::MaintenanceConfig;
 pub use metrics::{CLAIM_BOUNDS_US, QueueLoad, WorkerMetrics};
 pub use run::RunReport;
+pub use schedule::{PeriodicJob, Schedule};
 
 use crate::{Client, Error, JobArgs, Kind, QueueName, Result};
 

@@ -1,26 +1,24 @@
-//! The run loop: claim loops (fetchers) per queue that complete what they claimed with their next
-//! claim, the heartbeater, maintenance, shutdown.
+//! A run of a worker: the parts started and wired together (claim loops per queue sharing a
+//! [`Pipeline`], the heartbeater, maintenance), then shutdown: claiming stops, running jobs get
+//! their grace period, and what finished is completed.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::completer::{self, Finished};
-use super::context::{JobStop, StopReason};
-use super::execute::{Execution, Settled};
-use super::{DrainMode, ErasedHandler, PeriodicJob, WorkerConfig};
-use crate::{ClaimOpts, ClaimedJob, Client, Error, JobRef, Kind, QueueName, QueueSettings, Result};
-
-/// Longest wait for the rest of a burst (the jobs of the same claims) before the next claim.
-const GATHER: Duration = Duration::from_millis(2);
-
-/// Shortest wait between polls of an empty queue; doubles up to `poll_max`.
-const MIN_IDLE: Duration = Duration::from_millis(10);
+use super::completer::Finished;
+use super::context::StopReason;
+use super::execute::Executor;
+use super::fetch::{self, Fetcher, Pipeline};
+use super::heartbeat::{Heartbeater, InFlightMap};
+use super::plan::ClaimPlan;
+use super::{ErasedHandler, PeriodicJob, WorkerConfig};
+use crate::{Client, Kind, QueueName, Result};
 
 /// What a run did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -52,13 +50,6 @@ pub(crate) struct Inner {
     pub loads: Arc<super::metrics::Loads>,
 }
 
-/// A job in flight past its handler's first poll: its lease and how to stop it.
-pub(crate) struct InFlight {
-    pub job: JobRef,
-    pub lease: Duration,
-    pub stop: Arc<JobStop>,
-}
-
 /// Counters shared by the executors.
 #[derive(Default)]
 pub(crate) struct Counters {
@@ -67,8 +58,6 @@ pub(crate) struct Counters {
     pub released: AtomicU64,
     pub lost: AtomicU64,
 }
-
-pub(crate) type InFlightMap = Arc<Mutex<HashMap<i64, InFlight>>>;
 
 pub(crate) async fn run(
     inner: Arc<Inner>,
@@ -92,11 +81,8 @@ pub(crate) async fn run(
     let executors = TaskTracker::new();
     let background = CancellationToken::new();
 
-    let hb = tokio::spawn(heartbeater(
-        client.clone(),
-        inflight.clone(),
-        background.clone(),
-    ));
+    let hb =
+        tokio::spawn(Heartbeater::new(client.clone(), inflight.clone()).run(background.clone()));
     let maint = inner.config.maintenance.clone().map(|cfg| {
         tokio::spawn(super::maintenance::run(
             client.clone(),
@@ -107,41 +93,24 @@ pub(crate) async fn run(
         ))
     });
 
-    let mut fetchers = tokio::task::JoinSet::new();
-    let mut finished_lists = vec![];
-    let mut loads = vec![];
-    for (queue, concurrency) in &inner.queues {
-        let slots = Arc::new(Semaphore::new(*concurrency));
-        loads.push((queue.clone(), *concurrency, slots.clone()));
-        let stopped = Arc::new(Notify::new());
-        for _ in 0..inner.config.fetchers.clamp(1, (*concurrency).max(1)) {
-            // Each fetcher completes the jobs it claimed, so a batch that finishes together goes
-            // back whole with the next claim, as in a hand-written claim-and-complete loop.
-            let finished = Arc::new(Finished::default());
-            finished_lists.push(finished.clone());
-            let fetch = fetch_loop(
-                inner.clone(),
-                queue.clone(),
-                Queue {
-                    slots: slots.clone(),
-                    concurrency: *concurrency,
-                    finished: finished.clone(),
-                    stopped: stopped.clone(),
-                },
-                executors.clone(),
-                inflight.clone(),
-                counters.clone(),
-                stop_fetching.clone(),
-            );
-            let stopped = stopped.clone();
-            fetchers.spawn(async move {
-                let r = fetch.await;
-                stopped.notify_waiters();
-                r
-            });
-        }
-    }
-    inner.loads.set(loads);
+    let pipeline = Arc::new(Pipeline {
+        claimer: client.clone(),
+        dispatch: Executor {
+            inner: inner.clone(),
+            tasks: executors.clone(),
+            inflight: inflight.clone(),
+            counters: counters.clone(),
+        },
+        owner: inner.config.owner.clone(),
+        kinds: inner.kinds.clone(),
+        lease: inner.config.lease,
+        drain: inner.config.drain,
+        poll_max: inner.config.poll_max,
+        counters: counters.clone(),
+        claim_times: inner.claim_times.clone(),
+        stop: stop_fetching.clone(),
+    });
+    let (mut fetchers, finished_lists) = spawn_fetchers(&inner, &pipeline);
     let mut result = Ok(());
     while let Some(r) = fetchers.join_next().await {
         match r {
@@ -214,310 +183,42 @@ pub(crate) async fn run(
     })
 }
 
-/// A queue as its fetchers share it.
-struct Queue {
-    /// Its concurrency slots: a job holds one from its claim until its outcome is recorded.
-    slots: Arc<Semaphore>,
-    concurrency: usize,
-    /// This fetcher's finished jobs, whose completion goes with its next claim.
-    finished: Arc<Finished>,
-    /// Notified when a fetcher of the queue stops: a draining fetcher that found the queue empty
-    /// while another one's jobs still ran looks again then (that one completed them first).
-    stopped: Arc<Notify>,
-}
-
-/// A claim about to be made: the slots it fills, and the finished jobs it completes first (whose
-/// slots are among `slots`).
-#[derive(Default)]
-struct Batch {
-    slots: Vec<OwnedSemaphorePermit>,
-    done: Vec<ClaimedJob>,
-}
-
-impl Batch {
-    /// Takes the fetcher's finished jobs and as many free slots as are there, up to `max` slots
-    /// (finished jobs are all taken, up to `complete_max`).
-    fn fill(&mut self, q: &Queue, max: usize, complete_max: usize) {
-        q.finished
-            .take_into(complete_max, &mut self.done, &mut self.slots);
-        while self.slots.len() < max
-            && let Ok(p) = q.slots.clone().try_acquire_owned()
-        {
-            self.slots.push(p);
-        }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn fetch_loop(
-    inner: Arc<Inner>,
-    queue: QueueName,
-    q: Queue,
-    executors: TaskTracker,
-    inflight: InFlightMap,
-    counters: Arc<Counters>,
-    stop: CancellationToken,
-) -> Result<()> {
-    let client = &inner.client;
-    let notify = client.wakers().get(queue.as_str());
-    let mut opts = ClaimOpts::new(queue.as_str())?
-        .owner(inner.config.owner.clone())
-        .kinds(inner.kinds.clone());
-    if let Some(l) = inner.config.lease {
-        opts = opts.lease(l);
-    }
-    let concurrency = q.concurrency;
-    let fetchers = inner.config.fetchers.clamp(1, concurrency.max(1));
-    let max_claim = inner
-        .config
-        .claim_batch
-        .unwrap_or(concurrency.div_ceil(fetchers).min(super::DEFAULT_CLAIM_MAX))
-        .clamp(1, concurrency.max(1));
-    let complete_max = inner.config.complete_batch.max(1);
-    let mut idle = MIN_IDLE;
-    loop {
-        // Checked on every turn, not only while waiting: on a busy queue whose handlers end in
-        // their first poll, slots come back before the next claim and the loop never waits.
-        // Finished jobs not yet taken are completed by the flushers once every fetcher is done.
-        if stop.is_cancelled() {
-            return Ok(());
-        }
-        // Wait for a free slot or a finished job (whose slot comes with it).
-        let mut batch = Batch::default();
-        let finished = q.finished.notified();
-        tokio::pin!(finished);
-        finished.as_mut().enable();
-        batch.fill(&q, max_claim, complete_max);
-        if batch.slots.is_empty() {
-            tokio::select! {
-                p = q.slots.clone().acquire_owned() => batch.slots.push(p.expect("semaphore open")),
-                _ = &mut finished => {}
-                _ = stop.cancelled() => return Ok(()),
-            }
-            batch.fill(&q, max_claim, complete_max);
-            if batch.slots.is_empty() {
-                continue; // the other fetcher took them
-            }
-        }
-        // Jobs end in bursts (a batch claimed together finishes together). While jobs of the
-        // claims these finished jobs came from still run, wait a moment for the rest of the
-        // burst, so that one statement completes them all and claims as many, rather than a
-        // handful now; jobs of other claims, ending later, are not waited for.
-        if batch.slots.len() < max_claim && q.finished.burst_running(&batch.done) {
-            let gather = tokio::time::sleep(GATHER);
-            tokio::pin!(gather);
-            loop {
-                let finished = q.finished.notified();
-                tokio::pin!(finished);
-                finished.as_mut().enable();
-                if !q.finished.burst_running(&batch.done)
-                    || batch.slots.len() + q.finished.waiting() >= max_claim
-                {
-                    break;
-                }
-                tokio::select! {
-                    _ = &mut finished => {}
-                    _ = &mut gather => break,
-                }
-            }
-            batch.fill(&q, max_claim, complete_max);
-        }
-        // Register for wake-ups (new jobs, and jobs finishing while this claim runs) before
-        // looking, so none is missed in between.
-        let notified = notify.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        let finished = q.finished.notified();
-        tokio::pin!(finished);
-        finished.as_mut().enable();
-        let sibling_stopped = q.stopped.notified();
-        tokio::pin!(sibling_stopped);
-        sibling_stopped.as_mut().enable();
-        let limit = batch.slots.len().min(max_claim) as u32;
-        let claim_started = std::time::Instant::now();
-        let result = client
-            .complete_claim(&batch.done, &opts.clone().limit(limit))
-            .await;
-        inner.claim_times.record(claim_started.elapsed());
-        let claimed = match result {
-            Ok(r) => {
-                completer::record(&counters, &batch.done, &r.completed);
-                match r.claimed {
-                    Ok(c) => c,
-                    Err(e) if e.is_transient() => {
-                        tracing::warn!("claim from {queue} failed, retrying: {e}");
-                        vec![]
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            Err(e) => {
-                // Nothing was committed: the finished jobs are completed on their own.
-                completer::complete_alone(client, &batch.done, &counters).await;
-                if !e.is_transient() {
-                    return Err(e);
-                }
-                tracing::warn!("claim from {queue} failed, retrying: {e}");
-                vec![]
-            }
-        };
-        let mut slots = batch.slots;
-        if claimed.is_empty() {
-            drop(slots);
-            if let Some(mode) = inner.config.drain
-                && drained(client, &queue, mode, &q.slots, &inner).await?
-            {
-                return Ok(());
-            }
-            let jitter = Duration::from_micros(rand::random_range(0..=idle.as_micros() as u64 / 4));
-            tokio::select! {
-                _ = &mut notified => idle = MIN_IDLE,
-                _ = &mut finished => {}
-                _ = &mut sibling_stopped => {}
-                _ = tokio::time::sleep(idle + jitter) => idle = (idle * 2).min(inner.config.poll_max.max(MIN_IDLE)),
-                _ = stop.cancelled() => return Ok(()),
-            }
-            continue;
-        }
-        idle = MIN_IDLE;
-        slots.truncate(claimed.len());
-        // Read here, never while a handler holds a job transaction: on SQLite that transaction
-        // holds the write lock, and a settings read queued behind a blocked writer would wait on it.
-        let settings = client
-            .queue_settings(&queue)
-            .await
-            .unwrap_or_else(|_| QueueSettings::defaults(queue.clone()));
-        let lease = inner.config.lease.unwrap_or(settings.lease);
-        let retention = settings.retention;
-        q.finished.started(&claimed);
-        // Each handler is polled once here, while this claim's time for that lasts: a job that
-        // ends at once is done with no task of its own, and goes back with the next claim.
-        let inline_since = Instant::now();
-        for (job, slot) in claimed.into_iter().zip(slots) {
-            let token = job.lease_token;
-            let mut exec = Execution::new(&inner, job, inner.config.job_timeout);
-            let first = match inline_since.elapsed() < inner.config.inline_budget {
-                true => exec.poll_once(),
-                false => None,
+/// Spawns the claim loops of every queue, sharing `pipeline`; returns them with each one's
+/// finished jobs.
+fn spawn_fetchers(
+    inner: &Inner,
+    pipeline: &Arc<Pipeline<Client, Executor>>,
+) -> (JoinSet<Result<()>>, Vec<Arc<Finished>>) {
+    let mut fetchers = JoinSet::new();
+    let mut finished_lists = vec![];
+    let mut loads = vec![];
+    for (queue, concurrency) in &inner.queues {
+        let slots = Arc::new(Semaphore::new(*concurrency));
+        loads.push((queue.clone(), *concurrency, slots.clone()));
+        let stopped = Arc::new(Notify::new());
+        let woken = inner.client.wakers().get(queue.as_str());
+        let plan = ClaimPlan::new(*concurrency, &inner.config);
+        for _ in 0..plan.fetchers {
+            // Each fetcher completes the jobs it claimed, so a batch that finishes together goes
+            // back whole with the next claim, as in a hand-written claim-and-complete loop.
+            let finished = Arc::new(Finished::default());
+            finished_lists.push(finished.clone());
+            let queue = fetch::Queue {
+                name: queue.clone(),
+                slots: slots.clone(),
+                finished,
+                stopped: stopped.clone(),
+                woken: woken.clone(),
             };
-            // What the job's task starts from: an outcome to record, or a handler to run on.
-            let start = match first {
-                Some(ended) => match exec.settle(ended) {
-                    Settled::Complete(job) => {
-                        q.finished.ended(token, Some(job), slot);
-                        continue;
-                    }
-                    Settled::Report(report) => Err(report),
-                },
-                None => {
-                    let job_ref = exec.job_ref();
-                    inflight.lock().expect("lock").insert(
-                        job_ref.id,
-                        InFlight {
-                            job: job_ref,
-                            lease,
-                            stop: exec.stop().clone(),
-                        },
-                    );
-                    Ok(exec)
-                }
-            };
-            let (inner, counters) = (inner.clone(), counters.clone());
-            let (inflight, finished) = (inflight.clone(), q.finished.clone());
-            executors.spawn(async move {
-                let settled = match start {
-                    Ok(mut exec) => {
-                        let ended = exec.run().await;
-                        inflight.lock().expect("lock").remove(&exec.job_ref().id);
-                        exec.settle(ended)
-                    }
-                    Err(report) => Settled::Report(report),
-                };
-                // Outcomes other than a completion are recorded in a boxed future, so that the
-                // executor's own stays small.
-                let job = match settled {
-                    Settled::Complete(job) => Some(job),
-                    Settled::Report(r) => Box::pin(r.record(&inner, retention, &counters)).await,
-                };
-                finished.ended(token, job, slot);
+            let fetch = Fetcher::new(pipeline.clone(), queue, plan).run();
+            let stopped = stopped.clone();
+            fetchers.spawn(async move {
+                let r = fetch.await;
+                stopped.notify_waiters();
+                r
             });
         }
     }
-}
-
-/// True when a draining fetcher may stop: nothing of its own in flight and nothing left that it
-/// may take (jobs of kinds this worker does not claim wait for another worker).
-async fn drained(
-    client: &Client,
-    queue: &QueueName,
-    mode: DrainMode,
-    slots: &Semaphore,
-    inner: &Inner,
-) -> Result<bool> {
-    let own = inner
-        .queues
-        .iter()
-        .find(|(q, _)| q == queue)
-        .map(|(_, c)| *c)
-        .unwrap_or(0);
-    if slots.available_permits() < own {
-        return Ok(false); // our own jobs are still running
-    }
-    let left = match mode {
-        DrainMode::All => {
-            client
-                .pending(std::slice::from_ref(queue), &inner.kinds)
-                .await?
-        }
-        DrainMode::Due => {
-            client
-                .pending_due(std::slice::from_ref(queue), &inner.kinds)
-                .await?
-        }
-    };
-    Ok(left == 0)
-}
-
-/// Keeps the leases of in-flight jobs alive and stops jobs whose lease is lost or whose
-/// cancellation was requested.
-async fn heartbeater(client: Arc<Client>, inflight: InFlightMap, stop: CancellationToken) {
-    let tick = Duration::from_millis(200);
-    let mut last: HashMap<i64, tokio::time::Instant> = HashMap::new();
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(tick) => {}
-            _ = stop.cancelled() => return,
-        }
-        let due: Vec<(JobRef, Duration)> = {
-            let map = inflight.lock().expect("lock");
-            last.retain(|id, _| map.contains_key(id));
-            map.values()
-                .filter(|f| !f.stop.is_stopped())
-                .filter(|f| {
-                    let at = last
-                        .entry(f.job.id)
-                        .or_insert_with(tokio::time::Instant::now);
-                    at.elapsed() >= f.lease / 3
-                })
-                .map(|f| (f.job, f.lease))
-                .collect()
-        };
-        for (job, lease) in due {
-            let verdict = match client.heartbeat(job, lease).await {
-                Ok(h) if h.cancel_requested => Some(StopReason::CancelRequested),
-                Ok(_) => None,
-                Err(Error::LeaseLost { .. }) => Some(StopReason::LeaseLost),
-                Err(e) => {
-                    tracing::warn!("heartbeat of job {} failed: {e}", job.id);
-                    None
-                }
-            };
-            last.insert(job.id, tokio::time::Instant::now());
-            if let Some(reason) = verdict
-                && let Some(f) = inflight.lock().expect("lock").get(&job.id)
-            {
-                f.stop.stop(reason);
-            }
-        }
-    }
+    inner.loads.set(loads);
+    (fetchers, finished_lists)
 }

@@ -1,0 +1,171 @@
+//! The claim planner: how many jobs a claim loop asks for, how long it waits for the rest of a
+//! burst, how slowly it polls an empty queue, and whether a drain may end. Pure and
+//! synchronous: the claim loop (`fetch`) asks it at each turn.
+
+use std::time::Duration;
+
+use super::{DEFAULT_CLAIM_MAX, WorkerConfig};
+
+/// Longest wait for the rest of a burst (the jobs of the same claims) before the next claim.
+pub(crate) const GATHER: Duration = Duration::from_millis(2);
+
+/// Shortest wait between polls of an empty queue; doubles up to `poll_max`.
+pub(crate) const MIN_IDLE: Duration = Duration::from_millis(10);
+
+/// The limits of one claim loop, from its queue's concurrency and the worker's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ClaimPlan {
+    /// The queue's concurrency: its slots, shared by its claim loops.
+    pub concurrency: usize,
+    /// Claim loops of the queue.
+    pub fetchers: usize,
+    /// Most jobs one claim takes.
+    pub max_claim: usize,
+    /// Most finished jobs one claim completes.
+    pub complete_max: usize,
+}
+
+impl ClaimPlan {
+    /// The plan of a queue of `concurrency`: `fetchers` loops (at most one per slot), each
+    /// claiming `claim_batch` jobs at most, by default its share of the slots up to
+    /// [`DEFAULT_CLAIM_MAX`], and never more than the queue's concurrency.
+    pub fn new(concurrency: usize, config: &WorkerConfig) -> Self {
+        let most = concurrency.max(1);
+        let fetchers = config.fetchers.clamp(1, most);
+        let max_claim = config
+            .claim_batch
+            .unwrap_or(concurrency.div_ceil(fetchers).min(DEFAULT_CLAIM_MAX))
+            .clamp(1, most);
+        ClaimPlan {
+            concurrency,
+            fetchers,
+            max_claim,
+            complete_max: config.complete_batch.max(1),
+        }
+    }
+
+    /// How many jobs a claim holding `slots` asks for.
+    pub fn limit(&self, slots: usize) -> u32 {
+        slots.min(self.max_claim) as u32
+    }
+
+    /// Whether a claim holding `slots` has room for more (worth waiting for the rest of a burst).
+    pub fn room_for_more(&self, slots: usize) -> bool {
+        slots < self.max_claim
+    }
+
+    /// Whether `slots` and the finished jobs `waiting` fill a claim (no need to wait longer).
+    pub fn full(&self, slots: usize, waiting: usize) -> bool {
+        slots + waiting >= self.max_claim
+    }
+
+    /// Whether jobs this worker claimed from the queue are still running (or finished and not
+    /// yet recorded), with `free` of its slots free: a drain does not end while they are.
+    pub fn own_jobs_running(&self, free: usize) -> bool {
+        free < self.concurrency
+    }
+}
+
+/// The wait between polls of a queue that had nothing to claim: [`MIN_IDLE`] at first, twice as
+/// long after each wait that nothing ended early, up to `poll_max`, with up to a quarter more at
+/// random so that idle workers spread out. A wake-up or a claim that finds jobs starts it over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Idle {
+    wait: Duration,
+    max: Duration,
+}
+
+impl Idle {
+    pub fn new(poll_max: Duration) -> Self {
+        Idle {
+            wait: MIN_IDLE,
+            max: poll_max.max(MIN_IDLE),
+        }
+    }
+
+    /// The next wait: the current one plus its jitter.
+    pub fn delay(&self) -> Duration {
+        let quarter = self.wait.as_micros() as u64 / 4;
+        self.wait + Duration::from_micros(rand::random_range(0..=quarter))
+    }
+
+    /// The wait ran out with nothing new: poll more slowly.
+    pub fn slower(&mut self) {
+        self.wait = (self.wait * 2).min(self.max);
+    }
+
+    /// Jobs arrived: poll quickly again.
+    pub fn reset(&mut self) {
+        self.wait = MIN_IDLE;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(concurrency: usize, f: impl FnOnce(&mut WorkerConfig)) -> ClaimPlan {
+        let mut config = WorkerConfig::default();
+        f(&mut config);
+        ClaimPlan::new(concurrency, &config)
+    }
+
+    #[test]
+    fn a_claim_takes_its_loops_share_of_the_slots_up_to_the_default_max() {
+        let p = plan(10, |_| {});
+        assert_eq!((p.fetchers, p.max_claim, p.complete_max), (2, 5, 500));
+        assert_eq!(plan(11, |_| {}).max_claim, 6);
+        assert_eq!(plan(1000, |_| {}).max_claim, DEFAULT_CLAIM_MAX);
+        let single = plan(1, |_| {});
+        assert_eq!(
+            (single.fetchers, single.max_claim),
+            (1, 1),
+            "one loop per slot at most"
+        );
+        let four = plan(6, |c| c.fetchers = 4);
+        assert_eq!((four.fetchers, four.max_claim), (4, 2));
+        assert_eq!(plan(8, |c| c.fetchers = 0).fetchers, 1);
+    }
+
+    #[test]
+    fn a_claim_batch_set_by_hand_stays_within_the_queues_concurrency() {
+        assert_eq!(plan(1000, |c| c.claim_batch = Some(300)).max_claim, 300);
+        assert_eq!(plan(200, |c| c.claim_batch = Some(300)).max_claim, 200);
+        assert_eq!(plan(200, |c| c.claim_batch = Some(0)).max_claim, 1);
+        assert_eq!(plan(200, |c| c.complete_batch = 0).complete_max, 1);
+    }
+
+    #[test]
+    fn a_claim_asks_for_its_free_slots_up_to_the_max() {
+        let p = plan(10, |c| c.claim_batch = Some(4));
+        assert_eq!((p.limit(1), p.limit(4), p.limit(9)), (1, 4, 4));
+        assert!(p.room_for_more(3) && !p.room_for_more(4));
+        assert!(!p.full(1, 2) && p.full(1, 3) && p.full(6, 0));
+    }
+
+    #[test]
+    fn jobs_of_its_own_hold_slots_until_recorded() {
+        let p = plan(4, |_| {});
+        assert!(p.own_jobs_running(3));
+        assert!(!p.own_jobs_running(4));
+    }
+
+    #[test]
+    fn an_empty_queue_is_polled_more_slowly_until_jobs_arrive() {
+        let mut idle = Idle::new(Duration::from_millis(50));
+        let mut waits = vec![];
+        for _ in 0..4 {
+            let d = idle.delay();
+            waits.push(idle.wait);
+            assert!(d >= idle.wait && d <= idle.wait * 5 / 4, "{d:?}");
+            idle.slower();
+        }
+        let ms = Duration::from_millis;
+        assert_eq!(waits, [ms(10), ms(20), ms(40), ms(50)]);
+        idle.reset();
+        assert_eq!(idle, Idle::new(ms(50)));
+        let mut floor = Idle::new(Duration::ZERO);
+        floor.slower();
+        assert_eq!(floor.wait, MIN_IDLE, "never faster than MIN_IDLE");
+    }
+}
