@@ -117,17 +117,8 @@ impl State {
                 .collect(),
         };
         for job in self.jobs.rows().filter(|j| wanted(&j.queue)) {
-            let s = out.entry(job.queue.clone()).or_default();
-            let slot = match job.state {
-                JobState::Available if job.run_at > now => &mut s.scheduled,
-                JobState::Available => &mut s.available,
-                JobState::Running => &mut s.running,
-                JobState::Completed => &mut s.completed,
-                JobState::Dead => &mut s.dead,
-                JobState::Cancelled => &mut s.cancelled,
-                JobState::Held => &mut s.held,
-            };
-            *slot += 1;
+            let stats = out.entry(job.queue.clone()).or_default();
+            stats.add(job.state, job.run_at > now, 1);
         }
         for job in self.jobs.archive_rows().filter(|j| wanted(&j.queue)) {
             out.entry(job.queue.clone()).or_default().archived += 1;
