@@ -40,10 +40,12 @@ pub(crate) struct Leader {
     pub expires_at: i64,
 }
 
+/// Counts, not rows: a client that prints its backend should not print every job.
 impl std::fmt::Debug for State {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("State")
-            .field("jobs", &self.jobs)
+            .field("jobs", &self.jobs.rows().count())
+            .field("archived", &self.jobs.archive_rows().count())
             .field("queues", &self.queues.len())
             .field("wakes", &self.wakes.len())
             .finish_non_exhaustive()

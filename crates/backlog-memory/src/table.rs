@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use backlog_core::{Job, JobState, Kind, Ordering};
 
 /// The jobs, as `backlog_job` and `backlog_job_archive` hold them.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Table {
     rows: BTreeMap<i64, Job>,
     archive: BTreeMap<i64, Job>,
@@ -17,7 +17,7 @@ pub(crate) struct Table {
     index: Index,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Index {
     /// Available jobs of each queue, in FIFO claim order: (priority, run_at, id).
     available: HashMap<String, BTreeSet<(i16, i64, i64)>>,

@@ -428,3 +428,14 @@ async fn pruned_minutes_fold_into_minute_zero() {
     let got: Vec<(i64, i64)> = all.iter().map(|r| (r.minute, r.counts.enqueued)).collect();
     assert_eq!(got, [(0, 2), (m + 60 * SEC, 3)]);
 }
+
+#[tokio::test]
+async fn debug_output_counts_jobs_instead_of_printing_them() {
+    let b = MemoryBackend::new();
+    insert(&b, (0..3).map(|_| job("d")).collect(), NOW).await;
+    let shown = format!("{b:?}");
+    assert!(
+        shown.contains("jobs: 3") && !shown.contains("payload"),
+        "{shown}"
+    );
+}
