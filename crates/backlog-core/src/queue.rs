@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::{Error, QueueName};
+use crate::{Error, JobState, QueueName};
 
 /// Order of jobs of equal priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -168,4 +168,21 @@ pub struct QueueStats {
     /// Moved to `backlog_job_archive` (the queue's `archive` retention, or an archiving prune),
     /// whatever state they finished in; these are no longer counted under their state.
     pub archived: i64,
+}
+
+impl QueueStats {
+    /// Counts `n` jobs stored in `state` under their reported state: available ones whose
+    /// `run_at` is still to come (`not_due`) are scheduled.
+    pub fn add(&mut self, state: JobState, not_due: bool, n: i64) {
+        let slot = match state {
+            JobState::Available if not_due => &mut self.scheduled,
+            JobState::Available => &mut self.available,
+            JobState::Running => &mut self.running,
+            JobState::Completed => &mut self.completed,
+            JobState::Dead => &mut self.dead,
+            JobState::Cancelled => &mut self.cancelled,
+            JobState::Held => &mut self.held,
+        };
+        *slot += n;
+    }
 }

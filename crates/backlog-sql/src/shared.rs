@@ -239,16 +239,7 @@ pub(crate) fn fold_stats(
             s.archived += n;
             continue;
         }
-        let slot = match state.parse::<JobState>()? {
-            JobState::Available if future => &mut s.scheduled,
-            JobState::Available => &mut s.available,
-            JobState::Running => &mut s.running,
-            JobState::Completed => &mut s.completed,
-            JobState::Dead => &mut s.dead,
-            JobState::Cancelled => &mut s.cancelled,
-            JobState::Held => &mut s.held,
-        };
-        *slot += n;
+        s.add(state.parse::<JobState>()?, future, n);
     }
     Ok(out.into_iter().collect())
 }

@@ -91,6 +91,28 @@ pub use backlog_core::{
     SystemClock, TraceContext, UniqueKey, WAIT_BOUNDS_US, format_duration, minute_of,
     parse_duration,
 };
+/// For tests that need no database: `Client::from_backend(Arc::new(MemoryBackend::new()))`.
+///
+/// # Example
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+///
+/// use backlog::{Client, JobState, MemoryBackend, Outcome, Worker};
+///
+/// let client = Arc::new(Client::from_backend(Arc::new(MemoryBackend::new())));
+/// let job = client.new_job("emails", &serde_json::json!({"to": "a@example.com"}))?;
+/// let id = client.enqueue(job).await?.id;
+/// let worker = Worker::builder(client.clone())
+///     .queue("emails", 4)
+///     .fallback_handler(|_ctx| async { Ok(Outcome::Complete) })
+///     .build()?;
+/// assert_eq!(worker.drain().await?.completed, 1);
+/// assert_eq!(client.job(id).await?.state, JobState::Completed);
+/// # Ok(()) }
+/// ```
+pub use backlog_memory::MemoryBackend;
 pub use backlog_sql::{BackendConfig, SCHEMA_VERSION, redact_url};
 pub use backlog_sql::{JobConnection, JobTx, MySqlBackend, PgBackend, SqlBackend, SqliteBackend};
 pub use client::{ClaimOpts, Client, FailOutcome, Heartbeat, JobListOpts};

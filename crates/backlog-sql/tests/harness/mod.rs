@@ -1,5 +1,6 @@
 //! Test databases for the conformance suite: a fresh SQLite file, PostgreSQL schema or MySQL
-//! database per test, migrated, and dropped again when the test passes.
+//! database per test, migrated, and dropped again when the test passes; or a fresh
+//! `MemoryBackend`.
 
 use std::sync::Arc;
 
@@ -23,11 +24,14 @@ pub enum Engine {
     Sqlite,
     Postgres,
     MySql,
+    Memory,
 }
 
 /// One isolated, migrated database.
 pub struct Db {
     pub b: Arc<dyn Backend>,
+    /// The in-memory backend (`None` for SQL), for what tests read from the tables directly.
+    memory: Option<Arc<backlog_memory::MemoryBackend>>,
     pub url: String,
     pub now: i64,
     pub engine: Engine,
@@ -59,6 +63,7 @@ impl Db {
         b.migrate().await.expect("migrate");
         Db {
             b,
+            memory: None,
             url,
             now: backlog_core::now_micros(),
             engine,
@@ -111,6 +116,31 @@ impl Db {
         .await
     }
 
+    pub async fn memory() -> Db {
+        let memory = Arc::new(backlog_memory::MemoryBackend::new());
+        memory.migrate().await.expect("migrate");
+        Db {
+            b: memory.clone(),
+            memory: Some(memory),
+            url: "memory".into(),
+            now: backlog_core::now_micros(),
+            engine: Engine::Memory,
+            name: String::new(),
+            _dir: None,
+        }
+    }
+
+    /// Another handle on the same database, as another process would open it: a new connection
+    /// pool for SQL, the backend itself for memory (its data lives in that one value).
+    pub async fn connect_again(&self) -> Arc<dyn Backend> {
+        match self.engine {
+            Engine::Memory => self.b.clone(),
+            _ => backlog_sql::connect(&self.url, &Default::default())
+                .await
+                .unwrap(),
+        }
+    }
+
     /// The backend's default claim strategy.
     pub fn strategy(&self) -> ClaimStrategy {
         self.b.capabilities().default_strategy()
@@ -124,6 +154,11 @@ impl Db {
     /// The state of a job in the archive table, if it is there.
     pub async fn archived(&self, id: i64) -> Option<String> {
         match self.engine {
+            Engine::Memory => self
+                .memory
+                .as_ref()
+                .and_then(|m| m.archived(id))
+                .map(|job| job.state.as_str().to_owned()),
             Engine::Sqlite => {
                 let mut c = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
                 sqlx::query_scalar("SELECT state FROM backlog_job_archive WHERE id = ?")
@@ -171,7 +206,7 @@ impl Cleanup {
     pub async fn run(self) {
         self.b.close().await;
         match self.engine {
-            Engine::Sqlite => {}
+            Engine::Sqlite | Engine::Memory => {}
             Engine::Postgres => {
                 let mut c = sqlx::PgConnection::connect(&postgres_url()).await.unwrap();
                 sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -201,36 +236,28 @@ pub fn strategy_name(s: ClaimStrategy) -> &'static str {
     }
 }
 
-/// Generates one test per backend for each named suite function.
+/// Generates one test per backend for each named suite function; those after `sql_only:` test
+/// features of the SQL backends alone and are not run against memory.
 macro_rules! conformance {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
+    ($($name:ident),* $(,)?; sql_only: $($sql:ident),* $(,)?) => {
+        $crate::harness::conformance!(@sql sqlite, $($name,)* $($sql,)*);
+        $crate::harness::conformance!(@sql postgres, $($name,)* $($sql,)*);
+        $crate::harness::conformance!(@sql mysql, $($name,)* $($sql,)*);
+        mod memory {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
-                    let db = crate::harness::Db::sqlite().await;
-                    let cleanup = db.cleanup();
-                    super::$name(db).await;
-                    cleanup.run().await;
+                    super::$name(crate::harness::Db::memory().await).await;
                 }
             )*
         }
-        mod postgres {
+    };
+    (@sql $engine:ident, $($name:ident,)*) => {
+        mod $engine {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
-                    let db = crate::harness::Db::postgres().await;
-                    let cleanup = db.cleanup();
-                    super::$name(db).await;
-                    cleanup.run().await;
-                }
-            )*
-        }
-        mod mysql {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let db = crate::harness::Db::mysql().await;
+                    let db = crate::harness::Db::$engine().await;
                     let cleanup = db.cleanup();
                     super::$name(db).await;
                     cleanup.run().await;

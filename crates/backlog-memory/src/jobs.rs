@@ -1,0 +1,404 @@
+//! The operations on jobs: what the statements of `backlog_job` do in the SQL backends, step for
+//! step (the SQLite file each follows is named on it).
+
+use backlog_core::{
+    AdminAction, ClaimedJob, DbErrorKind, EnqueueOutcome, Error, ErrorRecord, Job, JobClaimParams,
+    JobCompleteParams, JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobListParams,
+    JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, JobState, NewJob,
+    QueueRedriveParams, QueueSettings, Rescued, Result, Retention, StateFilter,
+};
+
+use crate::state::{State, check_json, check_violation, unique_violation};
+use crate::table::{holds_key, kind_in};
+
+impl State {
+    /// `job_insert.sql`: every job is checked before any goes in; a unique key an unfinished job
+    /// of the queue holds (one inserted earlier in the batch too) gives that job's id.
+    pub fn job_insert(&mut self, jobs: Vec<NewJob>, now: i64) -> Result<Vec<EnqueueOutcome>> {
+        for job in &jobs {
+            if let Some(m) = job.max_attempts.filter(|&m| m < 1) {
+                return Err(check_violation(format!("max_attempts >= 1 (got {m})")));
+            }
+        }
+        Ok(jobs.into_iter().map(|j| self.insert_one(j, now)).collect())
+    }
+
+    fn insert_one(&mut self, job: NewJob, now: i64) -> EnqueueOutcome {
+        let queue = job.queue.as_str();
+        if let Some(key) = &job.unique_key
+            && let Some(id) = self.jobs.key_holder(queue, key.as_str())
+        {
+            return EnqueueOutcome { id, created: false };
+        }
+        let id = self.jobs.next_id();
+        let run_at = job.run_at.unwrap_or(now);
+        if run_at <= now {
+            self.woke(queue);
+        }
+        self.jobs.insert(Job {
+            id,
+            queue: queue.to_owned(),
+            kind: job.kind.map(|k| k.as_str().to_owned()),
+            state: JobState::Available,
+            payload: job.payload.into_string(),
+            priority: job.priority,
+            run_at,
+            attempt: 0,
+            max_attempts: job.max_attempts,
+            lease_token: None,
+            lease_owner: None,
+            lease_expires_at: None,
+            unique_key: job.unique_key.map(|k| k.as_str().to_owned()),
+            errors: vec![],
+            result: None,
+            progress: None,
+            created_at: now,
+            attempted_at: None,
+            finished_at: None,
+            cancel_requested_at: None,
+            trace_context: job.trace_context,
+        });
+        EnqueueOutcome { id, created: true }
+    }
+
+    /// `job_claim_fifo.sql`, `job_claim_lifo.sql`: every strategy is this one, as one lock
+    /// makes this backend a single writer.
+    pub fn job_claim(&mut self, p: &JobClaimParams) -> Vec<ClaimedJob> {
+        if self.queues.get(p.queue.as_str()).is_some_and(|q| q.paused) {
+            return vec![];
+        }
+        let ids = self
+            .jobs
+            .claimable(p.queue.as_str(), &p.kinds, p.now, p.order, p.limit as usize);
+        if ids.is_empty() {
+            return vec![];
+        }
+        let token = self.new_token();
+        let expires = p.now + p.lease.as_micros() as i64;
+        ids.into_iter()
+            .filter_map(|id| {
+                self.jobs.update(id, |j| {
+                    j.state = JobState::Running;
+                    j.attempt += 1;
+                    j.lease_token = Some(token);
+                    j.lease_owner = Some(p.owner.clone());
+                    j.lease_expires_at = Some(expires);
+                    j.attempted_at = Some(p.now);
+                    ClaimedJob {
+                        id,
+                        queue: j.queue.clone(),
+                        kind: j.kind.clone(),
+                        payload: j.payload.clone(),
+                        priority: j.priority,
+                        attempt: j.attempt,
+                        max_attempts: j.max_attempts,
+                        lease_token: token,
+                        lease_expires_at: expires,
+                        run_at: j.run_at,
+                        created_at: j.created_at,
+                        trace_context: j.trace_context.clone(),
+                    }
+                })
+            })
+            .collect()
+    }
+
+    /// Whether a job is running under this lease.
+    fn leased(&self, r: JobRef) -> bool {
+        self.jobs
+            .get(r.id)
+            .is_some_and(|j| j.state == JobState::Running && j.lease_token == Some(r.token))
+    }
+
+    /// Changes a job running under this lease; `LeaseLost` when it is not.
+    fn update_leased<R>(&mut self, r: JobRef, f: impl FnOnce(&mut Job) -> R) -> Result<R> {
+        if !self.leased(r) {
+            return Err(Error::LeaseLost { job_id: r.id });
+        }
+        self.jobs
+            .update(r.id, f)
+            .ok_or(Error::LeaseLost { job_id: r.id })
+    }
+
+    /// `job_complete_{delete,keep,archive}.sql`: the jobs still running under their lease.
+    pub fn job_complete(&mut self, p: JobCompleteParams) -> Vec<JobRef> {
+        let finish = |j: &mut Job| {
+            j.state = JobState::Completed;
+            j.finished_at = Some(p.now);
+            j.lease_token = None;
+            j.lease_expires_at = None;
+        };
+        let mut done = Vec::with_capacity(p.jobs.len());
+        for r in p.jobs {
+            if !self.leased(r) {
+                continue;
+            }
+            match p.retention {
+                Retention::Delete => drop(self.jobs.remove(r.id)),
+                Retention::Keep => drop(self.jobs.update(r.id, finish)),
+                Retention::Archive => self.jobs.move_to_archive(r.id, finish),
+            }
+            done.push(r);
+        }
+        done
+    }
+
+    /// `job_fail.sql`: retried (available at `retry_at`), or dead or cancelled.
+    pub fn job_fail(&mut self, p: JobFailParams) -> Result<()> {
+        let JobFailParams {
+            job,
+            now,
+            error,
+            retry_at,
+            cancelled,
+        } = p;
+        let (state, run_at, finished_at) = match retry_at {
+            Some(at) => (JobState::Available, at, None),
+            None if cancelled => (JobState::Cancelled, now, Some(now)),
+            None => (JobState::Dead, now, Some(now)),
+        };
+        let queue = self.update_leased(job, |j| {
+            j.errors.push(ErrorRecord {
+                attempt: j.attempt,
+                at: now,
+                error,
+            });
+            j.state = state;
+            j.run_at = run_at;
+            j.finished_at = finished_at;
+            j.lease_token = None;
+            j.lease_expires_at = None;
+            j.queue.clone()
+        })?;
+        if state == JobState::Available && run_at <= now {
+            self.woke(&queue);
+        }
+        Ok(())
+    }
+
+    /// `job_release.sql`: back to available, the claim's attempt given back.
+    pub fn job_release(&mut self, p: JobReleaseParams) -> Result<()> {
+        let queue = self.update_leased(p.job, |j| {
+            j.state = JobState::Available;
+            j.attempt = (j.attempt - 1).max(0);
+            j.run_at = p.run_at;
+            j.lease_token = None;
+            j.lease_expires_at = None;
+            j.queue.clone()
+        })?;
+        if p.run_at <= p.now {
+            self.woke(&queue);
+        }
+        Ok(())
+    }
+
+    /// `job_heartbeat.sql`: whether a cancel was requested.
+    pub fn job_heartbeat(&mut self, p: JobHeartbeatParams) -> Result<bool> {
+        self.update_leased(p.job, |j| {
+            j.lease_expires_at = Some(p.lease_expires_at);
+            j.cancel_requested_at.is_some()
+        })
+    }
+
+    /// `job_progress.sql`: each value kept when not given; JSON only.
+    pub fn job_progress(&mut self, p: JobProgressParams) -> Result<()> {
+        if !self.leased(p.job) {
+            return Err(Error::LeaseLost { job_id: p.job.id });
+        }
+        let kind = DbErrorKind::ConstraintViolation;
+        if let Some(v) = &p.progress {
+            check_json("progress", v, kind)?;
+        }
+        if let Some(v) = &p.result {
+            check_json("result", v, kind)?;
+        }
+        self.update_leased(p.job, |j| {
+            j.progress = p.progress.or(j.progress.take());
+            j.result = p.result.or(j.result.take());
+        })
+    }
+
+    /// `job_cancel_request.sql`: only a running job.
+    pub fn job_cancel_request(&mut self, id: i64, now: i64) -> Result<Job> {
+        let running = self
+            .jobs
+            .get(id)
+            .is_some_and(|j| j.state == JobState::Running);
+        if running {
+            self.jobs.update(id, |j| j.cancel_requested_at = Some(now));
+        }
+        self.admin_result(id, AdminAction::Cancel, running)
+    }
+
+    /// `job_admin.sql`: the job, or why nothing changed (the archive is read, never changed).
+    pub fn job_admin(&mut self, id: i64, action: AdminAction, now: i64) -> Result<Job> {
+        let to = action.to_state();
+        let Some(job) = self
+            .jobs
+            .get(id)
+            .filter(|j| action.from_states().contains(&j.state))
+        else {
+            return self.admin_result(id, action, false);
+        };
+        let queue = job.queue.clone();
+        if holds_key(to)
+            && !holds_key(job.state)
+            && let Some(key) = &job.unique_key
+            && let Some(holder) = self.jobs.key_holder(&queue, key)
+        {
+            return Err(unique_violation(&queue, key, holder));
+        }
+        self.jobs.update(id, |j| {
+            j.state = to;
+            if matches!(action, AdminAction::Release | AdminAction::Retry) {
+                j.run_at = now;
+            }
+            if action == AdminAction::Retry {
+                j.attempt = 0;
+            }
+            j.finished_at = to.is_finished().then_some(now);
+        });
+        if to == JobState::Available {
+            self.woke(&queue);
+        }
+        self.admin_result(id, action, true)
+    }
+
+    /// `shared::admin_result`: the job as it is now, `JobNotFound`, or `JobStateConflict`.
+    fn admin_result(&self, id: i64, action: AdminAction, changed: bool) -> Result<Job> {
+        match self.jobs.get_or_archived(id) {
+            None => Err(Error::JobNotFound { job_id: id }),
+            Some(job) if !changed => Err(Error::JobStateConflict {
+                job_id: id,
+                state: job.state,
+                action: action.verb(),
+            }),
+            Some(job) => Ok(job.clone()),
+        }
+    }
+
+    /// `queue_redrive.sql`: the oldest dead jobs, each as an operator retry; those whose unique
+    /// key another job holds stay dead.
+    pub fn queue_redrive(&mut self, p: QueueRedriveParams) -> u64 {
+        let ids: Vec<i64> = self
+            .jobs
+            .rows()
+            .filter(|j| j.queue == p.queue.as_str() && j.state == JobState::Dead)
+            .take(p.limit as usize)
+            .map(|j| j.id)
+            .collect();
+        ids.into_iter()
+            .filter(|&id| self.job_admin(id, AdminAction::Retry, p.now).is_ok())
+            .count() as u64
+    }
+
+    /// `job_rescue.sql`: expired leases, oldest first, back to available or dead.
+    pub fn job_rescue(&mut self, p: JobRescueParams) -> Vec<Rescued> {
+        let now = p.now;
+        let ids = self.jobs.expired(now, p.limit as usize);
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let Some(job) = self.jobs.get(id) else {
+                continue;
+            };
+            let max = job
+                .max_attempts
+                .or_else(|| self.queues.get(&job.queue).map(|q| q.max_attempts))
+                .unwrap_or(QueueSettings::DEFAULT_MAX_ATTEMPTS);
+            let dead = job.attempt >= max;
+            let Some(queue) = self.jobs.update(id, |j| {
+                let owner = j.lease_owner.as_deref().unwrap_or("?");
+                j.errors.push(ErrorRecord {
+                    attempt: j.attempt,
+                    at: now,
+                    error: format!("lease expired (worker {owner} stopped heartbeating)"),
+                });
+                j.state = if dead {
+                    JobState::Dead
+                } else {
+                    JobState::Available
+                };
+                j.finished_at = dead.then_some(now);
+                j.run_at = now;
+                j.lease_token = None;
+                j.lease_expires_at = None;
+                j.queue.clone()
+            }) else {
+                continue;
+            };
+            if !dead {
+                self.woke(&queue);
+            }
+            out.push(Rescued { queue, dead });
+        }
+        out
+    }
+
+    /// `job_prune_delete.sql` (after `job_prune_archive.sql`): finished jobs of a queue, oldest
+    /// id first.
+    pub fn job_prune(&mut self, p: JobPruneParams) -> u64 {
+        let ids: Vec<i64> = self
+            .jobs
+            .rows()
+            .filter(|j| {
+                j.queue == p.queue.as_str()
+                    && j.state == p.state
+                    && j.finished_at.is_some_and(|t| t < p.finished_before)
+            })
+            .take(p.limit as usize)
+            .map(|j| j.id)
+            .collect();
+        for &id in &ids {
+            if p.archive {
+                self.jobs.move_to_archive(id, |_| {});
+            } else {
+                self.jobs.remove(id);
+            }
+        }
+        ids.len() as u64
+    }
+
+    /// `job_list.sql`: by id, after `after_id`.
+    pub fn job_list(&self, p: &JobListParams) -> Vec<Job> {
+        let in_state = |j: &Job| match p.state {
+            None => true,
+            Some(StateFilter::Stored(JobState::Available)) => {
+                j.state == JobState::Available && j.run_at <= p.now
+            }
+            Some(StateFilter::Stored(s)) => j.state == s,
+            Some(StateFilter::Scheduled) => j.state == JobState::Available && j.run_at > p.now,
+            Some(StateFilter::Retrying) => {
+                j.state == JobState::Available && j.run_at > p.now && j.attempt > 0
+            }
+        };
+        self.jobs
+            .rows_after(p.after_id)
+            .filter(|j| {
+                in_state(j)
+                    && p.queue.as_ref().is_none_or(|q| j.queue == q.as_str())
+                    && p.kind
+                        .as_ref()
+                        .is_none_or(|k| j.kind.as_deref() == Some(k.as_str()))
+                    && p.unique_key
+                        .as_ref()
+                        .is_none_or(|k| j.unique_key.as_ref() == Some(k))
+            })
+            .take(p.limit as usize)
+            .cloned()
+            .collect()
+    }
+
+    /// `job_count_pending.sql`: available (due by `due_by`, if given) and running jobs.
+    pub fn job_count_pending(&self, p: &JobCountPendingParams) -> i64 {
+        self.jobs
+            .rows()
+            .filter(|j| {
+                matches!(j.state, JobState::Available | JobState::Running)
+                    && p.queues.iter().any(|q| q.as_str() == j.queue)
+                    && kind_in(&p.kinds, j.kind.as_deref())
+                    && p.due_by
+                        .is_none_or(|t| j.state == JobState::Running || j.run_at <= t)
+            })
+            .count() as i64
+    }
+}
