@@ -11,26 +11,40 @@ use backlog_core::{
 use crate::state::{State, check_json, check_violation, unique_violation};
 use crate::table::{holds_key, kind_in};
 
+/// The CHECK constraints of `backlog_job` that a new job can break, checked for every job
+/// before any goes in.
+pub(crate) fn check_new(jobs: &[NewJob]) -> Result<()> {
+    for job in jobs {
+        if let Some(m) = job.max_attempts.filter(|&m| m < 1) {
+            return Err(check_violation(format!("max_attempts >= 1 (got {m})")));
+        }
+    }
+    Ok(())
+}
+
 impl State {
     /// `job_insert.sql`: every job is checked before any goes in; a unique key an unfinished job
     /// of the queue holds (one inserted earlier in the batch too) gives that job's id.
     pub fn job_insert(&mut self, jobs: Vec<NewJob>, now: i64) -> Result<Vec<EnqueueOutcome>> {
-        for job in &jobs {
-            if let Some(m) = job.max_attempts.filter(|&m| m < 1) {
-                return Err(check_violation(format!("max_attempts >= 1 (got {m})")));
-            }
-        }
+        check_new(&jobs)?;
         Ok(jobs.into_iter().map(|j| self.insert_one(j, now)).collect())
     }
 
     fn insert_one(&mut self, job: NewJob, now: i64) -> EnqueueOutcome {
-        let queue = job.queue.as_str();
         if let Some(key) = &job.unique_key
-            && let Some(id) = self.jobs.key_holder(queue, key.as_str())
+            && let Some(id) = self.jobs.key_holder(job.queue.as_str(), key.as_str())
         {
             return EnqueueOutcome { id, created: false };
         }
         let id = self.jobs.next_id();
+        self.insert_row(id, job, now);
+        EnqueueOutcome { id, created: true }
+    }
+
+    /// Adds a new available job under `id` (from [`crate::table::Table::next_id`]), waking its
+    /// queue if it is due. Its unique key, if any, must be free.
+    pub fn insert_row(&mut self, id: i64, job: NewJob, now: i64) {
+        let queue = job.queue.as_str();
         let run_at = job.run_at.unwrap_or(now);
         if run_at <= now {
             self.woke(queue);
@@ -58,7 +72,6 @@ impl State {
             cancel_requested_at: None,
             trace_context: job.trace_context,
         });
-        EnqueueOutcome { id, created: true }
     }
 
     /// `job_claim_fifo.sql`, `job_claim_lifo.sql`: every strategy is this one, as one lock
@@ -104,7 +117,7 @@ impl State {
     }
 
     /// Whether a job is running under this lease.
-    fn leased(&self, r: JobRef) -> bool {
+    pub fn leased(&self, r: JobRef) -> bool {
         self.jobs
             .get(r.id)
             .is_some_and(|j| j.state == JobState::Running && j.lease_token == Some(r.token))

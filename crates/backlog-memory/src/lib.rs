@@ -6,6 +6,8 @@
 //! - [`MemoryBackend`]: the backend. Its tables are plain collections behind one lock; time is
 //!   only ever the `now` each call passes in, so a test that advances a `ManualClock` controls
 //!   leases, schedules and rescues completely.
+//! - [`MemoryTx`]: a transaction the caller controls (`Backend::begin`), optimistic: its
+//!   enqueues and completions are kept in it and applied at commit, if still valid.
 //! - [`SCHEMA_VERSION`]: the version of the SQL contract whose behaviour it follows.
 //!
 //! The conformance suite of `backlog-sql` (`crates/backlog-sql/tests/conformance.rs`) runs
@@ -51,20 +53,22 @@ mod queues;
 mod state;
 mod stats;
 mod table;
+mod tx;
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use backlog_core::{
-    AdminAction, AuditEntry, AuditListParams, Backend, Capabilities, ClaimedJob, CronFireParams,
-    EnqueueOutcome, Error, Job, JobClaimParams, JobCompleteParams, JobCountPendingParams,
-    JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams,
-    JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, LeaderParams, MigrateReport,
-    QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result,
-    StatDepth, StatRow, TxClaim, WakeFn,
+    AdminAction, AuditEntry, AuditListParams, Backend, BackendTx, Capabilities, ClaimedJob,
+    CronFireParams, EnqueueOutcome, Error, Job, JobClaimParams, JobCompleteParams,
+    JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
+    JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, LeaderParams,
+    MigrateReport, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Rescued,
+    Result, StatDepth, StatRow, TxClaim, WakeFn,
 };
 
 use crate::state::State;
+pub use crate::tx::MemoryTx;
 
 /// The schema version whose contract this backend follows: the SQL backends' `SCHEMA_VERSION`
 /// (the conformance suite checks that the two agree).
@@ -72,8 +76,10 @@ pub const SCHEMA_VERSION: i64 = 6;
 
 /// A backend that keeps everything in memory, behind one lock: what a database holds lasts as
 /// long as the value. Every operation behaves as on the SQL backends (the conformance suite runs
-/// against it), except what needs a real database: there is no transaction claim mode
-/// (`job_claim_tx` is `Unsupported`, as on SQLite) and no transaction the caller controls.
+/// against it), except what needs row locks: there is no transaction claim mode (`job_claim_tx`
+/// is `Unsupported`, as on SQLite). Transactions the caller controls (`begin`, `Client::begin`)
+/// are [`MemoryTx`]s: optimistic, their writes checked again and applied together at commit, so
+/// an open one never makes another caller wait.
 ///
 /// It is a single writer: every claim strategy takes the same path. [`Backend::listen`] works:
 /// the wake function hears of every queue that gets a due job (an enqueue, a retry, a release, a
@@ -96,7 +102,8 @@ pub const SCHEMA_VERSION: i64 = 6;
 /// ```
 #[derive(Debug, Default)]
 pub struct MemoryBackend {
-    state: Mutex<State>,
+    /// Shared with the backend's open transactions, which apply their writes to it at commit.
+    state: Arc<Mutex<State>>,
 }
 
 impl MemoryBackend {
@@ -111,28 +118,38 @@ impl MemoryBackend {
         self.with(|s| s.jobs.archived(id).cloned())
     }
 
-    /// Runs `f` on the state under the lock, then wakes the queues it noted, with the lock let
-    /// go (a wake function may call back into the backend).
+    /// Runs `f` on the state under the lock (see [`with`]).
     fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        // An operation checks what it is given before it changes anything, so a panic under the
-        // lock (a bug) leaves the tables as they were or as one finished step left them: keep
-        // serving them rather than failing every later call of the test.
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let r = f(&mut state);
-        let woken = std::mem::take(&mut state.woken);
-        let wakes = if woken.is_empty() {
-            vec![]
-        } else {
-            state.wakes.clone()
-        };
-        drop(state);
-        for queue in &woken {
-            for wake in &wakes {
-                wake(queue);
-            }
-        }
-        r
+        with(&self.state, f)
     }
+}
+
+/// Runs `f` on the state under the lock, then wakes the queues it noted, with the lock let go (a
+/// wake function may call back into the backend).
+pub(crate) fn with<R>(state: &Mutex<State>, f: impl FnOnce(&mut State) -> R) -> R {
+    let mut state = lock(state);
+    let r = f(&mut state);
+    let woken = std::mem::take(&mut state.woken);
+    let wakes = if woken.is_empty() {
+        vec![]
+    } else {
+        state.wakes.clone()
+    };
+    drop(state);
+    for queue in &woken {
+        for wake in &wakes {
+            wake(queue);
+        }
+    }
+    r
+}
+
+/// The state, locked.
+pub(crate) fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    // An operation checks what it is given before it changes anything, so a panic under the lock
+    // (a bug) leaves the tables as they were or as one finished step left them: keep serving them
+    // rather than failing every later call of the test.
+    state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[async_trait]
@@ -143,6 +160,11 @@ impl Backend for MemoryBackend {
             single_writer: true,
             row_locks: false,
         }
+    }
+
+    /// A [`MemoryTx`]: optimistic, its writes checked again and applied at commit.
+    async fn begin(&self) -> Result<Box<dyn BackendTx>> {
+        Ok(Box::new(MemoryTx::new(Arc::clone(&self.state))))
     }
 
     async fn migrate(&self) -> Result<MigrateReport> {

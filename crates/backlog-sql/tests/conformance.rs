@@ -2152,9 +2152,8 @@ harness::conformance!(
     pruning_in_bounded_batches,
     leader_election,
     cron_ticks_fire_once,
-    topic_subscriptions;
-    // SQL transactions the caller controls (`SqlBackend::begin`, outside the `Backend` seam).
-    sql_only: transactions_the_caller_controls,
+    topic_subscriptions,
+    transactions_the_caller_controls,
 );
 
 #[allow(dead_code)]

@@ -236,13 +236,13 @@ pub fn strategy_name(s: ClaimStrategy) -> &'static str {
     }
 }
 
-/// Generates one test per backend for each named suite function; those after `sql_only:` test
-/// features of the SQL backends alone and are not run against memory.
+/// Generates one test per backend for each named suite function; those after an optional
+/// `; sql_only:` test features of the SQL backends alone and are not run against memory.
 macro_rules! conformance {
-    ($($name:ident),* $(,)?; sql_only: $($sql:ident),* $(,)?) => {
-        $crate::harness::conformance!(@sql sqlite, $($name,)* $($sql,)*);
-        $crate::harness::conformance!(@sql postgres, $($name,)* $($sql,)*);
-        $crate::harness::conformance!(@sql mysql, $($name,)* $($sql,)*);
+    ($($name:ident),* $(,)? $(; sql_only: $($sql:ident),* $(,)?)?) => {
+        $crate::harness::conformance!(@sql sqlite, $($name,)* $($($sql,)*)?);
+        $crate::harness::conformance!(@sql postgres, $($name,)* $($($sql,)*)?);
+        $crate::harness::conformance!(@sql mysql, $($name,)* $($($sql,)*)?);
         mod memory {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -439,3 +439,5 @@ async fn debug_output_counts_jobs_instead_of_printing_them() {
         "{shown}"
     );
 }
+
+mod transactions;
