@@ -75,6 +75,11 @@ impl TestDb {
         }
     }
 
+    /// The PostgreSQL schema or MariaDB database of this test (empty on SQLite).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Runs a statement without results on the queue database.
     pub async fn exec(&self, sql: &str) {
         match self.engine {

@@ -155,11 +155,6 @@ async fn transactional_completion_under_fire(engine: Engine) {
                 assert!(status.success(), "a worker process failed: {status}");
                 break;
             }
-            eprintln!(
-                "DEBUG {} {:?}",
-                completed().await,
-                db.client.stats(None).await.unwrap()
-            );
             assert!(Instant::now() < deadline, "a worker process did not drain");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -178,6 +173,184 @@ async fn transactional_completion_under_fire(engine: Engine) {
     );
     eprintln!(
         "{engine:?}: {JOBS} jobs, {kills} SIGKILLs, {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    db.drop_db().await;
+}
+
+/// The jobs of `severed_connections` (`BACKLOG_SEVERED_JOBS` for a longer run from a script).
+fn severed_jobs() -> i64 {
+    std::env::var("BACKLOG_SEVERED_JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000)
+}
+
+/// The backlog connections of the worker processes of `severed_connections`: on PostgreSQL
+/// those with its `application_name` (the LISTEN connection among them), on MariaDB those using
+/// its database. Busy ones (in a statement, a claim or a completion's commit) come first half
+/// of the time, and every fifth cut goes to PostgreSQL's LISTEN connection.
+/// Returns what it cut: `None`, `"listen"` or `"other"`.
+async fn cut_one(admin: &Admin, name: &str, round: usize) -> Option<&'static str> {
+    let busy_first = rand::random_bool(0.5);
+    match admin {
+        Admin::Pg(pool) => {
+            let filter = if round % 5 == 0 {
+                "query LIKE 'LISTEN%'"
+            } else if busy_first {
+                "state = 'active'"
+            } else {
+                "TRUE"
+            };
+            let sql = format!(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE application_name = '{name}' AND {filter} ORDER BY random() LIMIT 1"
+            );
+            let cut: Option<bool> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .fetch_optional(pool)
+                .await
+                .unwrap();
+            let kind = if round % 5 == 0 { "listen" } else { "other" };
+            cut.unwrap_or(false).then_some(kind)
+        }
+        Admin::My(pool) => {
+            let filter = if busy_first {
+                "COMMAND <> 'Sleep'"
+            } else {
+                "TRUE"
+            };
+            let sql = format!(
+                "SELECT ID FROM information_schema.PROCESSLIST \
+                 WHERE DB = '{name}' AND {filter} ORDER BY RAND() LIMIT 1"
+            );
+            let id: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .fetch_optional(pool)
+                .await
+                .unwrap();
+            let id = id?;
+            // The connection may have closed since: ER_NO_SUCH_THREAD is fine.
+            let kill = format!("KILL CONNECTION {id}");
+            let killed = sqlx::query(sqlx::AssertSqlSafe(kill)).execute(pool).await;
+            killed.is_ok().then_some("other")
+        }
+    }
+}
+
+/// A pool outside the test's own database, for cutting and counting.
+enum Admin {
+    Pg(sqlx::PgPool),
+    My(sqlx::MySqlPool),
+}
+
+/// Four worker processes complete 2,000 jobs transactionally (one results row each, written in
+/// the job's own transaction), while their database connections are cut one at a time about
+/// every 200 ms (`pg_terminate_backend`, MariaDB's `KILL CONNECTION`): pooled ones, busy ones
+/// in a claim or a completion's commit, and PostgreSQL's LISTEN connection. The processes are
+/// never restarted. Every job ends completed with exactly one results row: a cut transaction
+/// rolls back whole; a completion whose commit outcome is unknown to the worker is settled by
+/// the lease token (a retry with a stale token changes nothing, and the job runs again only if
+/// the commit did not happen).
+async fn severed_connections(engine: Engine) {
+    let jobs = severed_jobs();
+    let db = TestDb::new(engine).await;
+    db.create_results().await;
+    let c = &db.client;
+    for chunk in (0..jobs).collect::<Vec<_>>().chunks(1000) {
+        let jobs = chunk
+            .iter()
+            .map(|i| c.new_job("fire", i).unwrap())
+            .collect();
+        c.enqueue_many(jobs).await.unwrap();
+    }
+    let tag = format!("bl_cut_{:08x}", rand::random::<u32>());
+    let (admin, url, target, results) = match engine {
+        Engine::Postgres => {
+            let base = backlog_testdb::pg_base();
+            let admin = Admin::Pg(sqlx::PgPool::connect(&base).await.unwrap());
+            let url = format!("{}&application_name={tag}", db.url);
+            (admin, url, tag.clone(), format!("{}.results", db.name()))
+        }
+        Engine::MySql => {
+            let admin = Admin::My(
+                sqlx::MySqlPool::connect(&backlog_testdb::my_base())
+                    .await
+                    .unwrap(),
+            );
+            let name = db.name().to_owned();
+            (
+                admin,
+                db.url.clone(),
+                name.clone(),
+                format!("{name}.results"),
+            )
+        }
+        Engine::Sqlite => unreachable!("SQLite has no server connections to cut"),
+    };
+    let completed = async || -> i64 {
+        let sql = sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {results}"));
+        match &admin {
+            Admin::Pg(p) => sqlx::query_scalar(sql).fetch_one(p).await.unwrap(),
+            Admin::My(p) => sqlx::query_scalar(sql).fetch_one(p).await.unwrap(),
+        }
+    };
+    let mut procs = Children(
+        (0..FIRE_PROCESSES)
+            .map(|i| spawn_child("fire", &url, &format!("cut-{i}")))
+            .collect(),
+    );
+    let started = Instant::now();
+    let (mut rounds, mut cuts, mut listen_cuts) = (0, 0, 0);
+    loop {
+        let done = completed().await;
+        let running = procs
+            .0
+            .iter_mut()
+            .map(|p| p.try_wait().unwrap().is_none())
+            .filter(|&alive| alive)
+            .count();
+        if done >= jobs || running == 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "no progress while connections were cut: {done} of {jobs}"
+        );
+        tokio::time::sleep(Duration::from_millis(rand::random_range(100..300))).await;
+        rounds += 1;
+        match cut_one(&admin, &target, rounds).await {
+            Some("listen") => (cuts, listen_cuts) = (cuts + 1, listen_cuts + 1),
+            Some(_) => cuts += 1,
+            None => {}
+        }
+    }
+    for p in &mut procs.0 {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = p.try_wait().unwrap() {
+                assert!(status.success(), "a worker process failed: {status}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "a worker process did not drain");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    assert!(cuts >= 10, "only {cuts} connections were cut");
+    if engine == Engine::Postgres {
+        assert!(listen_cuts >= 1, "the LISTEN connection was never cut");
+    }
+    let stats = c
+        .stats(Some(&backlog::QueueName::new("fire").unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(stats[0].1.completed, jobs, "{stats:?}");
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM results").await, jobs);
+    assert_eq!(
+        db.scalar("SELECT COUNT(DISTINCT job_id) FROM results")
+            .await,
+        jobs
+    );
+    eprintln!(
+        "{engine:?}: {jobs} jobs, {cuts} connections cut ({listen_cuts} LISTEN), {:.1}s",
         started.elapsed().as_secs_f64()
     );
     db.drop_db().await;
@@ -268,3 +441,16 @@ macro_rules! on_every_backend {
 }
 
 on_every_backend!(transactional_completion_under_fire, leader_failover);
+
+// SQLite has no server connections to cut.
+mod severed {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        super::severed_connections(super::Engine::Postgres).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mysql() {
+        super::severed_connections(super::Engine::MySql).await
+    }
+}
