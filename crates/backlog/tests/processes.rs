@@ -195,7 +195,7 @@ async fn cut_one(admin: &Admin, name: &str, round: usize) -> Option<&'static str
     let busy_first = rand::random_bool(0.5);
     match admin {
         Admin::Pg(pool) => {
-            let filter = if round % 5 == 0 {
+            let filter = if round.is_multiple_of(5) {
                 "query LIKE 'LISTEN%'"
             } else if busy_first {
                 "state = 'active'"
@@ -210,7 +210,7 @@ async fn cut_one(admin: &Admin, name: &str, round: usize) -> Option<&'static str
                 .fetch_optional(pool)
                 .await
                 .unwrap();
-            let kind = if round % 5 == 0 { "listen" } else { "other" };
+            let kind = if round.is_multiple_of(5) { "listen" } else { "other" };
             cut.unwrap_or(false).then_some(kind)
         }
         Admin::My(pool) => {
