@@ -210,7 +210,11 @@ async fn cut_one(admin: &Admin, name: &str, round: usize) -> Option<&'static str
                 .fetch_optional(pool)
                 .await
                 .unwrap();
-            let kind = if round.is_multiple_of(5) { "listen" } else { "other" };
+            let kind = if round.is_multiple_of(5) {
+                "listen"
+            } else {
+                "other"
+            };
             cut.unwrap_or(false).then_some(kind)
         }
         Admin::My(pool) => {
