@@ -89,7 +89,12 @@ pub(crate) fn connect_error(url: &str, err: sqlx::Error) -> Error {
             reason: e.to_string(),
         },
         other => Error::Database {
-            kind: DbErrorKind::ConnectionLost,
+            // The server (or SQLite's file) answered with an error of its own, such as a file
+            // that is not a database: that is no lost connection, and retrying will not help.
+            kind: match &other {
+                sqlx::Error::Database(_) => classify(&other),
+                _ => DbErrorKind::ConnectionLost,
+            },
             source: format!("cannot connect to {}: {other}", crate::redact_url(url)).into(),
         },
     }

@@ -41,6 +41,9 @@ pub struct BackendConfig {
     pub max_connections: u32,
     /// How long to wait for a connection before giving up.
     pub acquire_timeout: Duration,
+    /// SQLite: how long a statement waits for another process's lock on the database file
+    /// before it fails with a lock timeout ("database is locked").
+    pub sqlite_busy_timeout: Duration,
 }
 
 impl Default for BackendConfig {
@@ -48,6 +51,7 @@ impl Default for BackendConfig {
         BackendConfig {
             max_connections: 16,
             acquire_timeout: Duration::from_secs(10),
+            sqlite_busy_timeout: Duration::from_secs(30),
         }
     }
 }

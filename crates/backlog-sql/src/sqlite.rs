@@ -91,13 +91,13 @@ pub struct SqliteBackend {
 
 impl SqliteBackend {
     /// Opens (creating if missing) the database file a `sqlite://PATH` URL names.
-    pub async fn connect(url: &str, _config: &BackendConfig) -> Result<Self> {
+    pub async fn connect(url: &str, config: &BackendConfig) -> Result<Self> {
         let opts = SqliteConnectOptions::from_str(url)
             .map_err(|e| connect_error(url, e))?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
-            .busy_timeout(Duration::from_secs(30));
+            .busy_timeout(config.sqlite_busy_timeout);
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)

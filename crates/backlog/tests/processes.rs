@@ -48,6 +48,34 @@ impl Children {
     }
 }
 
+impl Children {
+    /// Waits for every process to exit on its own (a drain ends it), each within `limit`, and
+    /// requires a clean exit.
+    async fn wait_drained(&mut self, limit: Duration) {
+        for p in &mut self.0 {
+            let deadline = Instant::now() + limit;
+            loop {
+                if let Some(status) = p.try_wait().unwrap() {
+                    assert!(status.success(), "a worker process failed: {status}");
+                    break;
+                }
+                assert!(Instant::now() < deadline, "a worker process did not drain");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// Every one of the `jobs` jobs of queue `fire` is completed, with exactly one results row.
+async fn each_done_once(db: &TestDb, jobs: i64) {
+    let fire = backlog::QueueName::new("fire").unwrap();
+    let stats = db.client.stats(Some(&fire)).await.unwrap();
+    assert_eq!(stats[0].1.completed, jobs, "{stats:?}");
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM results").await, jobs);
+    let distinct = db.scalar("SELECT COUNT(DISTINCT job_id) FROM results");
+    assert_eq!(distinct.await, jobs);
+}
+
 impl Drop for Children {
     fn drop(&mut self) {
         for i in 0..self.0.len() {
@@ -148,29 +176,9 @@ async fn transactional_completion_under_fire(engine: Engine) {
         restarts += 1;
     }
     // Let the survivors drain; each exits once nothing is left.
-    for p in &mut procs.0 {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            if let Some(status) = p.try_wait().unwrap() {
-                assert!(status.success(), "a worker process failed: {status}");
-                break;
-            }
-            assert!(Instant::now() < deadline, "a worker process did not drain");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
+    procs.wait_drained(Duration::from_secs(120)).await;
     assert!(kills >= 3, "only {kills} kills happened");
-    let stats = c
-        .stats(Some(&backlog::QueueName::new("fire").unwrap()))
-        .await
-        .unwrap();
-    assert_eq!(stats[0].1.completed, JOBS, "{stats:?}");
-    assert_eq!(db.scalar("SELECT COUNT(*) FROM results").await, JOBS);
-    assert_eq!(
-        db.scalar("SELECT COUNT(DISTINCT job_id) FROM results")
-            .await,
-        JOBS
-    );
+    each_done_once(&db, JOBS).await;
     eprintln!(
         "{engine:?}: {JOBS} jobs, {kills} SIGKILLs, {:.1}s",
         started.elapsed().as_secs_f64()
@@ -327,32 +335,12 @@ async fn severed_connections(engine: Engine) {
             None => {}
         }
     }
-    for p in &mut procs.0 {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(status) = p.try_wait().unwrap() {
-                assert!(status.success(), "a worker process failed: {status}");
-                break;
-            }
-            assert!(Instant::now() < deadline, "a worker process did not drain");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
+    procs.wait_drained(Duration::from_secs(60)).await;
     assert!(cuts >= 10, "only {cuts} connections were cut");
     if engine == Engine::Postgres {
         assert!(listen_cuts >= 1, "the LISTEN connection was never cut");
     }
-    let stats = c
-        .stats(Some(&backlog::QueueName::new("fire").unwrap()))
-        .await
-        .unwrap();
-    assert_eq!(stats[0].1.completed, jobs, "{stats:?}");
-    assert_eq!(db.scalar("SELECT COUNT(*) FROM results").await, jobs);
-    assert_eq!(
-        db.scalar("SELECT COUNT(DISTINCT job_id) FROM results")
-            .await,
-        jobs
-    );
+    each_done_once(&db, jobs).await;
     eprintln!(
         "{engine:?}: {jobs} jobs, {cuts} connections cut ({listen_cuts} LISTEN), {:.1}s",
         started.elapsed().as_secs_f64()
