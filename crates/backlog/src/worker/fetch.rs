@@ -321,7 +321,9 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
     }
 
     /// True when a draining loop may stop: nothing of its own in flight and nothing left that
-    /// it may take (jobs of kinds this worker does not claim wait for another worker).
+    /// it may take (jobs of kinds this worker does not claim wait for another worker). A paused
+    /// queue has nothing it may take: its drain ends, leaving the jobs for after the resume,
+    /// and says so.
     async fn drained(&self) -> Result<bool> {
         let p = &*self.pipeline;
         let Some(mode) = p.drain else {
@@ -333,7 +335,19 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
         {
             return Ok(false);
         }
-        Ok(p.claimer.pending(&self.queue.name, &p.kinds, mode).await? == 0)
+        let pending = p.claimer.pending(&self.queue.name, &p.kinds, mode).await?;
+        if pending == 0 {
+            return Ok(true);
+        }
+        let paused = p.claimer.queue_settings(&self.queue.name).await?.paused;
+        if paused {
+            tracing::warn!(
+                queue = %self.queue.name,
+                pending,
+                "drain ends: the queue is paused, its jobs wait for a resume"
+            );
+        }
+        Ok(paused)
     }
 
     /// Starts the claimed jobs, each with one of `slots`, under the queue's current lease and
@@ -670,7 +684,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_drain_waits_for_its_own_jobs_and_for_jobs_it_may_take() {
         let claimer = ScriptedClaimer::new([Answer::Claim(1)]);
-        *claimer.pending.lock().unwrap() = 3; // a paused queue: nothing to claim, jobs pending
+        *claimer.pending.lock().unwrap() = 3; // nothing to claim now, jobs pending (not due)
         let l = claim_loop(2, claimer, held(), |c| c.drain = Some(DrainMode::All));
         let claimer = l.pipeline.claimer.clone();
         let task = tokio::spawn(l.fetcher.run());
@@ -689,6 +703,19 @@ mod tests {
         tokio::time::sleep(ms(2000)).await;
         assert!(task.is_finished(), "ends at the next poll");
         task.await.unwrap().unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_drain_of_a_paused_queue_ends_and_leaves_its_jobs() {
+        let mut claimer = ScriptedClaimer::new([]);
+        *claimer.pending.lock().unwrap() = 3;
+        if let Some(s) = claimer.settings.as_mut() {
+            s.paused = true;
+        }
+        let l = claim_loop(2, claimer, held(), |c| c.drain = Some(DrainMode::All));
+        let ended = tokio::time::timeout(ms(5000), l.fetcher.run()).await;
+        ended.expect("the drain ends").unwrap();
+        assert_eq!(l.pipeline.claimer.pending_asked.lock().unwrap().len(), 1);
     }
 
     #[tokio::test(start_paused = true)]

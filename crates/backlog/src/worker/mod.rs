@@ -353,7 +353,8 @@ impl Worker {
     }
 
     /// Works the queues until no job of them is due or running, then returns (for tests and
-    /// batch scripts; jobs scheduled for later stay). Runs no maintenance.
+    /// batch scripts; jobs scheduled for later stay, and so do a paused queue's). Runs no
+    /// maintenance.
     pub async fn drain(&self) -> Result<RunReport> {
         let mut inner = (*self.inner).clone();
         inner.config.drain = Some(DrainMode::Due);
