@@ -590,8 +590,19 @@ impl Client {
     /// Records a failed attempt: retry after capped exponential backoff with jitter, or dead when
     /// the job's attempts are exhausted. Fenced by the lease token.
     pub async fn fail(&self, job: &ClaimedJob, error: &str) -> Result<FailOutcome> {
+        self.fail_retry(job, error, None).await
+    }
+
+    /// Records a failed attempt: dead when it was the job's last (by its own limit, or else its
+    /// queue's), otherwise a retry after `after`, or after the queue's backoff when `None`.
+    pub(crate) async fn fail_retry(
+        &self,
+        job: &ClaimedJob,
+        error: &str,
+        after: Option<Duration>,
+    ) -> Result<FailOutcome> {
         let settings = self.queue_settings(&QueueName::new(&job.queue)?).await?;
-        let outcome = fail_outcome(job, &settings, self.now());
+        let outcome = fail_outcome(job, &settings, self.now(), after);
         self.fail_with(job, error, outcome).await?;
         Ok(outcome)
     }
@@ -962,16 +973,20 @@ impl Client {
 
 /// What a failed attempt of `job` at `now` leads to: a retry after the queue's backoff (with
 /// jitter), or death once the job's attempts (its own limit, else the queue's) are used up.
-fn fail_outcome(job: &ClaimedJob, settings: &QueueSettings, now: i64) -> FailOutcome {
+fn fail_outcome(
+    job: &ClaimedJob,
+    settings: &QueueSettings,
+    now: i64,
+    after: Option<Duration>,
+) -> FailOutcome {
     let max = job.max_attempts.unwrap_or(settings.max_attempts);
     if job.attempt >= max {
         return FailOutcome::Dead;
     }
-    let delay = backoff_delay(
-        job.attempt.max(1) as u32,
-        settings.backoff_base,
-        settings.backoff_max,
-    );
+    let delay = after.unwrap_or_else(|| {
+        let attempt = job.attempt.max(1) as u32;
+        backoff_delay(attempt, settings.backoff_base, settings.backoff_max)
+    });
     FailOutcome::Retry {
         at: now + delay.as_micros() as i64,
     }
@@ -1072,11 +1087,16 @@ mod tests {
     #[test]
     fn a_failed_attempt_retries_after_a_growing_backoff() {
         for _ in 0..50 {
-            let first = retry_in(fail_outcome(&job(1, None), &settings(5), 1_000_000));
+            let first = retry_in(fail_outcome(&job(1, None), &settings(5), 1_000_000, None));
             assert!((0.5..=1.0).contains(&first), "{first}");
-            let third = retry_in(fail_outcome(&job(3, None), &settings(5), 1_000_000));
+            let third = retry_in(fail_outcome(&job(3, None), &settings(5), 1_000_000, None));
             assert!((2.0..=4.0).contains(&third), "{third}");
-            let late = retry_in(fail_outcome(&job(20, Some(50)), &settings(5), 1_000_000));
+            let late = retry_in(fail_outcome(
+                &job(20, Some(50)),
+                &settings(5),
+                1_000_000,
+                None,
+            ));
             assert!((30.0..=60.0).contains(&late), "capped: {late}");
         }
     }
@@ -1084,17 +1104,36 @@ mod tests {
     #[test]
     fn the_last_attempt_fails_for_good() {
         assert_eq!(
-            fail_outcome(&job(5, None), &settings(5), 0),
+            fail_outcome(&job(5, None), &settings(5), 0, None),
             FailOutcome::Dead
         );
         assert_eq!(
-            fail_outcome(&job(2, Some(2)), &settings(5), 0),
+            fail_outcome(&job(2, Some(2)), &settings(5), 0, None),
             FailOutcome::Dead
         );
-        let own_limit = fail_outcome(&job(5, Some(6)), &settings(5), 0);
+        let own_limit = fail_outcome(&job(5, Some(6)), &settings(5), 0, None);
         assert!(
             matches!(own_limit, FailOutcome::Retry { .. }),
             "the job's own limit wins"
+        );
+    }
+
+    #[test]
+    fn a_retry_with_its_own_delay_still_ends_at_the_last_attempt() {
+        let later = Some(Duration::from_secs(5));
+        assert_eq!(
+            fail_outcome(&job(2, None), &settings(3), 1_000_000, later),
+            FailOutcome::Retry { at: 6_000_000 },
+            "the handler's delay, counted from now"
+        );
+        assert_eq!(
+            fail_outcome(&job(3, None), &settings(3), 0, later),
+            FailOutcome::Dead,
+            "the queue's limit, for a job without its own"
+        );
+        assert_eq!(
+            fail_outcome(&job(3, Some(3)), &settings(9), 0, later),
+            FailOutcome::Dead
         );
     }
 }

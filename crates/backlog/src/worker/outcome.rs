@@ -24,8 +24,9 @@ pub(crate) enum Verdict {
     CompleteWith(serde_json::Value),
     /// It completes in the handler's transaction.
     CompleteInTx(JobTx),
-    /// A failed attempt: retried after the queue's backoff, or dead when out of attempts.
-    Fail(String),
+    /// A failed attempt: retried after the given delay or else the queue's backoff, or dead when
+    /// out of attempts (the job's own limit, or else its queue's).
+    Fail(String, Option<Duration>),
     /// A failed attempt whose outcome is decided already.
     FailWith(String, FailOutcome),
     /// Back to available after this long, not counting the attempt (snooze, shutdown).
@@ -34,36 +35,23 @@ pub(crate) enum Verdict {
     LeaseLost,
 }
 
-/// What `ended` means for `job`, at `now` (by the client's clock). A handler's retry with its
-/// own delay is dead when the job is on its last attempt by its own limit (the queue's limit is
-/// not consulted there; a retry without a delay leaves both decisions to [`Client::fail`]).
-pub(crate) fn verdict(ended: Ended, job: &ClaimedJob, now: i64) -> Verdict {
+/// What `ended` means. Whether a failed attempt is the job's last, and when a retry runs, are
+/// [`Client::fail`]'s to decide: it knows the queue's limit and backoff, and the client's clock.
+pub(crate) fn verdict(ended: Ended) -> Verdict {
     match ended {
         Ended::Handler(Ok(Outcome::Complete)) => Verdict::Complete,
         Ended::Handler(Ok(Outcome::CompleteWith(value))) => Verdict::CompleteWith(value),
         Ended::Handler(Ok(Outcome::CompleteInTx(tx))) => Verdict::CompleteInTx(tx),
-        Ended::Handler(Ok(Outcome::Retry { error, after: None })) => Verdict::Fail(error),
-        Ended::Handler(Ok(Outcome::Retry {
-            error,
-            after: Some(d),
-        })) => {
-            let outcome = if job.attempt >= job.max_attempts.unwrap_or(i32::MAX) {
-                FailOutcome::Dead
-            } else {
-                FailOutcome::Retry {
-                    at: now + d.as_micros() as i64,
-                }
-            };
-            Verdict::FailWith(error, outcome)
-        }
+        Ended::Handler(Ok(Outcome::Retry { error, after })) => Verdict::Fail(error, after),
         Ended::Handler(Ok(Outcome::Snooze(d))) => Verdict::Release(d),
         Ended::Handler(Ok(Outcome::Discard(why))) => Verdict::FailWith(why, FailOutcome::Dead),
         Ended::Handler(Ok(Outcome::Cancel(why))) => Verdict::FailWith(why, FailOutcome::Cancelled),
-        Ended::Handler(Err(e)) => Verdict::Fail(e.to_string()),
-        Ended::Panicked(msg) => Verdict::Fail(format!("handler panicked: {msg}")),
-        Ended::TimedOut(d) => {
-            Verdict::Fail(format!("timed out after {}", crate::format_duration(d)))
-        }
+        Ended::Handler(Err(e)) => Verdict::Fail(e.to_string(), None),
+        Ended::Panicked(msg) => Verdict::Fail(format!("handler panicked: {msg}"), None),
+        Ended::TimedOut(d) => Verdict::Fail(
+            format!("timed out after {}", crate::format_duration(d)),
+            None,
+        ),
         Ended::Stopped(StopReason::CancelRequested) => {
             Verdict::FailWith("cancelled on request".into(), FailOutcome::Cancelled)
         }
@@ -74,8 +62,6 @@ pub(crate) fn verdict(ended: Ended, job: &ClaimedJob, now: i64) -> Verdict {
 
 /// The statements that record a job's end ([`Client`]'s, each fenced by the lease token).
 pub(crate) trait Reporter: Send + Sync {
-    /// Now, by the client's clock.
-    fn now(&self) -> i64;
     /// Stores a result value on the running job.
     fn store_result(
         &self,
@@ -89,11 +75,12 @@ pub(crate) trait Reporter: Send + Sync {
         job: &ClaimedJob,
         retention: Retention,
     ) -> impl Future<Output = Result<()>> + Send;
-    /// Records a failed attempt: retry after the queue's backoff, or dead.
+    /// Records a failed attempt: retry after `after` (or the queue's backoff), or dead.
     fn fail(
         &self,
         job: &ClaimedJob,
         error: &str,
+        after: Option<Duration>,
     ) -> impl Future<Output = Result<FailOutcome>> + Send;
     /// Records a failed attempt with its outcome.
     fn fail_with(
@@ -108,10 +95,6 @@ pub(crate) trait Reporter: Send + Sync {
 }
 
 impl Reporter for Client {
-    fn now(&self) -> i64 {
-        Client::now(self)
-    }
-
     fn store_result(
         &self,
         job: JobRef,
@@ -140,8 +123,9 @@ impl Reporter for Client {
         &self,
         job: &ClaimedJob,
         error: &str,
+        after: Option<Duration>,
     ) -> impl Future<Output = Result<FailOutcome>> + Send {
-        Client::fail(self, job, error)
+        Client::fail_retry(self, job, error, after)
     }
 
     fn fail_with(
@@ -187,7 +171,7 @@ impl Report {
         retention: Retention,
         counters: &Counters,
     ) -> Option<ClaimedJob> {
-        let verdict = verdict(self.ended, &self.job, reporter.now());
+        let verdict = verdict(self.ended);
         let complete = apply(reporter, &self.job, verdict, retention, counters).await;
         complete.then(|| unwrap(self.job))
     }
@@ -221,9 +205,9 @@ async fn apply<R: Reporter>(
             }
             r
         }
-        Verdict::Fail(error) => {
+        Verdict::Fail(error, after) => {
             count(&counters.failed);
-            reporter.fail(job, &error).await.map(|_| ())
+            reporter.fail(job, &error, after).await.map(|_| ())
         }
         Verdict::FailWith(error, outcome) => {
             count(&counters.failed);
@@ -254,17 +238,11 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::worker::fakes::{self, T0};
-    use crate::{Clock as _, ManualClock};
+    use crate::worker::fakes;
 
-    /// What `ended` decides for a job on attempt `attempt` of at most `max`, at T0.
-    fn decided(ended: Ended, attempt: i32, max: Option<i32>) -> String {
-        let job = ClaimedJob {
-            attempt,
-            max_attempts: max,
-            ..fakes::job(1, 1)
-        };
-        format!("{:?}", verdict(ended, &job, T0))
+    /// What `ended` decides, as text.
+    fn decided(ended: Ended) -> String {
+        format!("{:?}", verdict(ended))
     }
 
     fn returned(outcome: Outcome) -> Ended {
@@ -274,59 +252,50 @@ mod tests {
     #[test]
     fn each_way_a_handler_ends_has_its_verdict() {
         let secs = Duration::from_secs;
-        assert_eq!(decided(returned(Outcome::Complete), 1, None), "Complete");
+        assert_eq!(decided(returned(Outcome::Complete)), "Complete");
         assert_eq!(
-            decided(returned(Outcome::CompleteWith(7.into())), 1, None),
+            decided(returned(Outcome::CompleteWith(7.into()))),
             "CompleteWith(Number(7))"
         );
         assert_eq!(
-            decided(returned(Outcome::retry("busy")), 1, None),
-            r#"Fail("busy")"#,
+            decided(returned(Outcome::retry("busy"))),
+            r#"Fail("busy", None)"#,
             "the queue's backoff and attempts decide"
         );
-        let retry_at = format!(r#"FailWith("busy", Retry {{ at: {} }})"#, T0 + 10_000_000);
-        let retry_in = |attempt, max| {
-            let after = Some(secs(10));
-            let error = "busy".into();
-            decided(returned(Outcome::Retry { error, after }), attempt, max)
-        };
-        assert_eq!(retry_in(1, None), retry_at);
-        assert_eq!(retry_in(2, Some(3)), retry_at);
-        assert_eq!(retry_in(3, Some(3)), r#"FailWith("busy", Dead)"#);
+        // Retry or dead is the client's to decide, with the queue's limit (`fail_outcome`).
+        let (error, after) = ("busy".into(), Some(secs(10)));
         assert_eq!(
-            decided(returned(Outcome::Snooze(secs(5))), 1, None),
-            "Release(5s)"
+            decided(returned(Outcome::Retry { error, after })),
+            r#"Fail("busy", Some(10s))"#
         );
+        assert_eq!(decided(returned(Outcome::Snooze(secs(5)))), "Release(5s)");
         assert_eq!(
-            decided(returned(Outcome::Discard("bad".into())), 1, None),
+            decided(returned(Outcome::Discard("bad".into()))),
             r#"FailWith("bad", Dead)"#
         );
         assert_eq!(
-            decided(returned(Outcome::Cancel("moot".into())), 1, None),
+            decided(returned(Outcome::Cancel("moot".into()))),
             r#"FailWith("moot", Cancelled)"#
         );
         assert_eq!(
-            decided(Ended::Handler(Err("boom".into())), 1, None),
-            r#"Fail("boom")"#
+            decided(Ended::Handler(Err("boom".into()))),
+            r#"Fail("boom", None)"#
         );
         assert_eq!(
-            decided(Ended::Panicked("oops".into()), 1, None),
-            r#"Fail("handler panicked: oops")"#
+            decided(Ended::Panicked("oops".into())),
+            r#"Fail("handler panicked: oops", None)"#
         );
         assert_eq!(
-            decided(Ended::TimedOut(Duration::from_millis(1500)), 1, None),
-            r#"Fail("timed out after 1s 500ms")"#
+            decided(Ended::TimedOut(Duration::from_millis(1500))),
+            r#"Fail("timed out after 1s 500ms", None)"#
         );
         assert_eq!(
-            decided(Ended::Stopped(StopReason::CancelRequested), 1, None),
+            decided(Ended::Stopped(StopReason::CancelRequested)),
             r#"FailWith("cancelled on request", Cancelled)"#
         );
+        assert_eq!(decided(Ended::Stopped(StopReason::LeaseLost)), "LeaseLost");
         assert_eq!(
-            decided(Ended::Stopped(StopReason::LeaseLost), 1, None),
-            "LeaseLost"
-        );
-        assert_eq!(
-            decided(Ended::Stopped(StopReason::Shutdown), 1, None),
+            decided(Ended::Stopped(StopReason::Shutdown)),
             "Release(0ns)"
         );
     }
@@ -334,7 +303,6 @@ mod tests {
     /// Records each call; answers with `refuse` when set.
     #[derive(Default)]
     struct RecordingReporter {
-        clock: ManualClock,
         calls: Mutex<Vec<String>>,
         refuse: Option<fn(i64) -> Error>,
     }
@@ -351,10 +319,6 @@ mod tests {
     }
 
     impl Reporter for RecordingReporter {
-        fn now(&self) -> i64 {
-            self.clock.now()
-        }
-
         async fn store_result(&self, job: JobRef, value: &serde_json::Value) -> Result<()> {
             self.answer(job.id, format!("store_result {value}"))
         }
@@ -363,8 +327,14 @@ mod tests {
             self.answer(job.id, "complete_in_tx".into())
         }
 
-        async fn fail(&self, job: &ClaimedJob, error: &str) -> Result<FailOutcome> {
-            self.answer(job.id, format!("fail {error}"))?;
+        async fn fail(
+            &self,
+            job: &ClaimedJob,
+            error: &str,
+            after: Option<Duration>,
+        ) -> Result<FailOutcome> {
+            let after = after.map_or(String::new(), |d| format!(" after {d:?}"));
+            self.answer(job.id, format!("fail {error}{after}"))?;
             Ok(FailOutcome::Dead)
         }
 
@@ -426,21 +396,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_retry_with_a_delay_counts_from_the_clients_clock() {
-        let r = RecordingReporter {
-            clock: ManualClock::new(T0),
-            ..Default::default()
-        };
-        r.clock.advance(Duration::from_secs(60));
+    async fn a_retry_with_a_delay_goes_to_the_client_with_its_delay() {
+        let r = RecordingReporter::default();
         let retry = returned(Outcome::Retry {
             error: "later".into(),
             after: Some(Duration::from_secs(5)),
         });
-        let at = T0 + 65_000_000;
-        assert_eq!(
-            record(&r, retry).await.0,
-            [format!("fail_with later Retry {{ at: {at} }}")]
-        );
+        assert_eq!(record(&r, retry).await.0, ["fail later after 5s"]);
     }
 
     #[tokio::test]
