@@ -168,6 +168,18 @@ pub struct JobFailParams {
     pub cancelled: bool,
 }
 
+impl JobFailParams {
+    /// The state, `run_at` and `finished_at` the failure leads to: available at `retry_at`, or
+    /// else cancelled or dead, finished now.
+    pub fn target(&self) -> (JobState, i64, Option<i64>) {
+        match self.retry_at {
+            Some(at) => (JobState::Available, at, None),
+            None if self.cancelled => (JobState::Cancelled, self.now, Some(self.now)),
+            None => (JobState::Dead, self.now, Some(self.now)),
+        }
+    }
+}
+
 /// Input of [`Backend::job_release`].
 #[derive(Debug, Clone)]
 pub struct JobReleaseParams {
@@ -364,6 +376,35 @@ impl AdminAction {
             AdminAction::Hold => "hold",
             AdminAction::Release => "release",
             AdminAction::Retry => "retry",
+        }
+    }
+
+    /// The `run_at` the action sets at `now` (a release or retry is due at once), if any.
+    pub fn run_at(self, now: i64) -> Option<i64> {
+        matches!(self, AdminAction::Release | AdminAction::Retry).then_some(now)
+    }
+
+    /// Whether the action starts the job's attempts over (a retry).
+    pub fn resets_attempts(self) -> bool {
+        self == AdminAction::Retry
+    }
+
+    /// The `finished_at` the action sets at `now`: when it ends the job.
+    pub fn finished_at(self, now: i64) -> Option<i64> {
+        self.to_state().is_finished().then_some(now)
+    }
+
+    /// What an attempt of the action on job `id` returns, given whether it `changed` the job
+    /// and the job as it is now: the job, `JobNotFound`, or `JobStateConflict`.
+    pub fn outcome(self, id: i64, changed: bool, job: Option<Job>) -> Result<Job> {
+        match job {
+            None => Err(crate::Error::JobNotFound { job_id: id }),
+            Some(job) if !changed => Err(crate::Error::JobStateConflict {
+                job_id: id,
+                state: job.state,
+                action: self.verb(),
+            }),
+            Some(job) => Ok(job),
         }
     }
 }

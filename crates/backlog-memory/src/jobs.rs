@@ -158,18 +158,10 @@ impl State {
 
     /// `job_fail.sql`: retried (available at `retry_at`), or dead or cancelled.
     pub fn job_fail(&mut self, p: JobFailParams) -> Result<()> {
+        let (state, run_at, finished_at) = p.target();
         let JobFailParams {
-            job,
-            now,
-            error,
-            retry_at,
-            cancelled,
+            job, now, error, ..
         } = p;
-        let (state, run_at, finished_at) = match retry_at {
-            Some(at) => (JobState::Available, at, None),
-            None if cancelled => (JobState::Cancelled, now, Some(now)),
-            None => (JobState::Dead, now, Some(now)),
-        };
         let queue = self.update_leased(job, |j| {
             j.errors.push(ErrorRecord {
                 attempt: j.attempt,
@@ -263,13 +255,13 @@ impl State {
         }
         self.jobs.update(id, |j| {
             j.state = to;
-            if matches!(action, AdminAction::Release | AdminAction::Retry) {
-                j.run_at = now;
+            if let Some(at) = action.run_at(now) {
+                j.run_at = at;
             }
-            if action == AdminAction::Retry {
+            if action.resets_attempts() {
                 j.attempt = 0;
             }
-            j.finished_at = to.is_finished().then_some(now);
+            j.finished_at = action.finished_at(now);
         });
         if to == JobState::Available {
             self.woke(&queue);
@@ -277,17 +269,9 @@ impl State {
         self.admin_result(id, action, true)
     }
 
-    /// `shared::admin_result`: the job as it is now, `JobNotFound`, or `JobStateConflict`.
+    /// [`AdminAction::outcome`] with the job as it is now.
     fn admin_result(&self, id: i64, action: AdminAction, changed: bool) -> Result<Job> {
-        match self.jobs.get_or_archived(id) {
-            None => Err(Error::JobNotFound { job_id: id }),
-            Some(job) if !changed => Err(Error::JobStateConflict {
-                job_id: id,
-                state: job.state,
-                action: action.verb(),
-            }),
-            Some(job) => Ok(job.clone()),
-        }
+        action.outcome(id, changed, self.jobs.get_or_archived(id).cloned())
     }
 
     /// `queue_redrive.sql`: the oldest dead jobs, each as an operator retry; those whose unique

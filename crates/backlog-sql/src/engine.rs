@@ -281,7 +281,7 @@ macro_rules! sql_backend {
                     .db()?;
                 let job = backlog_core::Backend::job_get(self, id).await?;
                 let cancel = backlog_core::AdminAction::Cancel;
-                $crate::shared::admin_result(id, cancel, res.rows_affected(), job)
+                cancel.outcome(id, res.rows_affected() > 0, job)
             }
 
             async fn job_prune(&self, p: backlog_core::JobPruneParams) -> backlog_core::Result<u64> {
@@ -430,7 +430,7 @@ macro_rules! sql_backend {
                 );
                 let res = stmt.query().execute(&self.pool).await.db()?;
                 let job = backlog_core::Backend::job_get(self, id).await?;
-                $crate::shared::admin_result(id, action, res.rows_affected(), job)
+                action.outcome(id, res.rows_affected() > 0, job)
             }
 
             async fn job_count_pending(

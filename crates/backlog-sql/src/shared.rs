@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use backlog_core::{
-    AdminAction, Backend, DbErrorKind, Error, Job, JobFailParams, JobRef, JobState, Kind,
-    QueueInfo, QueueName, QueueSettings, QueueStats, Result, StateFilter,
+    AdminAction, Backend, DbErrorKind, Error, JobFailParams, JobRef, JobState, Kind, QueueInfo,
+    QueueName, QueueSettings, QueueStats, Result, StateFilter,
 };
 use rand::Rng;
 
@@ -64,13 +64,10 @@ pub(crate) fn kinds_vec(kinds: &[Kind]) -> Option<Vec<String>> {
     (!kinds.is_empty()).then(|| kinds.iter().map(|k| k.as_str().to_owned()).collect())
 }
 
-/// State, run_at and finished_at a failure leads to.
+/// State (as stored), run_at and finished_at a failure leads to.
 pub(crate) fn fail_target(p: &JobFailParams) -> (&'static str, i64, Option<i64>) {
-    match p.retry_at {
-        Some(at) => (JobState::Available.as_str(), at, None),
-        None if p.cancelled => (JobState::Cancelled.as_str(), p.now, Some(p.now)),
-        None => (JobState::Dead.as_str(), p.now, Some(p.now)),
-    }
+    let (state, run_at, finished_at) = p.target();
+    (state.as_str(), run_at, finished_at)
 }
 
 /// A fenced single-row update: no row changed means the lease is gone.
@@ -136,28 +133,10 @@ pub(crate) fn admin_target(action: AdminAction, now: i64) -> AdminTarget {
     let pick = |i: usize| from[i.min(from.len() - 1)].as_str();
     AdminTarget {
         to: action.to_state().as_str(),
-        run_at: matches!(action, AdminAction::Release | AdminAction::Retry).then_some(now),
-        reset_attempts: action == AdminAction::Retry,
-        finished_at: action.to_state().is_finished().then_some(now),
+        run_at: action.run_at(now),
+        reset_attempts: action.resets_attempts(),
+        finished_at: action.finished_at(now),
         from: [pick(0), pick(1), pick(2)],
-    }
-}
-
-/// The result of an admin action: the job, or why nothing changed.
-pub(crate) fn admin_result(
-    id: i64,
-    action: AdminAction,
-    rows_affected: u64,
-    job: Option<Job>,
-) -> Result<Job> {
-    match job {
-        None => Err(Error::JobNotFound { job_id: id }),
-        Some(job) if rows_affected == 0 => Err(Error::JobStateConflict {
-            job_id: id,
-            state: job.state,
-            action: action.verb(),
-        }),
-        Some(job) => Ok(job),
     }
 }
 
