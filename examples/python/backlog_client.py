@@ -69,9 +69,8 @@ INSERT_COLUMNS = ("kind", "priority", "run_at", "max_attempts", "unique_key")
 
 
 def now_us() -> int:
-    """This machine's clock in microseconds since the epoch: the `now` every statement binds.
-    All of a queue's processes (and the database, whose clock fills in the INSERT's defaults)
-    must agree on the time: see README.md "Clocks"."""
+    """This machine's clock in microseconds since the epoch. Statements bind `Client.now_us()`
+    instead: this clock moved onto the database's (see README.md "Clocks")."""
     return time.time_ns() // 1000
 
 
@@ -464,6 +463,8 @@ class Client:
         self.dialect = _dialect(url)
         self.conn = self.dialect.connect()
         self._in_transaction = False
+        self.offset_us, self._synced = 0, time.monotonic()
+        self.sync_clock()
 
     def close(self) -> None:
         self.conn.close()
@@ -535,7 +536,7 @@ class Client:
         under one fresh lease token. `kinds`: only jobs of these kinds (None: any)."""
         settings = settings or self.queue_settings(queue)
         lease_us = (lease_ms or settings["lease_ms"]) * 1000
-        token, now = new_token(), now_us()
+        token, now = new_token(), self.now_us()
         expires = now + lease_us
         rows = self._retrying(lambda: self.dialect.claim(
             self.conn, queue, token, owner or default_owner(), expires, now, kinds, limit,
@@ -556,7 +557,7 @@ class Client:
         completed; False when the lease was lost (the job was rescued and is someone else's, or
         is gone): nothing changed, and the job must not be reported again."""
         retention = retention or self.queue_settings(job.queue)["retention"]
-        now = now_us()
+        now = self.now_us()
         return self._retrying(lambda: self.dialect.complete(self.conn, retention, job, now))
 
     def nack(self, job: Job, error: str, *, retry_at: Optional[int] = None,
@@ -565,7 +566,7 @@ class Client:
         or dead when it was the last attempt. Returns 'retry', 'dead', or 'lost' (the lease was
         lost; nothing changed)."""
         settings = settings or self.queue_settings(job.queue)
-        now = now_us()
+        now = self.now_us()
         limit = job.max_attempts or settings["max_attempts"]
         if job.attempt >= limit:
             state, run_at, finished_at = "dead", now, now
@@ -578,7 +579,7 @@ class Client:
 
     def cancelled(self, job: Job, reason: str = "cancelled") -> bool:
         """Answers a requested cancel: the fail statement with the state `cancelled`."""
-        now = now_us()
+        now = self.now_us()
         return self._retrying(lambda: self.dialect.fail(
             self.conn, job, "cancelled", now, now, now, reason))
 
@@ -586,7 +587,7 @@ class Client:
         """Extends the job's lease to now + lease. False when the lease was lost: stop the job and
         report nothing. Sets `job.cancel_requested` when its cancellation was requested."""
         lease_us = (lease_ms or self.queue_settings(job.queue)["lease_ms"]) * 1000
-        expires = now_us() + lease_us
+        expires = self.now_us() + lease_us
         held, cancel = self._retrying(lambda: self.dialect.heartbeat(self.conn, job, expires))
         if held:
             job.lease_expires_at = expires
@@ -597,13 +598,13 @@ class Client:
 
     def release(self, job: Job, run_at: Optional[int] = None) -> bool:
         """Gives the job back without using an attempt, to run again at `run_at` (default now)."""
-        run_at = now_us() if run_at is None else run_at
+        run_at = self.now_us() if run_at is None else run_at
         return self._retrying(lambda: self.dialect.release(self.conn, job, run_at))
 
     def rescue(self, limit: int = RESCUE_BATCH) -> int:
         """Makes jobs whose lease expired available again (or dead after their last attempt).
         Safe from any number of processes at once. Returns how many it moved."""
-        now = now_us()
+        now = self.now_us()
         return self._retrying(lambda: self.dialect.rescue(self.conn, now, limit))
 
     def pending(self, queue: str) -> int:
@@ -615,13 +616,30 @@ class Client:
         cur.execute(sql, (queue,))
         return cur.fetchone()[0]
 
-    def clock_skew_us(self) -> int:
-        """The database's clock minus this machine's, in µs (half a round trip of error)."""
-        before = now_us()
-        cur = self.conn.cursor()
-        cur.execute(self.dialect.db_now_sql())
-        db_now = cur.fetchone()[0]
-        return db_now - (before + now_us()) // 2
+    def now_us(self) -> int:
+        """The database's time in microseconds since the epoch: this machine's clock plus the
+        offset `sync_clock` measured. Every statement binds it as `now`, so consumers whose
+        clocks disagree still agree on leases and due times."""
+        if time.monotonic() - self._synced > 60 and not self._in_transaction:
+            self.sync_clock()
+        return now_us() + self.offset_us
+
+    def sync_clock(self) -> int:
+        """Measures the database's clock minus this machine's, in µs (the best of three round
+        trips; exact to half of one), keeps it for `now_us`, and returns it. Done when the client
+        connects; a long-lived consumer does it again every minute."""
+        best = None
+        for _ in range(3):
+            before = now_us()
+            cur = self.conn.cursor()
+            cur.execute(self.dialect.db_now_sql())
+            db_now = cur.fetchone()[0]
+            after = now_us()
+            if best is None or after - before < best[1]:
+                best = (db_now - (before + after) // 2, after - before)
+        self.offset_us = best[0]
+        self._synced = time.monotonic()
+        return self.offset_us
 
 
 def backoff_us(attempt: int, settings: dict) -> int:
@@ -694,10 +712,11 @@ class Consumer:
     def run(self, *, drain: bool = False) -> None:
         """Works until `self.stop` is set, or, with `drain`, until the queue has no job available
         (due or not) or running."""
-        skew = self.client.clock_skew_us()
+        skew = self.client.sync_clock()
         if abs(skew) > 1_000_000:
             print(f"backlog_client: this clock is {-skew / 1e6:+.1f} s off the database's; "
-                  "keep the clocks of every worker and the database in sync", file=sys.stderr)
+                  "this consumer reads the database's time, but fix the clock (NTP)",
+                  file=sys.stderr)
         settings = self.client.queue_settings(self.queue)
         lease_ms = self.lease_ms or settings["lease_ms"]
         beats = _Heartbeats(self.client.url, lease_ms)
@@ -747,7 +766,7 @@ class Consumer:
             if not job.cancel_requested:
                 self.handler(job)
         except Retry as r:
-            retry_at = now_us() + int(r.delay_s * 1_000_000)
+            retry_at = self.client.now_us() + int(r.delay_s * 1_000_000)
             outcome = self.client.nack(job, str(r), retry_at=retry_at, settings=settings)
         except Exception as err:  # noqa: BLE001 - a failed attempt, recorded on the job
             outcome = self.client.nack(job, f"{type(err).__name__}: {err}", settings=settings)

@@ -137,6 +137,21 @@ fn serve_with_tokens_and_audit(engine: Engine) {
     assert_eq!(cli.as_array().unwrap().len(), 2);
     assert!(db.ok(&["audit"]).contains("queue.resume"));
     db.fails(&["audit", "--queue", "no such"], "invalid queue name");
+    // The server reads the database's time: its measured offset is on /metrics (this machine
+    // and the database share a clock, so it is small).
+    let metrics = ureq::get(&url("/metrics"))
+        .set("Authorization", &bearer(&secrets[1]))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    let offset: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("backlog_clock_offset_seconds "))
+        .unwrap_or_else(|| panic!("no clock offset in\n{metrics}"))
+        .parse()
+        .unwrap();
+    assert!(offset.abs() < 1.0, "{offset}");
 
     // SIGTERM: it stops by itself, cleanly.
     let mut server = server;

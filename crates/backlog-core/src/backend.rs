@@ -512,6 +512,12 @@ pub trait Backend: AsAny + Send + Sync + std::fmt::Debug + 'static {
     async fn db_oldest_transaction(&self) -> Result<Option<OldestTransaction>> {
         Ok(None)
     }
+    /// The database's clock, microseconds since the epoch: the clock its "now" column defaults
+    /// read. `None` for a backend without one of its own (an in-memory backend reads the
+    /// caller's). Clients measure their offset from it, so that every process reads one time.
+    async fn db_now(&self) -> Result<Option<i64>> {
+        Ok(None)
+    }
     /// Takes or renews the leadership of `name`: returns the term when `holder` leads.
     async fn leader_elect(&self, params: &LeaderParams) -> Result<Option<i64>>;
     /// Gives up the leadership of `name` if `holder` has it.

@@ -223,6 +223,15 @@ pub async fn metrics(State(state): State<AppState>, _who: Reader) -> ApiResult<R
             oldest,
         );
     }
+    if client.time_source() == backlog::TimeSource::Database {
+        let offset = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        offset.set(client.clock_offset() as f64 / 1e6);
+        registry.register(
+            "clock_offset_seconds",
+            "The database's clock minus this server's, as last measured (backlog reads the database's time)",
+            offset,
+        );
+    }
 
     let mut body = String::new();
     encode(&mut body, &registry).map_err(|e| {

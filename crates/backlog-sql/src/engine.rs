@@ -315,6 +315,15 @@ macro_rules! sql_backend {
                     .db()
             }
 
+            async fn db_now(&self) -> backlog_core::Result<Option<i64>> {
+                $cat::db_now()
+                    .scalar()
+                    .fetch_one(&self.pool)
+                    .await
+                    .db()
+                    .map(Some)
+            }
+
             async fn db_oldest_transaction(
                 &self,
             ) -> backlog_core::Result<Option<backlog_core::OldestTransaction>> {

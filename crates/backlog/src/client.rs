@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use backlog_sql::{JobConnection, JobTx, SqlBackend};
 
+use crate::time::{ClockSync, Time, TimeSource};
 use backlog_core::{
     AdminAction, Backend, ClaimStrategy, ClaimedJob, Clock, CompleteClaimed, EnqueueOutcome, Error,
     Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams,
@@ -143,7 +144,7 @@ pub struct Heartbeat {
 #[derive(Debug)]
 pub struct Client {
     backend: Arc<dyn Backend>,
-    clock: Arc<dyn Clock>,
+    time: Arc<Time>,
     payload_limit: usize,
     settings: Mutex<HashMap<QueueName, (QueueSettings, Instant)>>,
     ensured: Mutex<HashSet<QueueName>>,
@@ -194,7 +195,9 @@ impl Client {
 
     /// Connects with pool settings.
     pub async fn connect_with(url: &str, config: &backlog_sql::BackendConfig) -> Result<Self> {
-        Ok(Self::from_sql(SqlBackend::connect(url, config).await?))
+        let client = Self::from_sql(SqlBackend::connect(url, config).await?);
+        client.sync_clock().await?;
+        Ok(client)
     }
 
     /// Uses one of the built-in backends, for example made from your own sqlx pool:
@@ -208,7 +211,7 @@ impl Client {
     pub fn from_backend(backend: Arc<dyn Backend>) -> Self {
         Client {
             backend,
-            clock: Arc::new(SystemClock),
+            time: Arc::new(Time::new(Arc::new(SystemClock), TimeSource::Database)),
             payload_limit: backlog_core::DEFAULT_PAYLOAD_LIMIT,
             settings: Mutex::new(HashMap::new()),
             ensured: Mutex::new(HashSet::new()),
@@ -266,10 +269,38 @@ impl Client {
             .copied()
     }
 
-    /// Uses another clock (tests advance a [`backlog_core::ManualClock`] instead of sleeping).
+    /// Uses another clock, as it is: tests advance a [`backlog_core::ManualClock`] instead of
+    /// sleeping. The time source becomes [`TimeSource::Local`] (the database's clock is not
+    /// consulted); follow with [`Client::with_time_source`] to measure the offset from this clock
+    /// instead.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
+        self.time = Arc::new(Time::new(clock, TimeSource::Local));
         self
+    }
+
+    /// Sets where "now" comes from: the database's clock (the default) or the client's own.
+    /// The offset is measured again at the next [`Client::sync_clock`], or within a minute.
+    pub fn with_time_source(mut self, source: TimeSource) -> Self {
+        self.time = Arc::new(Time::new(self.time.clock(), source));
+        self
+    }
+
+    /// Measures the offset between the database's clock and the client's now (the client does
+    /// it when it connects, each worker when it starts, and both every minute after). `None`
+    /// when the time source is [`TimeSource::Local`] or the backend has no clock of its own.
+    pub async fn sync_clock(&self) -> Result<Option<ClockSync>> {
+        self.time.sync(self.backend.as_ref()).await
+    }
+
+    /// The database's clock minus the client's, in microseconds, as last measured (0 before the
+    /// first measurement and with [`TimeSource::Local`]).
+    pub fn clock_offset(&self) -> i64 {
+        self.time.offset()
+    }
+
+    /// Where "now" comes from.
+    pub fn time_source(&self) -> TimeSource {
+        self.time.source()
     }
 
     /// Sets the largest accepted payload in bytes (default 1 MiB).
@@ -288,9 +319,11 @@ impl Client {
         &self.backend
     }
 
-    /// Now, by the client's clock.
+    /// Now, in microseconds since the epoch: by the database's clock (the client's clock plus
+    /// the measured offset), or by the client's own with [`TimeSource::Local`].
     pub fn now(&self) -> i64 {
-        self.clock.now()
+        self.time.resync_if_due(&self.backend);
+        self.time.now()
     }
 
     /// Creates or upgrades the schema (idempotent, safe from several processes at once).

@@ -78,6 +78,7 @@ mod client;
 mod messaging;
 mod stats;
 pub mod testing;
+mod time;
 pub mod trace;
 mod typed;
 pub mod view;
@@ -118,6 +119,7 @@ pub use backlog_sql::{JobConnection, JobTx, MySqlBackend, PgBackend, SqlBackend,
 pub use client::{ClaimOpts, Client, FailOutcome, Heartbeat, JobListOpts};
 /// The sqlx this crate is built with, for making pools and transactions of the same version.
 pub use sqlx;
+pub use time::{ClockSync, TimeSource};
 pub use tokio_util::sync::CancellationToken;
 pub use typed::JobArgs;
 pub use worker::{

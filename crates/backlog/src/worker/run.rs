@@ -65,6 +65,11 @@ pub(crate) async fn run(
     abort: CancellationToken,
 ) -> Result<RunReport> {
     let client = inner.client.clone();
+    // Leases and due times are read by the database's clock; the client measures its offset
+    // again every minute as it reads the time.
+    if let Err(e) = client.sync_clock().await {
+        tracing::warn!("could not measure the database's clock, using this machine's: {e}");
+    }
     if let Err(e) = client.listen().await {
         tracing::warn!("wake-up channel unavailable, polling only: {e}");
     }
