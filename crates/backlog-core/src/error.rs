@@ -190,6 +190,9 @@ pub enum DbErrorKind {
     LockTimeout,
     /// The connection was lost or could not be made.
     ConnectionLost,
+    /// No answer within the statement timeout: the server or the network stalled, and whether
+    /// the call took effect is unknown.
+    NoAnswer,
     /// Anything else.
     Other,
 }
@@ -203,6 +206,7 @@ impl DbErrorKind {
                 | DbErrorKind::SerializationFailure
                 | DbErrorKind::LockTimeout
                 | DbErrorKind::ConnectionLost
+                | DbErrorKind::NoAnswer
         )
     }
 }
@@ -216,6 +220,7 @@ impl std::fmt::Display for DbErrorKind {
             DbErrorKind::SerializationFailure => "serialization failure",
             DbErrorKind::LockTimeout => "lock timeout",
             DbErrorKind::ConnectionLost => "connection lost",
+            DbErrorKind::NoAnswer => "no answer",
             DbErrorKind::Other => "other",
         })
     }

@@ -99,3 +99,23 @@ pub(crate) fn connect_error(url: &str, err: sqlx::Error) -> Error {
         },
     }
 }
+
+/// A step of connecting (`what`), bounded by `limit`: a server or network that stalls during
+/// the handshake fails it as a lost connection, naming the (redacted) URL.
+pub(crate) async fn connect_within<T>(
+    url: &str,
+    limit: std::time::Duration,
+    step: impl Future<Output = Result<T, sqlx::Error>>,
+) -> Result<T, Error> {
+    match tokio::time::timeout(limit, step).await {
+        Ok(done) => done.map_err(|e| connect_error(url, e)),
+        Err(_) => Err(Error::Database {
+            kind: DbErrorKind::ConnectionLost,
+            source: format!(
+                "cannot connect to {}: no answer within {limit:?} (connect_timeout)",
+                crate::redact_url(url)
+            )
+            .into(),
+        }),
+    }
+}

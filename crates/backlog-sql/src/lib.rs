@@ -10,6 +10,7 @@
 mod batch;
 pub mod catalog;
 mod dberror;
+mod deadline;
 mod engine;
 mod mysql;
 mod postgres;
@@ -24,6 +25,7 @@ use std::time::Duration;
 
 use backlog_core::{Backend, Error, Result};
 
+pub use deadline::{Deadline, NoAnswer};
 pub use engine::SqlTx;
 pub use mysql::MySqlBackend;
 pub use postgres::PgBackend;
@@ -39,8 +41,17 @@ pub const SCHEMA_VERSION: i64 = 6;
 pub struct BackendConfig {
     /// Most connections open at once (SQLite always uses one writer connection).
     pub max_connections: u32,
-    /// How long to wait for a connection before giving up.
+    /// How long to wait for a connection from the pool (which may have to open one) before
+    /// giving up.
     pub acquire_timeout: Duration,
+    /// How long opening a connection (TCP, TLS, handshake, authentication) may take when
+    /// connecting.
+    pub connect_timeout: Duration,
+    /// How long any one call to the database (a statement, or the few of one operation) may go
+    /// without an answer before it fails with a transient `DbErrorKind::NoAnswer` error: a
+    /// stalled server or network then costs a bounded wait instead of a hang. `None`: wait
+    /// forever. Migrations and VACUUM are exempt; see [`Deadline`].
+    pub statement_timeout: Option<Duration>,
     /// SQLite: how long a statement waits for another process's lock on the database file
     /// before it fails with a lock timeout ("database is locked").
     pub sqlite_busy_timeout: Duration,
@@ -51,6 +62,8 @@ impl Default for BackendConfig {
         BackendConfig {
             max_connections: 16,
             acquire_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            statement_timeout: Some(Duration::from_secs(30)),
             sqlite_busy_timeout: Duration::from_secs(30),
         }
     }
@@ -108,11 +121,20 @@ pub fn redact_url(url: &str) -> String {
 /// # Ok(()) }
 /// ```
 pub async fn connect(url: &str, config: &BackendConfig) -> Result<Arc<dyn Backend>> {
-    Ok(match url_scheme(url)? {
-        UrlScheme::Sqlite => Arc::new(SqliteBackend::connect(url, config).await?),
-        UrlScheme::Postgres => Arc::new(PgBackend::connect(url, config).await?),
-        UrlScheme::MySql => Arc::new(MySqlBackend::connect(url, config).await?),
-    })
+    let backend = SqlBackend::connect(url, config).await?.backend();
+    Ok(Deadline::wrap(backend, config.deadline_for(url)))
+}
+
+impl BackendConfig {
+    /// The deadline on each call: the statement timeout, and on SQLite at least a second past
+    /// the busy timeout (a lock wait then ends with SQLite's own, clearer error).
+    pub fn deadline_for(&self, url: &str) -> Option<Duration> {
+        let limit = self.statement_timeout?;
+        Some(match url_scheme(url) {
+            Ok(UrlScheme::Sqlite) => limit.max(self.sqlite_busy_timeout + Duration::from_secs(1)),
+            _ => limit,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use sqlx::{Connection, MySqlConnection, MySqlPool, Row};
 
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::catalog::mysql as cat;
-use crate::dberror::{DbResultExt, connect_error};
+use crate::dberror::{DbResultExt, connect_error, connect_within};
 use crate::engine::{Dialect, SqlTx, SqlTxClaim};
 use crate::rows::{
     assign_ids, audit_from_row, claimed_from_row, job_from_row, queue_from_row, stat_from_row,
@@ -40,9 +40,12 @@ impl MySqlBackend {
         let opts = MySqlConnectOptions::from_str(url).map_err(|e| connect_error(url, e))?;
         // One direct connection first: an unreachable server or bad credentials fail at once
         // instead of after the pool's acquire timeout.
-        let first = MySqlConnection::connect_with(&opts)
-            .await
-            .map_err(|e| connect_error(url, e))?;
+        let first = connect_within(
+            url,
+            config.connect_timeout,
+            MySqlConnection::connect_with(&opts),
+        )
+        .await?;
         first.close().await.ok();
         let pool = MySqlPoolOptions::new()
             .max_connections(config.max_connections)
@@ -56,15 +59,14 @@ impl MySqlBackend {
                     Ok(())
                 })
             })
-            .connect_with(opts)
-            .await
-            .map_err(|e| connect_error(url, e))?;
+            .connect_lazy_with(opts);
         let mut backend = Self::from_pool(pool);
-        let (mode, step): (i64, i64) = cat::db_autoinc()
-            .as_()
-            .fetch_one(&backend.pool)
-            .await
-            .map_err(|e| connect_error(url, e))?;
+        let (mode, step): (i64, i64) = connect_within(
+            url,
+            config.connect_timeout,
+            cat::db_autoinc().as_().fetch_one(&backend.pool),
+        )
+        .await?;
         backend.id_step = (mode == 0 || mode == 1).then_some(step.max(1));
         Ok(backend)
     }

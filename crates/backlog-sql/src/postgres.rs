@@ -18,7 +18,7 @@ use sqlx::{Connection, PgConnection, PgPool, Postgres, Row};
 use crate::BackendConfig;
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::catalog::{Stmt, postgres as cat};
-use crate::dberror::{DbResultExt, connect_error};
+use crate::dberror::{DbResultExt, connect_error, connect_within};
 use crate::engine::{Dialect, SqlTx, SqlTxClaim};
 use crate::rows::{
     assign_ids, audit_from_row, claimed_from_row, created, job_from_row, queue_from_row,
@@ -50,9 +50,12 @@ impl PgBackend {
         let opts = PgConnectOptions::from_str(url).map_err(|e| connect_error(url, e))?;
         // One direct connection first: an unreachable server or bad credentials fail at once
         // instead of after the pool's acquire timeout.
-        let first = PgConnection::connect_with(&opts)
-            .await
-            .map_err(|e| connect_error(url, e))?;
+        let first = connect_within(
+            url,
+            config.connect_timeout,
+            PgConnection::connect_with(&opts),
+        )
+        .await?;
         first.close().await.ok();
         let pool = PgPoolOptions::new()
             .max_connections(config.max_connections.max(1))

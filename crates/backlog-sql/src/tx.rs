@@ -64,7 +64,9 @@ impl SqlBackend {
     /// The built-in backend behind a `dyn Backend`, if it is one.
     pub fn of(backend: &dyn Backend) -> Option<Self> {
         let any = backend.as_any();
-        if let Some(b) = any.downcast_ref::<SqliteBackend>() {
+        if let Some(d) = any.downcast_ref::<crate::Deadline>() {
+            Self::of(d.inner())
+        } else if let Some(b) = any.downcast_ref::<SqliteBackend>() {
             Some(SqlBackend::Sqlite(b.clone()))
         } else if let Some(b) = any.downcast_ref::<PgBackend>() {
             Some(SqlBackend::Postgres(b.clone()))

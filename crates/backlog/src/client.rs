@@ -195,7 +195,9 @@ impl Client {
 
     /// Connects with pool settings.
     pub async fn connect_with(url: &str, config: &backlog_sql::BackendConfig) -> Result<Self> {
-        let client = Self::from_sql(SqlBackend::connect(url, config).await?);
+        let sql = SqlBackend::connect(url, config).await?;
+        let backend = backlog_sql::Deadline::wrap(sql.backend(), config.deadline_for(url));
+        let client = Self::from_backend(backend);
         client.sync_clock().await?;
         Ok(client)
     }
@@ -301,6 +303,15 @@ impl Client {
     /// Where "now" comes from.
     pub fn time_source(&self) -> TimeSource {
         self.time.source()
+    }
+
+    /// Bounds every call to the database (see `BackendConfig::statement_timeout`, which
+    /// [`Client::connect_with`] applies): for a client made from your own pool with
+    /// [`Client::from_sql`]. `None` takes the bound away.
+    pub fn with_statement_timeout(mut self, limit: Option<Duration>) -> Self {
+        let inner = backlog_sql::Deadline::unwrap(&self.backend).clone();
+        self.backend = backlog_sql::Deadline::wrap(inner, limit);
+        self
     }
 
     /// Sets the largest accepted payload in bytes (default 1 MiB).

@@ -1,0 +1,319 @@
+//! A deadline on every call to the database: a backend whose server or network stalls (no
+//! answer, no error: a frozen server, a proxy or firewall that holds the connection open) fails
+//! the call after `limit` instead of waiting forever. The call's outcome is then unknown: the
+//! error is transient (`DbErrorKind::NoAnswer`), and every write backlog makes is safe to
+//! repeat (fenced by lease tokens, or idempotent by unique key).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use backlog_core::{
+    AdminAction, AuditEntry, AuditListParams, Backend, BackendTx, Capabilities, ClaimedJob,
+    CompleteClaimed, CronFireParams, DbErrorKind, EnqueueOutcome, Error, Job, JobClaimParams,
+    JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams, JobFailParams,
+    JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
+    JobReleaseParams, JobRescueParams, JobVacuumParams, LeaderParams, MigrateReport, NewJob,
+    OldestTransaction, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats,
+    Rescued, Result, Retention, StatDepth, StatRow, TxClaim, WakeFn,
+};
+
+/// No answer within the deadline.
+#[derive(Debug)]
+pub struct NoAnswer(pub Duration);
+
+impl std::fmt::Display for NoAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "no answer from the database within {:?} (the server or the network stalled)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NoAnswer {}
+
+fn no_answer(limit: Duration) -> Error {
+    Error::Database {
+        kind: DbErrorKind::NoAnswer,
+        source: Box::new(NoAnswer(limit)),
+    }
+}
+
+async fn within<T>(limit: Duration, call: impl Future<Output = Result<T>>) -> Result<T> {
+    tokio::time::timeout(limit, call)
+        .await
+        .unwrap_or_else(|_| Err(no_answer(limit)))
+}
+
+/// A backend whose every call fails after `limit` without an answer (`BackendConfig::
+/// statement_timeout`). Exempt: `migrate` (it waits for other processes' migrations) and
+/// `job_vacuum` (a VACUUM of a large table may rightly take minutes). In a transaction the
+/// caller controls (`begin`), each of backlog's calls has the deadline; the caller's own
+/// statements on the connection do not.
+#[derive(Debug)]
+pub struct Deadline {
+    inner: Arc<dyn Backend>,
+    limit: Duration,
+}
+
+impl Deadline {
+    /// `backend` with a deadline on each call, or as it is when `limit` is `None`.
+    pub fn wrap(backend: Arc<dyn Backend>, limit: Option<Duration>) -> Arc<dyn Backend> {
+        match limit {
+            Some(limit) => Arc::new(Deadline {
+                inner: Self::unwrap(&backend).clone(),
+                limit,
+            }),
+            None => backend,
+        }
+    }
+
+    /// The backend under any deadline.
+    pub fn unwrap(backend: &Arc<dyn Backend>) -> &Arc<dyn Backend> {
+        match backend.as_any().downcast_ref::<Deadline>() {
+            Some(d) => &d.inner,
+            None => backend,
+        }
+    }
+
+    /// The backend under the deadline.
+    pub fn inner(&self) -> &dyn Backend {
+        self.inner.as_ref()
+    }
+
+    /// The deadline.
+    pub fn limit(&self) -> Duration {
+        self.limit
+    }
+
+    async fn within<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
+        within(self.limit, call).await
+    }
+}
+
+struct DeadlineTx {
+    inner: Box<dyn BackendTx>,
+    limit: Duration,
+}
+
+#[async_trait]
+impl BackendTx for DeadlineTx {
+    async fn enqueue(&mut self, jobs: Vec<NewJob>, now: i64) -> Result<Vec<EnqueueOutcome>> {
+        within(self.limit, self.inner.enqueue(jobs, now)).await
+    }
+    async fn complete(&mut self, params: &JobCompleteParams) -> Result<Vec<JobRef>> {
+        within(self.limit, self.inner.complete(params)).await
+    }
+    async fn commit(self: Box<Self>) -> Result<()> {
+        within(self.limit, self.inner.commit()).await
+    }
+    async fn rollback(self: Box<Self>) -> Result<()> {
+        within(self.limit, self.inner.rollback()).await
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self.inner.as_any_mut()
+    }
+}
+
+struct DeadlineClaim {
+    inner: Box<dyn TxClaim>,
+    limit: Duration,
+}
+
+#[async_trait]
+impl TxClaim for DeadlineClaim {
+    fn job(&self) -> &ClaimedJob {
+        self.inner.job()
+    }
+    async fn complete(self: Box<Self>, now: i64, retention: Retention) -> Result<()> {
+        within(self.limit, self.inner.complete(now, retention)).await
+    }
+    async fn fail(self: Box<Self>, now: i64, error: String, retry_at: Option<i64>) -> Result<()> {
+        within(self.limit, self.inner.fail(now, error, retry_at)).await
+    }
+    async fn rollback(self: Box<Self>) -> Result<()> {
+        within(self.limit, self.inner.rollback()).await
+    }
+}
+
+#[async_trait]
+impl Backend for Deadline {
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+    async fn begin(&self) -> Result<Box<dyn BackendTx>> {
+        let inner = self.within(self.inner.begin()).await?;
+        Ok(Box::new(DeadlineTx {
+            inner,
+            limit: self.limit,
+        }))
+    }
+    async fn migrate(&self) -> Result<MigrateReport> {
+        self.inner.migrate().await
+    }
+    async fn job_insert(&self, params: JobInsertParams) -> Result<Vec<EnqueueOutcome>> {
+        self.within(self.inner.job_insert(params)).await
+    }
+    async fn job_claim(&self, params: &JobClaimParams) -> Result<Vec<ClaimedJob>> {
+        self.within(self.inner.job_claim(params)).await
+    }
+    async fn job_claim_tx(&self, params: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>> {
+        let claim = self.within(self.inner.job_claim_tx(params)).await?;
+        Ok(claim.map(|inner| {
+            Box::new(DeadlineClaim {
+                inner,
+                limit: self.limit,
+            }) as Box<dyn TxClaim>
+        }))
+    }
+    async fn job_complete(&self, params: JobCompleteParams) -> Result<Vec<JobRef>> {
+        self.within(self.inner.job_complete(params)).await
+    }
+    async fn job_complete_claim(&self, params: JobCompleteClaimParams) -> Result<CompleteClaimed> {
+        self.within(self.inner.job_complete_claim(params)).await
+    }
+    async fn job_fail(&self, params: JobFailParams) -> Result<()> {
+        self.within(self.inner.job_fail(params)).await
+    }
+    async fn job_release(&self, params: JobReleaseParams) -> Result<()> {
+        self.within(self.inner.job_release(params)).await
+    }
+    async fn job_heartbeat(&self, params: JobHeartbeatParams) -> Result<bool> {
+        self.within(self.inner.job_heartbeat(params)).await
+    }
+    async fn job_progress(&self, params: JobProgressParams) -> Result<()> {
+        self.within(self.inner.job_progress(params)).await
+    }
+    async fn job_cancel_request(&self, id: i64, now: i64) -> Result<Job> {
+        self.within(self.inner.job_cancel_request(id, now)).await
+    }
+    async fn job_prune(&self, params: JobPruneParams) -> Result<u64> {
+        self.within(self.inner.job_prune(params)).await
+    }
+    async fn job_vacuum(&self, params: JobVacuumParams) -> Result<Option<u64>> {
+        self.inner.job_vacuum(params).await
+    }
+    async fn schema_version(&self) -> Result<i64> {
+        self.within(self.inner.schema_version()).await
+    }
+    async fn queue_oldest_due(&self, now: i64) -> Result<Vec<(String, i64)>> {
+        self.within(self.inner.queue_oldest_due(now)).await
+    }
+    async fn db_oldest_transaction(&self) -> Result<Option<OldestTransaction>> {
+        self.within(self.inner.db_oldest_transaction()).await
+    }
+    async fn db_now(&self) -> Result<Option<i64>> {
+        self.within(self.inner.db_now()).await
+    }
+    async fn leader_elect(&self, params: &LeaderParams) -> Result<Option<i64>> {
+        self.within(self.inner.leader_elect(params)).await
+    }
+    async fn leader_resign(&self, name: &str, holder: &str) -> Result<()> {
+        self.within(self.inner.leader_resign(name, holder)).await
+    }
+    async fn cron_fire(&self, params: CronFireParams) -> Result<Option<EnqueueOutcome>> {
+        self.within(self.inner.cron_fire(params)).await
+    }
+    async fn topic_subscribe(
+        &self,
+        topic: &QueueName,
+        queue: &QueueName,
+        subscribe: bool,
+        now: i64,
+    ) -> Result<()> {
+        self.within(self.inner.topic_subscribe(topic, queue, subscribe, now))
+            .await
+    }
+    async fn topic_subscribers(&self, topic: &QueueName) -> Result<Vec<QueueName>> {
+        self.within(self.inner.topic_subscribers(topic)).await
+    }
+    async fn listen(&self, wake: WakeFn) -> Result<bool> {
+        self.within(self.inner.listen(wake)).await
+    }
+    async fn job_rescue(&self, params: JobRescueParams) -> Result<Vec<Rescued>> {
+        self.within(self.inner.job_rescue(params)).await
+    }
+    async fn job_get(&self, id: i64) -> Result<Option<Job>> {
+        self.within(self.inner.job_get(id)).await
+    }
+    async fn job_list(&self, params: JobListParams) -> Result<Vec<Job>> {
+        self.within(self.inner.job_list(params)).await
+    }
+    async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job> {
+        self.within(self.inner.job_admin(id, action, now)).await
+    }
+    async fn job_count_pending(&self, params: &JobCountPendingParams) -> Result<i64> {
+        self.within(self.inner.job_count_pending(params)).await
+    }
+    async fn queue_redrive(&self, params: QueueRedriveParams) -> Result<u64> {
+        self.within(self.inner.queue_redrive(params)).await
+    }
+    async fn queue_get(&self, name: &QueueName) -> Result<Option<QueueSettings>> {
+        self.within(self.inner.queue_get(name)).await
+    }
+    async fn queue_ensure(&self, name: &QueueName, now: i64) -> Result<()> {
+        self.within(self.inner.queue_ensure(name, now)).await
+    }
+    async fn queue_upsert(&self, settings: &QueueSettings, now: i64) -> Result<()> {
+        self.within(self.inner.queue_upsert(settings, now)).await
+    }
+    async fn queue_set_paused(&self, name: &QueueName, paused: bool, now: i64) -> Result<()> {
+        self.within(self.inner.queue_set_paused(name, paused, now))
+            .await
+    }
+    async fn queue_list(&self) -> Result<Vec<QueueInfo>> {
+        self.within(self.inner.queue_list()).await
+    }
+    async fn queue_stats(
+        &self,
+        queue: Option<&QueueName>,
+        now: i64,
+    ) -> Result<Vec<(String, QueueStats)>> {
+        self.within(self.inner.queue_stats(queue, now)).await
+    }
+    async fn stat_add(&self, rows: &[StatRow]) -> Result<()> {
+        self.within(self.inner.stat_add(rows)).await
+    }
+    async fn stat_snapshot(&self, minute: i64, depths: &[(String, StatDepth)]) -> Result<()> {
+        self.within(self.inner.stat_snapshot(minute, depths)).await
+    }
+    async fn stat_history(&self, queue: Option<&QueueName>, since: i64) -> Result<Vec<StatRow>> {
+        self.within(self.inner.stat_history(queue, since)).await
+    }
+    async fn stat_totals(&self) -> Result<Vec<StatRow>> {
+        self.within(self.inner.stat_totals()).await
+    }
+    async fn stat_prune(&self, before: i64) -> Result<u64> {
+        self.within(self.inner.stat_prune(before)).await
+    }
+    async fn audit_add(&self, entry: &AuditEntry) -> Result<i64> {
+        self.within(self.inner.audit_add(entry)).await
+    }
+    async fn audit_list(&self, params: &AuditListParams) -> Result<Vec<AuditEntry>> {
+        self.within(self.inner.audit_list(params)).await
+    }
+    async fn close(&self) {
+        // Closing waits for connections in use; a stalled one is dropped after the deadline.
+        let _ = tokio::time::timeout(self.limit, self.inner.close()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_without_an_answer_fails_at_the_deadline() {
+        let limit = Duration::from_secs(2);
+        let stalled = within(limit, std::future::pending::<Result<()>>());
+        let err = stalled.await.unwrap_err();
+        assert!(err.is_transient(), "{err}");
+        assert!(
+            err.to_string()
+                .contains("no answer from the database within 2s")
+        );
+        assert_eq!(within(limit, async { Ok(7) }).await.unwrap(), 7);
+    }
+}
