@@ -1,10 +1,16 @@
 //! Whole processes under fire, on every backend: worker processes killed with SIGKILL at random
 //! moments while they complete jobs transactionally, and leader failover between two processes.
+//! On PostgreSQL and MariaDB also: database connections cut under workers and a producer, and
+//! the database server restarted under them (`restarts`).
 //!
 //! The test binary runs itself as the child processes: `child_process` does the child's work when
 //! `BACKLOG_CHILD_ROLE` is set, and nothing otherwise.
 
 mod common;
+#[path = "processes/producer.rs"]
+mod producer;
+#[path = "processes/restarts.rs"]
+mod restarts;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,6 +28,11 @@ const LEADER_TTL: Duration = Duration::from_secs(1);
 const RENEW_EVERY: Duration = Duration::from_millis(200);
 
 fn spawn_child(role: &str, url: &str, owner: &str) -> Child {
+    spawn_child_with(role, url, owner, &[])
+}
+
+/// A child process with more settings in its environment.
+fn spawn_child_with(role: &str, url: &str, owner: &str, env: &[(&str, String)]) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -32,10 +43,20 @@ fn spawn_child(role: &str, url: &str, owner: &str) -> Child {
         .env("BACKLOG_CHILD_ROLE", role)
         .env("BACKLOG_CHILD_URL", url)
         .env("BACKLOG_CHILD_OWNER", owner)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(child_stderr())
         .spawn()
         .unwrap()
+}
+
+/// The children's stderr: none, unless `BACKLOG_TEST_CHILD_STDERR` is set (to see why one
+/// failed).
+fn child_stderr() -> Stdio {
+    match std::env::var_os("BACKLOG_TEST_CHILD_STDERR") {
+        Some(_) => Stdio::inherit(),
+        None => Stdio::null(),
+    }
 }
 
 /// Child processes, SIGKILLed and reaped when dropped (also when a test fails).
@@ -101,13 +122,20 @@ async fn child_process() {
     };
     let url = std::env::var("BACKLOG_CHILD_URL").unwrap();
     let owner = std::env::var("BACKLOG_CHILD_OWNER").unwrap();
+    if role == "producer" {
+        return producer::produce(&url).await;
+    }
+    // How long an idle worker waits between polls (the LISTEN connection wakes it sooner).
+    let poll_max = std::env::var("BACKLOG_CHILD_POLL_MS").map_or(Duration::from_millis(100), |v| {
+        Duration::from_millis(v.parse().unwrap())
+    });
     let client = Client::connect(&url).await.unwrap();
     let tick = client.new_job("ticks", &serde_json::json!({})).unwrap();
     let builder = Worker::builder(client).configure(|c| {
         c.owner = owner;
         c.maintenance = Some(maintenance());
         c.lease = Some(Duration::from_secs(1));
-        c.poll_max = Duration::from_millis(100);
+        c.poll_max = poll_max;
     });
     let worker = match role.as_str() {
         // Each job writes its result row in the job's own transaction and completes in that commit.
