@@ -212,3 +212,34 @@ async fn all_jobs(client: &Client) -> Vec<backlog::Job> {
         out.extend(page);
     }
 }
+
+/// Starts the producer process: jobs `first..first + jobs`, its calls recorded in `out`.
+pub fn spawn(url: &str, first: i64, jobs: i64, out: &std::path::Path) -> std::process::Child {
+    let env = [
+        ("BACKLOG_CHILD_FIRST", first.to_string()),
+        ("BACKLOG_CHILD_JOBS", jobs.to_string()),
+        ("BACKLOG_CHILD_OUT", out.display().to_string()),
+    ];
+    super::spawn_child_with("producer", url, "producer", &env)
+}
+
+/// Waits for the producer to end on its own, successfully, within `limit`.
+pub async fn wait(producer: &mut std::process::Child, limit: Duration) {
+    let waiting = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = producer.try_wait().unwrap() {
+            break s;
+        }
+        assert!(waiting.elapsed() < limit, "the producer did not finish");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "the producer failed: {status}");
+}
+
+/// A job of queue `fire` due in an hour, with no key: it counts as pending, so draining
+/// workers do not end while the producer is still at work. Cancel it once the producer is done.
+pub async fn hold_drain(client: &Client) -> i64 {
+    let mut hold = client.new_job("fire", &-1).unwrap();
+    hold.run_at = Some(client.now() + 3_600_000_000);
+    client.enqueue(hold).await.unwrap().id
+}

@@ -183,11 +183,7 @@ async fn restarts(engine: Engine) {
     };
     let db = TestDb::new_on(engine, &base).await;
     db.create_results().await;
-    // Keeps the draining workers from ending while the producer is still at work: a job due in
-    // an hour counts as pending; it is cancelled once the producer is done.
-    let mut hold = db.client.new_job("fire", &-1).unwrap();
-    hold.run_at = Some(db.client.now() + 3_600_000_000);
-    let hold = db.client.enqueue(hold).await.unwrap().id;
+    let hold = producer::hold_drain(&db.client).await;
 
     let tag = format!("bl_rs_{:08x}", rand::random::<u32>());
     let (url, producer_url, results, listeners) = match engine {
@@ -215,17 +211,8 @@ async fn restarts(engine: Engine) {
             .map(|i| spawn_child_with("fire", &url, &format!("rs-{i}"), &worker_env))
             .collect(),
     );
-    let producer_env = [
-        ("BACKLOG_CHILD_JOBS", jobs.to_string()),
-        ("BACKLOG_CHILD_OUT", calls.display().to_string()),
-    ];
     let started = Instant::now();
-    let mut producer = Children(vec![spawn_child_with(
-        "producer",
-        &producer_url,
-        "producer",
-        &producer_env,
-    )]);
+    let mut producer = Children(vec![producer::spawn(&producer_url, 0, jobs, &calls)]);
     let mut figures = Vec::new();
     for r in 0..times {
         // Restart r once the producer has enqueued (r + 1) / (times + 1) of the jobs.
@@ -247,18 +234,7 @@ async fn restarts(engine: Engine) {
         figures.push(restart);
     }
     // The producer ends on its own, then the held job is cancelled and the workers drain.
-    let waiting = Instant::now();
-    let status = loop {
-        if let Some(s) = producer.0[0].try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            waiting.elapsed() < Duration::from_secs(300),
-            "the producer did not finish"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert!(status.success(), "the producer failed: {status}");
+    producer::wait(&mut producer.0[0], Duration::from_secs(300)).await;
     db.client.cancel(hold).await.unwrap();
     workers.wait_drained(Duration::from_secs(60)).await;
     let took = started.elapsed();
