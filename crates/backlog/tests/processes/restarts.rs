@@ -43,6 +43,20 @@ fn fault_server(args: &[&str]) {
     );
 }
 
+/// Holds the fault server of `engine` for one test at a time, across test processes too (a
+/// lock on a file, released when the test ends or its process dies): a restart must not run
+/// into another test's restart.
+async fn own_server(engine: Engine) -> std::fs::File {
+    let path = std::env::temp_dir().join(format!("backlog-fault-{}.lock", backend(engine)));
+    tokio::task::spawn_blocking(move || {
+        let file = std::fs::File::create(&path).unwrap();
+        file.lock().unwrap();
+        file
+    })
+    .await
+    .unwrap()
+}
+
 /// How a restart stops the server.
 fn modes(engine: Engine) -> [&'static str; 2] {
     match engine {
@@ -173,9 +187,13 @@ async fn restart(
 /// server. At the end: every job completed exactly once, every id the producer was given
 /// exists and is completed, no job was lost or enqueued twice, every producer error was
 /// reported as transient, attempts within the queue's limit, and the workers drain and exit.
-async fn restarts(engine: Engine) {
+///
+/// The PostgreSQL fault cluster runs with autovacuum on, as users' servers do; with
+/// `autovacuum` false the test's tables opt out of it, as on the machine's main cluster.
+async fn restarts(engine: Engine, autovacuum: bool) {
     let jobs = env_count("BACKLOG_RESTART_JOBS", 4_000) as i64;
     let times = env_count("BACKLOG_RESTARTS", 3);
+    let _server = own_server(engine).await;
     fault_server(&["ensure", backend(engine)]);
     let base = match engine {
         Engine::Postgres => backlog_testdb::pg_fault_base(),
@@ -183,6 +201,24 @@ async fn restarts(engine: Engine) {
     };
     let db = TestDb::new_on(engine, &base).await;
     db.create_results().await;
+    if !autovacuum {
+        db.exec(
+            "DO $$ DECLARE t record; BEGIN \
+             FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = current_schema() LOOP \
+             EXECUTE format('ALTER TABLE %I SET (autovacuum_enabled = false)', t.tablename); \
+             END LOOP; END $$",
+        )
+        .await;
+        let left = db
+            .scalar(
+                "SELECT COUNT(*) FROM pg_tables t JOIN pg_class c ON c.oid = \
+                 format('%I.%I', t.schemaname, t.tablename)::regclass \
+                 WHERE t.schemaname = current_schema() \
+                 AND NOT 'autovacuum_enabled=false' = ANY(coalesce(c.reloptions, '{}'))",
+            )
+            .await;
+        assert_eq!(left, 0, "tables left to autovacuum");
+    }
     let hold = producer::hold_drain(&db.client).await;
 
     let tag = format!("bl_rs_{:08x}", rand::random::<u32>());
@@ -255,9 +291,10 @@ async fn restarts(engine: Engine) {
     assert_eq!(figures.len(), times);
     let most = |f: fn(&Restart) -> Duration| figures.iter().map(f).max().unwrap();
     eprintln!(
-        "{engine:?}: {jobs} jobs, {times} restarts ({}), {:.1}s; longest down {:?}, \
+        "{engine:?}{}: {jobs} jobs, {times} restarts ({}), {:.1}s; longest down {:?}, \
          longest recovery {:?}{}; producer: {} errors, {} found after an error, {} reused; \
          most attempts {attempts}",
+        if autovacuum { "" } else { " (autovacuum off)" },
         figures.iter().map(|f| f.mode).collect::<Vec<_>>().join(" "),
         took.as_secs_f64(),
         most(|f| f.down),
@@ -276,10 +313,15 @@ async fn restarts(engine: Engine) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres() {
-    restarts(Engine::Postgres).await
+    restarts(Engine::Postgres, true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_autovacuum_off() {
+    restarts(Engine::Postgres, false).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql() {
-    restarts(Engine::MySql).await
+    restarts(Engine::MySql, true).await
 }
