@@ -2,6 +2,9 @@
 # Makes sure PostgreSQL and MariaDB are installed, running, and reachable the way the tests expect:
 #   PostgreSQL on 127.0.0.1:5432, trust auth, database `test`
 #   MariaDB    on 127.0.0.1:3306, root with an empty password, database `test`
+#   and, for the fault tests that restart a server (scripts/fault_server.sh), a second of each:
+#   PostgreSQL cluster `backlog_fault` on 127.0.0.1:5433 with autovacuum on, MariaDB on
+#   127.0.0.1:3307 with its own datadir; same users and database
 #   Python with psycopg and PyMySQL, for the example client in examples/python
 # and Chromium with chromedriver for the dashboard's browser test (crates/backlog-cli/tests/
 # dashboard.rs). Installs them from Debian's packages when absent. Exits non-zero if any cannot be
@@ -76,4 +79,6 @@ command -v chromium >/dev/null && command -v chromedriver >/dev/null \
 command -v chromedriver >/dev/null || { log "chromedriver is not installed"; exit 1; }
 ensure_postgres
 ensure_mariadb
+"$(dirname "$0")/fault_server.sh" ensure postgres
+"$(dirname "$0")/fault_server.sh" ensure mysql
 ensure_python_drivers

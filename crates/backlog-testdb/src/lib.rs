@@ -27,39 +27,66 @@ pub fn my_base() -> String {
         .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
 }
 
+/// The PostgreSQL server the fault tests restart, apart from the main one
+/// (`scripts/fault_server.sh`): `BACKLOG_TEST_FAULT_POSTGRES_URL`.
+pub fn pg_fault_base() -> String {
+    std::env::var("BACKLOG_TEST_FAULT_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5433/test".into())
+}
+
+/// The MariaDB server the fault tests restart, apart from the main one
+/// (`scripts/fault_server.sh`): `BACKLOG_TEST_FAULT_MYSQL_URL`.
+pub fn my_fault_base() -> String {
+    std::env::var("BACKLOG_TEST_FAULT_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3307/test".into())
+}
+
 pub struct TestDb {
     pub engine: Engine,
     pub url: String,
     pub client: Arc<Client>,
     name: String,
+    /// The server's base URL (PostgreSQL, MariaDB).
+    base: String,
     _dir: tempfile::TempDir,
 }
 
 impl TestDb {
     pub async fn new(engine: Engine) -> TestDb {
+        let base = match engine {
+            Engine::Sqlite => String::new(),
+            Engine::Postgres => pg_base(),
+            Engine::MySql => my_base(),
+        };
+        TestDb::new_on(engine, &base).await
+    }
+
+    /// A test database on the server at `base` (ignored for SQLite), such as the fault
+    /// servers of [`pg_fault_base`] and [`my_fault_base`].
+    pub async fn new_on(engine: Engine, base: &str) -> TestDb {
         let dir = tempfile::tempdir().unwrap();
         let name = format!("bl_r_{:016x}", rand::random::<u64>());
         let url = match engine {
             Engine::Sqlite => format!("sqlite://{}", dir.path().join("t.db").display()),
             Engine::Postgres => {
-                let mut c = sqlx::PgConnection::connect(&pg_base())
+                let mut c = sqlx::PgConnection::connect(base)
                     .await
-                    .expect("PostgreSQL is required");
+                    .unwrap_or_else(|e| panic!("PostgreSQL is required at {base}: {e}"));
                 sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
                     .execute(&mut c)
                     .await
                     .unwrap();
-                format!("{}?options=-c%20search_path%3D{name}", pg_base())
+                format!("{base}?options=-c%20search_path%3D{name}")
             }
             Engine::MySql => {
-                let mut c = sqlx::MySqlConnection::connect(&my_base())
+                let mut c = sqlx::MySqlConnection::connect(base)
                     .await
-                    .expect("MariaDB is required");
+                    .unwrap_or_else(|e| panic!("MariaDB is required at {base}: {e}"));
                 sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
                     .execute(&mut c)
                     .await
                     .unwrap();
-                let mut u = url::Url::parse(&my_base()).unwrap();
+                let mut u = url::Url::parse(base).unwrap();
                 u.set_path(&format!("/{name}"));
                 u.to_string()
             }
@@ -71,6 +98,7 @@ impl TestDb {
             url,
             client: Arc::new(client),
             name,
+            base: base.to_owned(),
             _dir: dir,
         }
     }
@@ -166,7 +194,7 @@ impl TestDb {
         match self.engine {
             Engine::Sqlite => {}
             Engine::Postgres => {
-                let mut c = sqlx::PgConnection::connect(&pg_base()).await.unwrap();
+                let mut c = sqlx::PgConnection::connect(&self.base).await.unwrap();
                 sqlx::query(sqlx::AssertSqlSafe(format!(
                     "DROP SCHEMA {} CASCADE",
                     self.name
@@ -176,7 +204,7 @@ impl TestDb {
                 .unwrap();
             }
             Engine::MySql => {
-                let mut c = sqlx::MySqlConnection::connect(&my_base()).await.unwrap();
+                let mut c = sqlx::MySqlConnection::connect(&self.base).await.unwrap();
                 sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {}", self.name)))
                     .execute(&mut c)
                     .await

@@ -375,6 +375,12 @@ impl Client {
 
     /// Enqueues one job. With a unique key that an unfinished job holds, returns that job's id
     /// and creates nothing.
+    ///
+    /// An error for a lost connection (`is_transient()`) does not say that nothing was
+    /// committed: the answer may have been lost after the commit. To retry without a duplicate,
+    /// give the job a unique key and, before enqueueing it again, look the key up in any state
+    /// ([`Client::job_list`] with `unique_key`): the key alone stops a second job only while the
+    /// first is unfinished, and it may have been completed meanwhile.
     pub async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
         Ok(self.enqueue_many(vec![job]).await?.remove(0))
     }

@@ -1,10 +1,18 @@
 //! Whole processes under fire, on every backend: worker processes killed with SIGKILL at random
 //! moments while they complete jobs transactionally, and leader failover between two processes.
+//! On PostgreSQL and MariaDB also: database connections cut under workers and a producer, and
+//! the database server restarted under them (`restarts`).
 //!
 //! The test binary runs itself as the child processes: `child_process` does the child's work when
 //! `BACKLOG_CHILD_ROLE` is set, and nothing otherwise.
 
 mod common;
+#[path = "processes/producer.rs"]
+mod producer;
+#[path = "processes/restarts.rs"]
+mod restarts;
+#[path = "processes/severed.rs"]
+mod severed;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,6 +30,11 @@ const LEADER_TTL: Duration = Duration::from_secs(1);
 const RENEW_EVERY: Duration = Duration::from_millis(200);
 
 fn spawn_child(role: &str, url: &str, owner: &str) -> Child {
+    spawn_child_with(role, url, owner, &[])
+}
+
+/// A child process with more settings in its environment.
+fn spawn_child_with(role: &str, url: &str, owner: &str, env: &[(&str, String)]) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -32,10 +45,20 @@ fn spawn_child(role: &str, url: &str, owner: &str) -> Child {
         .env("BACKLOG_CHILD_ROLE", role)
         .env("BACKLOG_CHILD_URL", url)
         .env("BACKLOG_CHILD_OWNER", owner)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(child_stderr())
         .spawn()
         .unwrap()
+}
+
+/// The children's stderr: none, unless `BACKLOG_TEST_CHILD_STDERR` is set (to see why one
+/// failed).
+fn child_stderr() -> Stdio {
+    match std::env::var_os("BACKLOG_TEST_CHILD_STDERR") {
+        Some(_) => Stdio::inherit(),
+        None => Stdio::null(),
+    }
 }
 
 /// Child processes, SIGKILLed and reaped when dropped (also when a test fails).
@@ -101,13 +124,20 @@ async fn child_process() {
     };
     let url = std::env::var("BACKLOG_CHILD_URL").unwrap();
     let owner = std::env::var("BACKLOG_CHILD_OWNER").unwrap();
+    if role == "producer" {
+        return producer::produce(&url).await;
+    }
+    // How long an idle worker waits between polls (the LISTEN connection wakes it sooner).
+    let poll_max = std::env::var("BACKLOG_CHILD_POLL_MS").map_or(Duration::from_millis(100), |v| {
+        Duration::from_millis(v.parse().unwrap())
+    });
     let client = Client::connect(&url).await.unwrap();
     let tick = client.new_job("ticks", &serde_json::json!({})).unwrap();
     let builder = Worker::builder(client).configure(|c| {
         c.owner = owner;
         c.maintenance = Some(maintenance());
         c.lease = Some(Duration::from_secs(1));
-        c.poll_max = Duration::from_millis(100);
+        c.poll_max = poll_max;
     });
     let worker = match role.as_str() {
         // Each job writes its result row in the job's own transaction and completes in that commit.
@@ -181,185 +211,6 @@ async fn transactional_completion_under_fire(engine: Engine) {
     each_done_once(&db, JOBS).await;
     eprintln!(
         "{engine:?}: {JOBS} jobs, {kills} SIGKILLs, {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
-    db.drop_db().await;
-}
-
-/// The jobs of `severed_connections` (`BACKLOG_SEVERED_JOBS` for a longer run from a script).
-fn severed_jobs() -> i64 {
-    std::env::var("BACKLOG_SEVERED_JOBS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(6_000)
-}
-
-/// The backlog connections of the worker processes of `severed_connections`: on PostgreSQL
-/// those with its `application_name` (the LISTEN connection among them), on MariaDB those using
-/// its database. Busy ones (in a statement, a claim or a completion's commit) come first half
-/// of the time, and every fifth cut, the first among them, goes to PostgreSQL's LISTEN connection.
-/// Returns what it cut: `None`, `"listen"` or `"other"`.
-async fn cut_one(admin: &Admin, name: &str, round: usize) -> Option<&'static str> {
-    let busy_first = rand::random_bool(0.5);
-    match admin {
-        Admin::Pg(pool) => {
-            let filter = if round % 5 == 1 {
-                "query LIKE 'LISTEN%'"
-            } else if busy_first {
-                "state = 'active'"
-            } else {
-                "TRUE"
-            };
-            let sql = format!(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-                 WHERE application_name = '{name}' AND {filter} ORDER BY random() LIMIT 1"
-            );
-            let cut: Option<bool> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                .fetch_optional(pool)
-                .await
-                .unwrap();
-            let kind = if round % 5 == 1 { "listen" } else { "other" };
-            cut.unwrap_or(false).then_some(kind)
-        }
-        Admin::My(pool) => {
-            let filter = if busy_first {
-                "COMMAND <> 'Sleep'"
-            } else {
-                "TRUE"
-            };
-            let sql = format!(
-                "SELECT ID FROM information_schema.PROCESSLIST \
-                 WHERE DB = '{name}' AND {filter} ORDER BY RAND() LIMIT 1"
-            );
-            let id: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                .fetch_optional(pool)
-                .await
-                .unwrap();
-            let id = id?;
-            // The connection may have closed since: ER_NO_SUCH_THREAD is fine.
-            let kill = format!("KILL CONNECTION {id}");
-            let killed = sqlx::query(sqlx::AssertSqlSafe(kill)).execute(pool).await;
-            killed.is_ok().then_some("other")
-        }
-    }
-}
-
-/// A count, on the admin pool.
-async fn count(admin: &Admin, sql: &str) -> i64 {
-    let sql = sqlx::AssertSqlSafe(sql.to_owned());
-    match admin {
-        Admin::Pg(p) => sqlx::query_scalar(sql).fetch_one(p).await.unwrap(),
-        Admin::My(p) => sqlx::query_scalar(sql).fetch_one(p).await.unwrap(),
-    }
-}
-
-/// A pool outside the test's own database, for cutting and counting.
-enum Admin {
-    Pg(sqlx::PgPool),
-    My(sqlx::MySqlPool),
-}
-
-/// Four worker processes complete 6,000 jobs transactionally (one results row each, written in
-/// the job's own transaction), while their database connections are cut one at a time about
-/// every 200 ms (`pg_terminate_backend`, MariaDB's `KILL CONNECTION`): pooled ones, busy ones
-/// in a claim or a completion's commit, and PostgreSQL's LISTEN connection. The processes are
-/// never restarted. Every job ends completed with exactly one results row: a cut transaction
-/// rolls back whole; a completion whose commit outcome is unknown to the worker is settled by
-/// the lease token (a retry with a stale token changes nothing, and the job runs again only if
-/// the commit did not happen).
-async fn severed_connections(engine: Engine) {
-    let jobs = severed_jobs();
-    let db = TestDb::new(engine).await;
-    db.create_results().await;
-    let c = &db.client;
-    for chunk in (0..jobs).collect::<Vec<_>>().chunks(1000) {
-        let jobs = chunk
-            .iter()
-            .map(|i| c.new_job("fire", i).unwrap())
-            .collect();
-        c.enqueue_many(jobs).await.unwrap();
-    }
-    let tag = format!("bl_cut_{:08x}", rand::random::<u32>());
-    let (admin, url, target, results) = match engine {
-        Engine::Postgres => {
-            let base = backlog_testdb::pg_base();
-            let admin = Admin::Pg(sqlx::PgPool::connect(&base).await.unwrap());
-            let url = format!("{}&application_name={tag}", db.url);
-            (admin, url, tag.clone(), format!("{}.results", db.name()))
-        }
-        Engine::MySql => {
-            let admin = Admin::My(
-                sqlx::MySqlPool::connect(&backlog_testdb::my_base())
-                    .await
-                    .unwrap(),
-            );
-            let name = db.name().to_owned();
-            (
-                admin,
-                db.url.clone(),
-                name.clone(),
-                format!("{name}.results"),
-            )
-        }
-        Engine::Sqlite => unreachable!("SQLite has no server connections to cut"),
-    };
-    let completed = async || count(&admin, &format!("SELECT COUNT(*) FROM {results}")).await;
-    let mut procs = Children(
-        (0..FIRE_PROCESSES)
-            .map(|i| spawn_child("fire", &url, &format!("cut-{i}")))
-            .collect(),
-    );
-    // Cut only once the processes are at work: the first cut goes to the LISTEN connection.
-    let ready = match &admin {
-        Admin::Pg(_) => format!(
-            "SELECT COUNT(*) FROM pg_stat_activity \
-             WHERE application_name = '{target}' AND query LIKE 'LISTEN%'"
-        ),
-        Admin::My(_) => {
-            format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{target}'")
-        }
-    };
-    let waiting = Instant::now();
-    while count(&admin, &ready).await == 0 {
-        assert!(
-            waiting.elapsed() < Duration::from_secs(30),
-            "the workers never connected"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let started = Instant::now();
-    let (mut rounds, mut cuts, mut listen_cuts) = (0, 0, 0);
-    loop {
-        let done = completed().await;
-        let running = procs
-            .0
-            .iter_mut()
-            .map(|p| p.try_wait().unwrap().is_none())
-            .filter(|&alive| alive)
-            .count();
-        if done >= jobs || running == 0 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(180),
-            "no progress while connections were cut: {done} of {jobs}"
-        );
-        tokio::time::sleep(Duration::from_millis(rand::random_range(100..300))).await;
-        rounds += 1;
-        match cut_one(&admin, &target, rounds).await {
-            Some("listen") => (cuts, listen_cuts) = (cuts + 1, listen_cuts + 1),
-            Some(_) => cuts += 1,
-            None => {}
-        }
-    }
-    procs.wait_drained(Duration::from_secs(60)).await;
-    assert!(cuts >= 5, "only {cuts} connections were cut");
-    if engine == Engine::Postgres {
-        assert!(listen_cuts >= 1, "the LISTEN connection was never cut");
-    }
-    each_done_once(&db, jobs).await;
-    eprintln!(
-        "{engine:?}: {jobs} jobs, {cuts} connections cut ({listen_cuts} LISTEN), {:.1}s",
         started.elapsed().as_secs_f64()
     );
     db.drop_db().await;
@@ -450,16 +301,3 @@ macro_rules! on_every_backend {
 }
 
 on_every_backend!(transactional_completion_under_fire, leader_failover);
-
-// SQLite has no server connections to cut.
-mod severed {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        super::severed_connections(super::Engine::Postgres).await
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn mysql() {
-        super::severed_connections(super::Engine::MySql).await
-    }
-}

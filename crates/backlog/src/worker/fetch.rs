@@ -323,8 +323,20 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
     /// True when a draining loop may stop: nothing of its own in flight and nothing left that
     /// it may take (jobs of kinds this worker does not claim wait for another worker). A paused
     /// queue has nothing it may take: its drain ends, leaving the jobs for after the resume,
-    /// and says so.
+    /// and says so. A look that fails for a transient reason (the database restarting) is no
+    /// answer: the loop goes on and looks again, as after a failed claim.
     async fn drained(&self) -> Result<bool> {
+        match self.drained_now().await {
+            Err(e) if e.is_transient() => {
+                let queue = &self.queue.name;
+                tracing::warn!("drain check of {queue} failed, retrying: {e}");
+                Ok(false)
+            }
+            other => other,
+        }
+    }
+
+    async fn drained_now(&self) -> Result<bool> {
         let p = &*self.pipeline;
         let Some(mode) = p.drain else {
             return Ok(false);
@@ -412,6 +424,8 @@ mod tests {
         next_id: Mutex<i64>,
         completed_alone: Mutex<Vec<i64>>,
         pending: Mutex<i64>,
+        /// How many `pending` calls fail (transiently) before it answers.
+        pending_fails: Mutex<usize>,
         pending_asked: Mutex<Vec<(Vec<Kind>, DrainMode)>>,
         /// The queue's settings; `None` fails the read.
         settings: Option<QueueSettings>,
@@ -425,6 +439,7 @@ mod tests {
                 next_id: Mutex::new(1),
                 completed_alone: Mutex::default(),
                 pending: Mutex::default(),
+                pending_fails: Mutex::default(),
                 pending_asked: Mutex::default(),
                 settings: Some(QueueSettings::defaults(QueueName::new("q").unwrap())),
             }
@@ -491,6 +506,11 @@ mod tests {
                 .lock()
                 .unwrap()
                 .push((kinds.to_vec(), mode));
+            let mut fails = self.pending_fails.lock().unwrap();
+            if *fails > 0 {
+                *fails -= 1;
+                return Err(fakes::transient());
+            }
             Ok(*self.pending.lock().unwrap())
         }
     }
@@ -703,6 +723,24 @@ mod tests {
         tokio::time::sleep(ms(2000)).await;
         assert!(task.is_finished(), "ends at the next poll");
         task.await.unwrap().unwrap();
+    }
+
+    /// Found by the restart test (tests/processes/restarts.rs): with the database down, the
+    /// drain's look at pending jobs failed and ended the worker with the error.
+    #[tokio::test(start_paused = true)]
+    async fn a_drain_goes_on_when_its_look_at_pending_jobs_fails_for_now() {
+        let claimer = ScriptedClaimer::new([Answer::ClaimFails(fakes::transient())]);
+        *claimer.pending_fails.lock().unwrap() = 2;
+        let l = claim_loop(2, claimer, held(), |c| c.drain = Some(DrainMode::All));
+        let ended = tokio::time::timeout(ms(5000), l.fetcher.run()).await;
+        ended.expect("the drain ends").unwrap();
+        let claimer = &l.pipeline.claimer;
+        assert_eq!(claimer.pending_asked.lock().unwrap().len(), 3);
+        assert_eq!(
+            claimer.calls().len(),
+            3,
+            "claims again after each failed look"
+        );
     }
 
     #[tokio::test(start_paused = true)]
