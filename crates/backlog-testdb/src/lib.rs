@@ -3,6 +3,8 @@
 //! required, never skipped: `BACKLOG_TEST_POSTGRES_URL` and `BACKLOG_TEST_MYSQL_URL` say where.
 #![allow(missing_docs)]
 
+pub mod proxy;
+
 use std::sync::Arc;
 
 use backlog::{Client, JobTx};

@@ -1,0 +1,298 @@
+//! Network faults between a worker and its database, through a TCP proxy on loopback
+//! (`backlog_testdb::proxy`), on PostgreSQL and MariaDB: added latency, a partition (the
+//! connection stalls, no FIN, no data) longer than the lease after which the worker comes back
+//! late, and a stall that never ends. Nothing is lost or done twice, a late completion changes
+//! nothing, and nothing waits forever: connects and calls end at their timeouts.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use backlog::{
+    BackendConfig, CancellationToken, Client, DbErrorKind, DrainMode, Error, JobContext, JobState,
+    MaintenanceConfig, Outcome, QueueName, Worker,
+};
+use common::proxy::Proxy;
+use common::{Engine, TestDb};
+use tokio::sync::Notify;
+
+fn config(statement_timeout: Duration) -> BackendConfig {
+    BackendConfig {
+        acquire_timeout: Duration::from_secs(1),
+        connect_timeout: Duration::from_secs(1),
+        statement_timeout: Some(statement_timeout),
+        ..BackendConfig::default()
+    }
+}
+
+/// A worker whose jobs each write one results row and complete in that same commit.
+fn transactional(client: Client, concurrency: usize, lease: Duration) -> backlog::WorkerBuilder {
+    Worker::builder(client)
+        .queue("net", concurrency)
+        .fallback_handler(|ctx: JobContext| async move {
+            let mut tx = ctx.begin().await?;
+            common::insert_result(&mut tx, ctx.id()).await?;
+            Ok(Outcome::CompleteInTx(tx))
+        })
+        .configure(move |c| {
+            c.lease = Some(lease);
+            c.poll_max = Duration::from_millis(100);
+            c.maintenance = None;
+        })
+}
+
+/// Another process with maintenance that rescues every 200 ms, and completes jobs like the
+/// worker under test.
+fn rescuer(client: Client, drain: bool) -> Worker {
+    transactional(client, 4, Duration::from_secs(5))
+        .configure(move |c| {
+            c.maintenance = Some(MaintenanceConfig {
+                rescue_every: Duration::from_millis(200),
+                ..MaintenanceConfig::default()
+            });
+            c.drain = drain.then_some(DrainMode::All);
+        })
+        .build()
+        .unwrap()
+}
+
+async fn enqueue(db: &TestDb, n: usize) {
+    let jobs = (0..n)
+        .map(|i| db.client.new_job("net", &i).unwrap())
+        .collect();
+    db.client.enqueue_many(jobs).await.unwrap();
+}
+
+/// Every one of `n` jobs is completed and has exactly one results row.
+async fn each_done_once(db: &TestDb, n: i64) {
+    let net = QueueName::new("net").unwrap();
+    let stats = db.client.stats(Some(&net)).await.unwrap();
+    assert_eq!(stats[0].1.completed, n, "{stats:?}");
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM results").await, n);
+    assert_eq!(
+        db.scalar("SELECT COUNT(DISTINCT job_id) FROM results")
+            .await,
+        n
+    );
+}
+
+async fn wait_until<F: AsyncFn() -> bool>(what: &str, limit: Duration, done: F) {
+    let deadline = Instant::now() + limit;
+    while !done().await {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// 5 ms each way on every packet: a worker drains 300 transactional jobs, each once.
+async fn latency(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    db.create_results().await;
+    let proxy = Proxy::for_url(&db.url).await;
+    proxy.set_latency(Duration::from_millis(5));
+    enqueue(&db, 300).await;
+    let client = Client::connect_with(&proxy.url(&db.url), &config(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let report = transactional(client, 8, Duration::from_secs(5))
+        .configure(|c| c.drain = Some(DrainMode::All))
+        .build()
+        .unwrap()
+        .run(CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(report.completed, 300, "{report:?}");
+    each_done_once(&db, 300).await;
+    eprintln!(
+        "{engine:?}: 300 jobs through 10 ms of added round trip in {:.2?}",
+        started.elapsed()
+    );
+    db.drop_db().await;
+}
+
+/// A worker is cut off from the database (its connections stall: no data, no FIN) while it runs
+/// a job, for longer than the job's lease. Another process rescues the job and completes it.
+/// When the partition heals, what the first worker sent is delivered late: its transaction's
+/// write and its completion, fenced by the old lease token, change nothing. The job is
+/// completed once, by the second worker, with one results row.
+async fn a_partitioned_worker_comes_back_late(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    db.create_results().await;
+    let proxy = Proxy::for_url(&db.url).await;
+    // Calls wait out the partition (20 s > the 10 s limit below): what they send is delivered
+    // when it heals, which is the late completion this test is about.
+    let cut_off = Client::connect_with(&proxy.url(&db.url), &config(Duration::from_secs(20)))
+        .await
+        .unwrap();
+    let (started, go) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let ran = Arc::new(AtomicUsize::new(0));
+    let worker = Worker::builder(cut_off)
+        .queue("net", 1)
+        .fallback_handler({
+            let (started, go, ran) = (started.clone(), go.clone(), ran.clone());
+            move |ctx: JobContext| {
+                let (started, go, ran) = (started.clone(), go.clone(), ran.clone());
+                async move {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    started.notify_one();
+                    go.notified().await;
+                    let mut tx = ctx.begin().await?;
+                    common::insert_result(&mut tx, ctx.id()).await?;
+                    Ok(Outcome::CompleteInTx(tx))
+                }
+            }
+        })
+        .configure(|c| {
+            c.lease = Some(Duration::from_secs(1));
+            c.maintenance = None;
+            c.drain = Some(DrainMode::All);
+            c.poll_max = Duration::from_millis(100);
+        })
+        .build()
+        .unwrap();
+    enqueue(&db, 1).await;
+    let first = tokio::spawn(async move { worker.run(CancellationToken::new()).await });
+    tokio::time::timeout(Duration::from_secs(10), started.notified())
+        .await
+        .expect("the job starts");
+    proxy.stall();
+    // Its transaction and completion are sent into the partition.
+    go.notify_one();
+
+    let other = Client::connect(&db.url).await.unwrap();
+    let stop = CancellationToken::new();
+    let rescuing = tokio::spawn({
+        let (worker, stop) = (rescuer(other, false), stop.clone());
+        async move { worker.run(stop).await }
+    });
+    let id = db.client.jobs(None, None, 0, 1).await.unwrap()[0].id;
+    wait_until(
+        "the job rescued and completed",
+        Duration::from_secs(10),
+        async || db.client.job(id).await.unwrap().state == JobState::Completed,
+    )
+    .await;
+    proxy.heal();
+
+    let report = tokio::time::timeout(Duration::from_secs(30), first)
+        .await
+        .expect("the cut-off worker ends once it hears back")
+        .unwrap()
+        .unwrap();
+    stop.cancel();
+    let second = rescuing.await.unwrap().unwrap();
+    assert_eq!(second.completed, 1, "{second:?}");
+    assert_eq!(
+        (report.completed, ran.load(Ordering::SeqCst)),
+        (0, 1),
+        "{report:?}"
+    );
+    let job = db.client.job(id).await.unwrap();
+    assert_eq!((job.state, job.attempt), (JobState::Completed, 2));
+    each_done_once(&db, 1).await;
+    db.drop_db().await;
+}
+
+/// The database goes silent for good under a running worker: connects and calls end at their
+/// timeouts with a transient "no answer" error, the worker shuts down within its grace period
+/// plus a timeout, and another process finishes its jobs, each once.
+async fn a_stall_never_hangs(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    db.create_results().await;
+    let proxy = Proxy::for_url(&db.url).await;
+    let url = proxy.url(&db.url);
+    let limit = Duration::from_secs(1);
+    let client = Client::connect_with(&url, &config(limit)).await.unwrap();
+    // Its pool waits longer for a connection than a call may take: the call's own deadline ends
+    // it (an idle connection is pinged before use, and that ping stalls too).
+    let probe_config = BackendConfig {
+        acquire_timeout: limit * 5,
+        ..config(limit)
+    };
+    let probe = Client::connect_with(&url, &probe_config).await.unwrap();
+    enqueue(&db, 200).await;
+    let worker = transactional(client, 4, Duration::from_secs(2))
+        .configure(|c| {
+            c.grace = Duration::from_secs(1);
+            c.job_timeout = Some(Duration::from_secs(2));
+        })
+        .build()
+        .unwrap();
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { worker.run(shutdown).await }
+    });
+    wait_until("some jobs done", Duration::from_secs(10), async || {
+        db.scalar("SELECT COUNT(*) FROM results").await >= 20
+    })
+    .await;
+    proxy.stall();
+
+    // A call and a new connection each end at their timeouts.
+    let asked = Instant::now();
+    let err = probe.stats(None).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Database {
+                kind: DbErrorKind::NoAnswer,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.is_transient());
+    assert!(asked.elapsed() < limit * 3, "{:?}", asked.elapsed());
+    let asked = Instant::now();
+    let refused = Client::connect_with(&url, &config(limit))
+        .await
+        .unwrap_err();
+    assert!(refused.is_transient(), "{refused}");
+    assert!(asked.elapsed() < limit * 4, "{:?}", asked.elapsed());
+
+    // Shutdown: running jobs get the grace period, their releases a timeout each.
+    let asked = Instant::now();
+    shutdown.cancel();
+    let report = tokio::time::timeout(Duration::from_secs(15), running)
+        .await
+        .expect("the worker shuts down while the database is silent")
+        .unwrap();
+    eprintln!(
+        "{engine:?}: shut down in {:.2?} with the database silent: {report:?}",
+        asked.elapsed()
+    );
+
+    // The partition ends. Until then a transaction the silent worker had begun stays open on
+    // the server (which hears nothing either, and the proxy keeps the connection alive), and
+    // the job rows it locked are skipped by rescues: see RELIABILITY.md for the server-side
+    // timeouts that end such a transaction when a partition lasts. Once it heals, what was
+    // held back is delivered and each such transaction commits or rolls back.
+    proxy.heal();
+    // Another process finishes the rest; the silent worker's jobs come back by rescue.
+    let finisher = rescuer(Client::connect(&db.url).await.unwrap(), true);
+    let finished = finisher.run(CancellationToken::new());
+    tokio::time::timeout(Duration::from_secs(30), finished)
+        .await
+        .expect("the rest is drained")
+        .unwrap();
+    each_done_once(&db, 200).await;
+    drop(proxy);
+    db.drop_db().await;
+}
+
+macro_rules! on_server_backends {
+    ($($name:ident),* $(,)?) => {
+        mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::Postgres).await } )* }
+        mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::MySql).await } )* }
+    };
+}
+
+on_server_backends!(
+    latency,
+    a_partitioned_worker_comes_back_late,
+    a_stall_never_hangs
+);
