@@ -51,6 +51,17 @@ async fn skewed(db: &TestDb, skew: i64, source: TimeSource) -> Client {
     c
 }
 
+/// A test database, a client 30 s slow and one 30 s fast (both reading the database's time),
+/// and a job the slow one enqueued.
+async fn slow_and_fast(engine: Engine) -> (TestDb, Client, Client, i64) {
+    let db = TestDb::new(engine).await;
+    let slow = skewed(&db, -SKEW, TimeSource::Database).await;
+    let fast = skewed(&db, SKEW, TimeSource::Database).await;
+    let job = slow.new_job("skew", &1).unwrap();
+    let id = slow.enqueue(job).await.unwrap().id;
+    (db, slow, fast, id)
+}
+
 fn opts(lease: Duration) -> ClaimOpts {
     ClaimOpts::new("skew").unwrap().lease(lease)
 }
@@ -58,14 +69,7 @@ fn opts(lease: Duration) -> ClaimOpts {
 /// A job claimed by a client whose clock is 30 s slow is not rescued by one whose clock is 30 s
 /// fast until its lease really expired; then it is, once.
 async fn leases_expire_by_the_database_clock(engine: Engine) {
-    let db = TestDb::new(engine).await;
-    let slow = skewed(&db, -SKEW, TimeSource::Database).await;
-    let fast = skewed(&db, SKEW, TimeSource::Database).await;
-    let id = slow
-        .enqueue(slow.new_job("skew", &1).unwrap())
-        .await
-        .unwrap()
-        .id;
+    let (db, slow, fast, id) = slow_and_fast(engine).await;
     let lease = Duration::from_secs(2);
     let started = Instant::now();
     let first = slow.claim(&opts(lease).owner("slow")).await.unwrap();
@@ -151,14 +155,7 @@ async fn due_times_by_the_database_clock(engine: Engine) {
 /// heartbeating, while another process's maintenance, 30 s fast, rescues every 100 ms. The job
 /// runs once and completes at its first attempt.
 async fn a_slow_worker_keeps_its_lease_against_a_fast_rescuer(engine: Engine) {
-    let db = TestDb::new(engine).await;
-    let slow = skewed(&db, -SKEW, TimeSource::Database).await;
-    let fast = skewed(&db, SKEW, TimeSource::Database).await;
-    let id = slow
-        .enqueue(slow.new_job("skew", &1).unwrap())
-        .await
-        .unwrap()
-        .id;
+    let (db, slow, fast, id) = slow_and_fast(engine).await;
     let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = runs.clone();
     let worker = Worker::builder(slow)
