@@ -191,6 +191,27 @@ impl TestDb {
             .await;
     }
 
+    /// Every one of the `jobs` jobs of `queue` is completed, with exactly one results row.
+    pub async fn assert_each_done_once(&self, queue: &str, jobs: i64) {
+        let queue = backlog::QueueName::new(queue).unwrap();
+        let stats = self.client.stats(Some(&queue)).await.unwrap();
+        assert_eq!(stats[0].1.completed, jobs, "{stats:?}");
+        assert_eq!(self.scalar("SELECT COUNT(*) FROM results").await, jobs);
+        let distinct = self.scalar("SELECT COUNT(DISTINCT job_id) FROM results");
+        assert_eq!(distinct.await, jobs);
+    }
+
+    /// Enqueues jobs `0..n` (the payload is the number) to `queue`, a thousand per statement.
+    pub async fn enqueue_numbered(&self, queue: &str, n: i64) {
+        for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+            let jobs = chunk
+                .iter()
+                .map(|i| self.client.new_job(queue, i).unwrap())
+                .collect();
+            self.client.enqueue_many(jobs).await.unwrap();
+        }
+    }
+
     pub async fn drop_db(self) {
         self.client.close().await;
         match self.engine {

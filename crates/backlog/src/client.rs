@@ -195,9 +195,7 @@ impl Client {
 
     /// Connects with pool settings.
     pub async fn connect_with(url: &str, config: &backlog_sql::BackendConfig) -> Result<Self> {
-        let sql = SqlBackend::connect(url, config).await?;
-        let backend = backlog_sql::Deadline::wrap(sql.backend(), config.deadline_for(url));
-        let client = Self::from_backend(backend);
+        let client = Self::from_backend(backlog_sql::connect(url, config).await?);
         client.sync_clock().await?;
         Ok(client)
     }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use backlog::{
     BackendConfig, CancellationToken, Client, DbErrorKind, DrainMode, Error, JobContext, JobState,
-    MaintenanceConfig, Outcome, QueueName, Worker,
+    MaintenanceConfig, Outcome, Worker,
 };
 use common::proxy::Proxy;
 use common::{Engine, TestDb};
@@ -58,26 +58,6 @@ fn rescuer(client: Client, drain: bool) -> Worker {
         .unwrap()
 }
 
-async fn enqueue(db: &TestDb, n: usize) {
-    let jobs = (0..n)
-        .map(|i| db.client.new_job("net", &i).unwrap())
-        .collect();
-    db.client.enqueue_many(jobs).await.unwrap();
-}
-
-/// Every one of `n` jobs is completed and has exactly one results row.
-async fn each_done_once(db: &TestDb, n: i64) {
-    let net = QueueName::new("net").unwrap();
-    let stats = db.client.stats(Some(&net)).await.unwrap();
-    assert_eq!(stats[0].1.completed, n, "{stats:?}");
-    assert_eq!(db.scalar("SELECT COUNT(*) FROM results").await, n);
-    assert_eq!(
-        db.scalar("SELECT COUNT(DISTINCT job_id) FROM results")
-            .await,
-        n
-    );
-}
-
 async fn wait_until<F: AsyncFn() -> bool>(what: &str, limit: Duration, done: F) {
     let deadline = Instant::now() + limit;
     while !done().await {
@@ -92,7 +72,7 @@ async fn latency(engine: Engine) {
     db.create_results().await;
     let proxy = Proxy::for_url(&db.url).await;
     proxy.set_latency(Duration::from_millis(5));
-    enqueue(&db, 300).await;
+    db.enqueue_numbered("net", 300).await;
     let client = Client::connect_with(&proxy.url(&db.url), &config(Duration::from_secs(10)))
         .await
         .unwrap();
@@ -105,7 +85,7 @@ async fn latency(engine: Engine) {
         .await
         .unwrap();
     assert_eq!(report.completed, 300, "{report:?}");
-    each_done_once(&db, 300).await;
+    db.assert_each_done_once("net", 300).await;
     eprintln!(
         "{engine:?}: 300 jobs through 10 ms of added round trip in {:.2?}",
         started.elapsed()
@@ -153,7 +133,7 @@ async fn a_partitioned_worker_comes_back_late(engine: Engine) {
         })
         .build()
         .unwrap();
-    enqueue(&db, 1).await;
+    db.enqueue_numbered("net", 1).await;
     let first = tokio::spawn(async move { worker.run(CancellationToken::new()).await });
     tokio::time::timeout(Duration::from_secs(10), started.notified())
         .await
@@ -192,7 +172,7 @@ async fn a_partitioned_worker_comes_back_late(engine: Engine) {
     );
     let job = db.client.job(id).await.unwrap();
     assert_eq!((job.state, job.attempt), (JobState::Completed, 2));
-    each_done_once(&db, 1).await;
+    db.assert_each_done_once("net", 1).await;
     db.drop_db().await;
 }
 
@@ -213,7 +193,7 @@ async fn a_stall_never_hangs(engine: Engine) {
         ..config(limit)
     };
     let probe = Client::connect_with(&url, &probe_config).await.unwrap();
-    enqueue(&db, 200).await;
+    db.enqueue_numbered("net", 200).await;
     let worker = transactional(client, 4, Duration::from_secs(2))
         .configure(|c| {
             c.grace = Duration::from_secs(1);
@@ -279,7 +259,7 @@ async fn a_stall_never_hangs(engine: Engine) {
         .await
         .expect("the rest is drained")
         .unwrap();
-    each_done_once(&db, 200).await;
+    db.assert_each_done_once("net", 200).await;
     drop(proxy);
     db.drop_db().await;
 }

@@ -91,12 +91,7 @@ impl Children {
 
 /// Every one of the `jobs` jobs of queue `fire` is completed, with exactly one results row.
 async fn each_done_once(db: &TestDb, jobs: i64) {
-    let fire = backlog::QueueName::new("fire").unwrap();
-    let stats = db.client.stats(Some(&fire)).await.unwrap();
-    assert_eq!(stats[0].1.completed, jobs, "{stats:?}");
-    assert_eq!(db.scalar("SELECT COUNT(*) FROM results").await, jobs);
-    let distinct = db.scalar("SELECT COUNT(DISTINCT job_id) FROM results");
-    assert_eq!(distinct.await, jobs);
+    db.assert_each_done_once("fire", jobs).await;
 }
 
 impl Drop for Children {
@@ -175,14 +170,7 @@ async fn child_process() {
 async fn transactional_completion_under_fire(engine: Engine) {
     let db = TestDb::new(engine).await;
     db.create_results().await;
-    let c = &db.client;
-    for chunk in (0..JOBS).collect::<Vec<_>>().chunks(1000) {
-        let jobs = chunk
-            .iter()
-            .map(|i| c.new_job("fire", i).unwrap())
-            .collect();
-        c.enqueue_many(jobs).await.unwrap();
-    }
+    db.enqueue_numbered("fire", JOBS).await;
     let mut procs = Children(
         (0..FIRE_PROCESSES)
             .map(|i| spawn_child("fire", &db.url, &format!("fire-{i}")))
