@@ -193,6 +193,9 @@ pub enum DbErrorKind {
     /// No answer within the statement timeout: the server or the network stalled, and whether
     /// the call took effect is unknown.
     NoAnswer,
+    /// No connection of the pool came free within the acquire timeout: every one was busy (more
+    /// callers at once than `max_connections`), or new ones could not be opened.
+    PoolTimeout,
     /// Anything else.
     Other,
 }
@@ -207,6 +210,7 @@ impl DbErrorKind {
                 | DbErrorKind::LockTimeout
                 | DbErrorKind::ConnectionLost
                 | DbErrorKind::NoAnswer
+                | DbErrorKind::PoolTimeout
         )
     }
 }
@@ -221,6 +225,7 @@ impl std::fmt::Display for DbErrorKind {
             DbErrorKind::LockTimeout => "lock timeout",
             DbErrorKind::ConnectionLost => "connection lost",
             DbErrorKind::NoAnswer => "no answer",
+            DbErrorKind::PoolTimeout => "no pool connection within the acquire timeout",
             DbErrorKind::Other => "other",
         })
     }

@@ -106,7 +106,9 @@ impl From<Error> for ApiError {
             Error::SchemaOutdated { .. } => (S::SERVICE_UNAVAILABLE, "schema_outdated"),
             Error::Database { kind, .. } => match kind {
                 DbErrorKind::UniqueViolation => (S::CONFLICT, "unique_key_taken"),
-                DbErrorKind::ConnectionLost | DbErrorKind::LockTimeout => {
+                DbErrorKind::ConnectionLost
+                | DbErrorKind::LockTimeout
+                | DbErrorKind::PoolTimeout => {
                     tracing::warn!(error = %e, "database unavailable");
                     return ApiError::new(
                         S::SERVICE_UNAVAILABLE,

@@ -24,9 +24,9 @@ pub(crate) fn db(err: sqlx::Error) -> Error {
 
 fn classify(err: &sqlx::Error) -> DbErrorKind {
     match err {
+        sqlx::Error::PoolTimedOut => DbErrorKind::PoolTimeout,
         sqlx::Error::Io(_)
         | sqlx::Error::Tls(_)
-        | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed
         | sqlx::Error::Protocol(_) => DbErrorKind::ConnectionLost,

@@ -42,7 +42,10 @@ pub struct BackendConfig {
     /// Most connections open at once (SQLite always uses one writer connection).
     pub max_connections: u32,
     /// How long to wait for a connection from the pool (which may have to open one) before
-    /// giving up.
+    /// giving up with the transient `DbErrorKind::PoolTimeout`. Callers beyond
+    /// `max_connections` queue for this long: the pool is the back-pressure. On SQLite at least
+    /// `sqlite_busy_timeout` and a second, which its one writer connection may spend waiting
+    /// for another process's lock.
     pub acquire_timeout: Duration,
     /// How long opening a connection (TCP, TLS, handshake, authentication) may take when
     /// connecting.

@@ -98,18 +98,23 @@ impl SqliteBackend {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(config.sqlite_busy_timeout);
+        // The one writer connection may itself wait out the busy timeout on another process's
+        // lock: a caller queued behind it waits at least that long before it gives up.
+        let acquire = config
+            .acquire_timeout
+            .max(config.sqlite_busy_timeout + Duration::from_secs(1));
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
             .idle_timeout(None)
             .max_lifetime(None)
-            .acquire_timeout(Duration::from_secs(60))
+            .acquire_timeout(acquire)
             .connect_with(opts.clone())
             .await
             .map_err(|e| connect_error(url, e))?;
         let tx_pool = SqlitePoolOptions::new()
             .max_connections(8)
-            .acquire_timeout(Duration::from_secs(60))
+            .acquire_timeout(acquire)
             .connect_lazy_with(opts);
         let mut b = Self::from_pool(pool);
         b.tx_pool = tx_pool;
