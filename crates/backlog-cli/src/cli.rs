@@ -185,6 +185,38 @@ pub struct BenchArgs {
     /// Jobs per second of the steady run of --grow (below what the worker can do).
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub grow_rate: u64,
+    /// Instead of the figures above: a soak this long (such as 1h). A steady producer at
+    /// --soak-rate and a worker whose leader prunes completed jobs, sampled every --soak-window:
+    /// memory, connections, the job table's bytes and p99 latency, with a verdict on whether each
+    /// stays flat after --soak-settle.
+    #[arg(long, value_parser = positive_duration, conflicts_with_all = ["grow", "overload"])]
+    pub soak: Option<Duration>,
+    /// Jobs per second of --soak.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub soak_rate: u64,
+    /// How long each sampled window of --soak or --overload lasts (default 60s for --soak, 10s
+    /// for --overload).
+    #[arg(long, value_parser = positive_duration)]
+    pub soak_window: Option<Duration>,
+    /// The first part of --soak, left out of the verdict (default a sixth of the soak, at most
+    /// 10m).
+    #[arg(long, value_parser = parse_duration)]
+    pub soak_settle: Option<Duration>,
+    /// How long --soak keeps completed jobs before its leader prunes them.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub soak_keep: Duration,
+    /// During --soak, another session holds a transaction open throughout: what a session left
+    /// idle in transaction costs (PostgreSQL's xmin horizon, InnoDB's purge, SQLite's WAL).
+    #[arg(long, requires = "soak")]
+    pub hold_transaction: bool,
+    /// Instead of the figures above: this many jobs enqueued as fast as --overload-producers
+    /// can (more callers than the pool's 16 connections) while a worker drains them; samples
+    /// memory, the pool and the jobs waiting.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000), conflicts_with = "grow")]
+    pub overload: Option<u64>,
+    /// Concurrent producers of --overload.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub overload_producers: u64,
     /// Only these phases, comma-separated (default all); the figures of the others are null in
     /// --json. The drain phase queues its jobs untimed when enqueue is left out.
     #[arg(long, value_delimiter = ',', value_enum)]
@@ -397,6 +429,13 @@ pub struct QueueSetArgs {
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     backlog::parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err("must be longer than zero".into()),
+        d => Ok(d),
+    }
 }
 
 /// A validated queue name, with the library's message on error.

@@ -484,6 +484,90 @@ impl Baseline {
         Ok(())
     }
 
+    /// Connections open on the database server, of every client (PostgreSQL and MySQL count
+    /// the sessions on this database; SQLite has no server: the pool's own).
+    pub async fn server_connections(&self) -> Res<i64> {
+        match &self.pool {
+            Pool::Postgres(p) => {
+                sqlx::query_scalar(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()",
+                )
+                .fetch_one(p)
+                .await
+            }
+            Pool::MySql(p) => {
+                sqlx::query_scalar(
+                    "SELECT CAST(count(*) AS SIGNED) FROM information_schema.PROCESSLIST \
+                     WHERE db = DATABASE()",
+                )
+                .fetch_one(p)
+                .await
+            }
+            Pool::Sqlite(p) => Ok(i64::from(p.size())),
+        }
+    }
+
+    /// Old row versions the database has not reclaimed yet: PostgreSQL's dead tuples of the job
+    /// table (its statistics, a little behind), InnoDB's history list length (undo not yet
+    /// purged, for every table), SQLite's WAL file in bytes. A transaction left open holds each
+    /// of them back.
+    pub async fn garbage(&self) -> Res<i64> {
+        match &self.pool {
+            Pool::Postgres(p) => sqlx::query_scalar(
+                "SELECT COALESCE((SELECT n_dead_tup FROM pg_stat_user_tables \
+                 WHERE relid = 'backlog_job'::regclass), 0)",
+            )
+            .fetch_one(p)
+            .await,
+            Pool::MySql(p) => sqlx::query_scalar(
+                "SELECT CAST(COALESCE(MAX(count), 0) AS SIGNED) FROM information_schema.INNODB_METRICS \
+                 WHERE name = 'trx_rseg_history_len'",
+            )
+            .fetch_one(p)
+            .await,
+            Pool::Sqlite(p) => {
+                let file = p.connect_options().get_filename().to_owned();
+                let mut wal = file.into_os_string();
+                wal.push("-wal");
+                Ok(std::fs::metadata(wal).map(|m| m.len() as i64).unwrap_or(0))
+            }
+        }
+    }
+
+    /// Another session holding a transaction (and its snapshot) open until the returned
+    /// connection is dropped: PostgreSQL pins the xmin horizon, InnoDB's purge waits on the read
+    /// view, SQLite's WAL cannot be checkpointed past the reader.
+    pub async fn hold_transaction(&self) -> Res<Box<dyn std::any::Any + Send>> {
+        use sqlx::ConnectOptions;
+        Ok(match &self.pool {
+            Pool::Postgres(p) => {
+                let mut c = p.connect_options().connect().await?;
+                sqlx::raw_sql(
+                    "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM backlog_queue",
+                )
+                .execute(&mut c)
+                .await?;
+                Box::new(c)
+            }
+            Pool::MySql(p) => {
+                let mut c = p.connect_options().connect().await?;
+                sqlx::raw_sql(
+                    "START TRANSACTION WITH CONSISTENT SNAPSHOT; SELECT count(*) FROM backlog_queue",
+                )
+                .execute(&mut c)
+                .await?;
+                Box::new(c)
+            }
+            Pool::Sqlite(p) => {
+                let mut c = p.connect_options().connect().await?;
+                sqlx::raw_sql("BEGIN; SELECT count(*) FROM backlog_job")
+                    .execute(&mut c)
+                    .await?;
+                Box::new(c)
+            }
+        })
+    }
+
     /// Drops the scratch table (SQLite has none).
     pub async fn drop_table(&self) -> Res<()> {
         let sql = sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS {}", self.table));

@@ -6,6 +6,7 @@ mod baseline;
 mod grow;
 mod http;
 mod s2;
+mod soak;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -115,7 +116,11 @@ pub struct Report {
 pub async fn run(url: &str, a: BenchArgs) -> anyhow::Result<ExitCode> {
     let p = params(url, &a);
     let config = BackendConfig {
-        max_connections: (p.producers as u32 + 4).max(16),
+        // --overload keeps the default pool: its producers are meant to outnumber it.
+        max_connections: match a.overload {
+            Some(_) => BackendConfig::default().max_connections,
+            None => (p.producers as u32 + 4).max(16),
+        },
         ..BackendConfig::default()
     };
     let client = Arc::new(Client::connect_with(url, &config).await?);
@@ -123,9 +128,33 @@ pub async fn run(url: &str, a: BenchArgs) -> anyhow::Result<ExitCode> {
     let prefix = format!("bench_{:08x}_", rand::random::<u32>());
     let base = Baseline::create(&client, &prefix).await?;
     let bar = progress();
-    let result = if a.grow {
+    let q = |name: &str| format!("{prefix}{name}");
+    let json = |v: &dyn erased::Report| -> anyhow::Result<String> {
+        Ok(if a.json { v.json()? } else { v.human() })
+    };
+    let result = if let Some(d) = a.soak {
+        let sp = soak_params(&p, &a, d);
+        soak::soak(&client, &base, &q("soak"), &sp, &bar)
+            .await
+            .and_then(|r| json(&r))
+    } else if let Some(jobs) = a.overload {
+        let op = soak::OverloadParams {
+            backend: p.backend.clone(),
+            jobs,
+            producers: a.overload_producers,
+            batch: a.batch.min(1000),
+            pool_connections: config.max_connections,
+            concurrency: p.concurrency,
+            window_secs: a
+                .soak_window
+                .unwrap_or(Duration::from_secs(if a.quick { 1 } else { 10 }))
+                .as_secs_f64(),
+        };
+        soak::overload(&client, &base, &q("overload"), &op, &bar)
+            .await
+            .and_then(|r| json(&r))
+    } else if a.grow {
         let gp = grow_params(&p, &a);
-        let q = |name: &str| format!("{prefix}{name}");
         grow::run(&client, &base, &q, &gp, &bar)
             .await
             .and_then(|r| {
@@ -189,6 +218,53 @@ fn params(url: &str, a: &BenchArgs) -> Params {
             .s2_sleep
             .unwrap_or(Duration::from_millis(if q { 100 } else { 1000 }))
             .as_millis() as u64,
+    }
+}
+
+fn soak_params(p: &Params, a: &BenchArgs, length: Duration) -> soak::SoakParams {
+    let window = a.soak_window.unwrap_or(if a.quick {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_secs(60)
+    });
+    let settle = a
+        .soak_settle
+        .unwrap_or((length / 6).min(Duration::from_secs(600)));
+    soak::SoakParams {
+        backend: p.backend.clone(),
+        secs: length.as_secs_f64(),
+        rate: a.soak_rate,
+        window_secs: window.as_secs_f64(),
+        settle_secs: settle.as_secs_f64(),
+        keep_completed_secs: a.soak_keep.as_secs_f64(),
+        concurrency: p.concurrency,
+        hold_transaction: a.hold_transaction,
+    }
+}
+
+/// The long runs' reports, printed for people or as JSON.
+mod erased {
+    pub trait Report {
+        fn json(&self) -> anyhow::Result<String>;
+        fn human(&self) -> String;
+    }
+
+    impl Report for super::soak::SoakReport {
+        fn json(&self) -> anyhow::Result<String> {
+            Ok(serde_json::to_string_pretty(self)? + "\n")
+        }
+        fn human(&self) -> String {
+            super::soak::soak_human(self)
+        }
+    }
+
+    impl Report for super::soak::OverloadReport {
+        fn json(&self) -> anyhow::Result<String> {
+            Ok(serde_json::to_string_pretty(self)? + "\n")
+        }
+        fn human(&self) -> String {
+            super::soak::overload_human(self)
+        }
     }
 }
 
