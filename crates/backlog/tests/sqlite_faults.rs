@@ -115,6 +115,9 @@ async fn fault_child() {
         return; // run by `a_full_disk` only
     };
     assert_eq!(role, "fill");
+    // The test harness has printed "test fault_child ... " without a newline: the first line
+    // of ours starts on a line of its own.
+    println!();
     let url = std::env::var("BACKLOG_FAULT_URL").unwrap();
     let limit: u64 = std::env::var("BACKLOG_FAULT_LIMIT")
         .unwrap()
