@@ -43,7 +43,13 @@ fn classify(err: &sqlx::Error) -> DbErrorKind {
                 // MySQL / MariaDB error numbers (sqlx reports the SQLSTATE for some).
                 "1213" => DbErrorKind::Deadlock,
                 "1205" | "3572" => DbErrorKind::LockTimeout,
-                // SQLite: SQLITE_BUSY and SQLITE_LOCKED with their extended codes.
+                // SQLite: SQLITE_BUSY and SQLITE_LOCKED with their extended codes. A file that
+                // cannot be written (SQLITE_READONLY, 8 and its extended codes), a full disk
+                // (SQLITE_FULL, 13), a failed write (SQLITE_IOERR, 10 and its extended codes)
+                // and a file that cannot be opened (SQLITE_CANTOPEN, 14) stay `Other`: the
+                // connection still reads, so none is a lost connection, and retrying does not
+                // help until someone frees space or makes the file writable; a worker that
+                // meets one stops with it rather than spinning.
                 "5" | "6" | "261" | "517" | "262" => DbErrorKind::LockTimeout,
                 _ => match e.kind() {
                     sqlx::error::ErrorKind::UniqueViolation => DbErrorKind::UniqueViolation,
@@ -81,6 +87,32 @@ impl<T> DbResultExt<T> for Result<T, sqlx::Error> {
     }
 }
 
+/// The primary result code (the low byte of the extended one) of a SQLite error.
+pub(crate) fn sqlite_code(e: &dyn sqlx::error::DatabaseError) -> Option<i32> {
+    e.try_downcast_ref::<sqlx::sqlite::SqliteError>()?;
+    Some(e.code()?.parse::<i32>().ok()? & 0xff)
+}
+
+/// What SQLite's terse answers to opening a file likely mean, said after them.
+fn sqlite_hint(err: &sqlx::Error) -> &'static str {
+    let sqlx::Error::Database(e) = err else {
+        return "";
+    };
+    match sqlite_code(&**e) {
+        // SQLITE_CANTOPEN: the file, or the -wal and -shm files SQLite creates beside it.
+        Some(14) => {
+            " (SQLite creates the -wal and -shm files beside the database: is its directory \
+             missing, or read-only?)"
+        }
+        // SQLITE_READONLY: opened, but only to read.
+        Some(8) => {
+            " (the database can only be read: a read-only file system, or no permission to \
+             write the file or its directory; add ?mode=ro to the URL to open it to read only)"
+        }
+        _ => "",
+    }
+}
+
 /// Translates a connection failure, naming the (redacted) URL.
 pub(crate) fn connect_error(url: &str, err: sqlx::Error) -> Error {
     match err {
@@ -95,7 +127,12 @@ pub(crate) fn connect_error(url: &str, err: sqlx::Error) -> Error {
                 sqlx::Error::Database(_) => classify(&other),
                 _ => DbErrorKind::ConnectionLost,
             },
-            source: format!("cannot connect to {}: {other}", crate::redact_url(url)).into(),
+            source: format!(
+                "cannot connect to {}: {other}{}",
+                crate::redact_url(url),
+                sqlite_hint(&other)
+            )
+            .into(),
         },
     }
 }

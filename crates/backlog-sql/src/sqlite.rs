@@ -112,6 +112,12 @@ impl SqliteBackend {
             .connect_with(opts.clone())
             .await
             .map_err(|e| connect_error(url, e))?;
+        if !asks_read_only(url)
+            && let Err(e) = check_writable(&pool, config.sqlite_busy_timeout).await
+        {
+            pool.close().await;
+            return Err(connect_error(url, e));
+        }
         let tx_pool = SqlitePoolOptions::new()
             .max_connections(8)
             .acquire_timeout(acquire)
@@ -137,6 +143,123 @@ impl SqliteBackend {
     /// Begins an immediate (write-locking) transaction for a handler's writes.
     pub(crate) async fn begin_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
         self.tx_pool.begin_with("BEGIN IMMEDIATE").await.db()
+    }
+}
+
+/// True when the URL opens the database to read only (`mode=ro`, or `immutable` for read-only
+/// media): then the client is not expected to write.
+fn asks_read_only(url: &str) -> bool {
+    let Some((_, query)) = url.split_once('?') else {
+        return false;
+    };
+    url::form_urlencoded::parse(query.as_bytes()).any(|(key, value)| match &*key {
+        "mode" => value == "ro",
+        "immutable" => value == "true" || value == "1",
+        _ => false,
+    })
+}
+
+/// Fails when the connection cannot write. SQLite opens a file it may not write (a read-only
+/// mount, no permission) for reading instead, without an error, and the connection stays
+/// read-only for good: a client that connected then failed every write with "attempt to write
+/// a readonly database", even once the file system was writable again, until it was restarted.
+///
+/// The probe is a write rolled back (`BEGIN IMMEDIATE` is no test: on a read-only connection it
+/// begins a read). A read-only connection refuses it before taking the write lock; with the busy
+/// timeout at zero, a lock that another connection holds ("busy") is an answer too, as only a
+/// connection that can write asks for it. Nothing reaches the file: the rollback drops the page.
+async fn check_writable(pool: &SqlitePool, busy_timeout: Duration) -> Result<(), sqlx::Error> {
+    let mut conn = pool.acquire().await?;
+    sqlx::raw_sql("PRAGMA busy_timeout = 0")
+        .execute(&mut *conn)
+        .await?;
+    let mut tx = conn.begin().await?;
+    let probe = sqlx::raw_sql("PRAGMA main.user_version = 0")
+        .execute(&mut *tx)
+        .await;
+    // After some failures SQLite has rolled back already: the probe's error is the answer then.
+    let rolled_back = tx.rollback().await;
+    let ms = busy_timeout.as_millis().min(i32::MAX as u128);
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("PRAGMA busy_timeout = {ms}")))
+        .execute(&mut *conn)
+        .await?;
+    match probe {
+        Ok(_) => rolled_back,
+        Err(sqlx::Error::Database(e)) if crate::dberror::sqlite_code(&*e) == Some(5) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_only_urls() {
+        assert!(!asks_read_only("sqlite:///var/lib/q.db"));
+        assert!(!asks_read_only("sqlite:///var/lib/q.db?mode=rwc"));
+        assert!(!asks_read_only("sqlite:///var/lib/q.db?immutable=false"));
+        assert!(asks_read_only("sqlite:///var/lib/q.db?mode=ro"));
+        assert!(asks_read_only(
+            "sqlite:///var/lib/q.db?cache=private&immutable=1"
+        ));
+        assert!(asks_read_only("sqlite:q.db?immutable=true"));
+    }
+
+    /// The probe on a connection that may not write (`query_only` refuses writes with the same
+    /// SQLITE_READONLY as a read-only file) fails; on one that may, it passes, also while
+    /// another connection holds the write lock, at once; it leaves the busy timeout as set and the
+    /// file as it was.
+    #[tokio::test]
+    async fn the_probe_tells_read_only_connections() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("p.db").display());
+        let opts = SqliteConnectOptions::from_str(&url)
+            .unwrap()
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(opts.clone())
+            .await
+            .unwrap();
+        sqlx::raw_sql("PRAGMA user_version = 7")
+            .execute(&pool)
+            .await
+            .unwrap();
+        let busy = Duration::from_millis(1234);
+        check_writable(&pool, busy).await.unwrap();
+        let mut holder = SqliteConnection::connect_with(&opts).await.unwrap();
+        sqlx::raw_sql("BEGIN IMMEDIATE")
+            .execute(&mut holder)
+            .await
+            .unwrap();
+        let started = std::time::Instant::now();
+        check_writable(&pool, busy).await.unwrap();
+        assert!(started.elapsed() < Duration::from_millis(500));
+        let timeout: i64 = sqlx::query_scalar("PRAGMA busy_timeout")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(timeout, 1234);
+        sqlx::raw_sql("ROLLBACK")
+            .execute(&mut holder)
+            .await
+            .unwrap();
+        sqlx::raw_sql("PRAGMA query_only = 1")
+            .execute(&pool)
+            .await
+            .unwrap();
+        let err = check_writable(&pool, busy).await.unwrap_err();
+        let sqlx::Error::Database(e) = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(crate::dberror::sqlite_code(&**e), Some(8), "{err}");
+        let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+            .fetch_one(&mut holder)
+            .await
+            .unwrap();
+        assert_eq!(version, 7, "the probe changed the file");
     }
 }
 
