@@ -74,6 +74,8 @@ ensure_python_drivers() {
 command -v psql >/dev/null || apt_install postgresql-client
 command -v mariadb >/dev/null || apt_install mariadb-client
 command -v sqlite3 >/dev/null || apt_install sqlite3
+# SQLite's fault tests make and repair small ext4 file systems on loop devices.
+command -v mkfs.ext4 >/dev/null && command -v e2fsck >/dev/null || apt_install e2fsprogs
 command -v chromium >/dev/null && command -v chromedriver >/dev/null \
     || { log "installing Chromium and chromedriver"; apt_install chromium chromium-driver; }
 command -v chromedriver >/dev/null || { log "chromedriver is not installed"; exit 1; }
