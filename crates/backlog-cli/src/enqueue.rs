@@ -76,6 +76,20 @@ pub async fn run(client: &Client, a: EnqueueArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The payloads of a JSONL stream, one per line that is not blank (a line may end in `\n` or
+/// `\r\n`), each validated against `limit`; an error names the first bad line's number.
+pub(crate) fn read_jsonl(reader: impl BufRead, limit: usize) -> anyhow::Result<Vec<Payload>> {
+    let mut payloads = vec![];
+    for (n, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("reading line {}", n + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        payloads.push(Payload::parse(line, limit).with_context(|| format!("line {}", n + 1))?);
+    }
+    Ok(payloads)
+}
+
 async fn jsonl(
     client: &Client,
     a: &EnqueueArgs,
@@ -89,17 +103,10 @@ async fn jsonl(
         ))
     };
     // Every line is validated before anything is enqueued, so bad input changes nothing.
-    let mut jobs = vec![];
-    for (n, line) in reader.lines().enumerate() {
-        let line = line.with_context(|| format!("reading line {}", n + 1))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let payload = client
-            .payload(line)
-            .with_context(|| format!("line {}", n + 1))?;
-        jobs.push(template(client, a, payload)?);
-    }
+    let jobs = read_jsonl(reader, client.payload_limit())?
+        .into_iter()
+        .map(|payload| template(client, a, payload))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let total = jobs.len();
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(total as u64);
@@ -130,4 +137,114 @@ async fn jsonl(
     }
     println!("{done}");
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A line of a generated JSONL file, and whether it holds a payload.
+    #[derive(Debug, Clone)]
+    enum Line {
+        /// A JSON value, written compactly or with spaces around it.
+        Json(serde_json::Value, bool),
+        /// Only whitespace: skipped.
+        Blank(String),
+        /// Text that is not JSON.
+        Bad(String),
+    }
+
+    fn json() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            "\\PC{0,12}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                prop::collection::btree_map("[a-z\\PC]{0,6}", inner, 0..4)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn line() -> impl Strategy<Value = Line> {
+        prop_oneof![
+            6 => (json(), any::<bool>()).prop_map(|(v, pad)| Line::Json(v, pad)),
+            1 => "[ \\t]{0,3}".prop_map(Line::Blank),
+            // Cut JSON, stray words, a lone brace: never valid JSON, never blank.
+            1 => prop_oneof![
+                "\\{\"[a-z]{0,4}".prop_map(String::from),
+                "[a-z]{1,6} [a-z]{1,6}".prop_map(String::from),
+                Just("}".to_owned()),
+            ]
+            .prop_map(Line::Bad),
+        ]
+    }
+
+    fn render(l: &Line) -> String {
+        match l {
+            Line::Json(v, false) => v.to_string(),
+            Line::Json(v, true) => format!("  {v}\t"),
+            Line::Blank(s) | Line::Bad(s) => s.clone(),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Any file: either every line that is not blank comes back, in order, as the same
+        /// JSON, or the error names the first bad line; nothing panics.
+        #[test]
+        fn jsonl_reads_each_line_or_names_the_first_bad_one(
+            lines in prop::collection::vec(line(), 0..12),
+            crlf in any::<bool>(),
+            last_newline in any::<bool>(),
+        ) {
+            let end = if crlf { "\r\n" } else { "\n" };
+            let mut text = lines.iter().map(render).collect::<Vec<_>>().join(end);
+            if last_newline {
+                text.push_str(end);
+            }
+            let first_bad = lines.iter().position(|l| matches!(l, Line::Bad(_)));
+            match (read_jsonl(text.as_bytes(), 1 << 20), first_bad) {
+                (Ok(payloads), None) => {
+                    let want: Vec<&serde_json::Value> = lines
+                        .iter()
+                        .filter_map(|l| match l { Line::Json(v, _) => Some(v), _ => None })
+                        .collect();
+                    prop_assert_eq!(payloads.len(), want.len());
+                    for (p, v) in payloads.iter().zip(want) {
+                        let back: serde_json::Value = serde_json::from_str(p.as_str()).unwrap();
+                        prop_assert_eq!(&back, v);
+                    }
+                }
+                (Err(e), Some(i)) => {
+                    let msg = format!("{e:#}");
+                    prop_assert!(msg.starts_with(&format!("line {}:", i + 1)), "{}", msg);
+                }
+                (got, want) => prop_assert!(false, "{:?} for first bad line {:?}", got.map(|p| p.len()), want),
+            }
+        }
+
+        /// Bytes that are not UTF-8, or a line over the payload limit, name their line too.
+        #[test]
+        fn jsonl_names_a_line_that_is_not_text_or_too_long(
+            good in 0usize..5,
+            bytes in prop::collection::vec(any::<u8>(), 1..8),
+        ) {
+            let mut text = "{}\n".repeat(good).into_bytes();
+            let mut bad = vec![0xff];
+            bad.extend(bytes.iter().filter(|&&b| b != b'\n'));
+            text.extend(&bad);
+            let e = read_jsonl(&text[..], 1 << 20).unwrap_err();
+            prop_assert!(format!("{e:#}").contains(&format!("line {}", good + 1)), "{:#}", e);
+            let long = format!("{}\"{}\"\n", "{}\n".repeat(good), "x".repeat(64));
+            let e = read_jsonl(long.as_bytes(), 32).unwrap_err();
+            prop_assert!(format!("{e:#}").starts_with(&format!("line {}:", good + 1)), "{:#}", e);
+        }
+    }
 }

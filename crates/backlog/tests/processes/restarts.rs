@@ -33,7 +33,7 @@ fn fault_script() -> PathBuf {
 }
 
 /// Runs `fault_server.sh ARGS` to its end; a failure fails the test (never a skip).
-fn fault_server(args: &[&str]) {
+pub(super) fn fault_server(args: &[&str]) {
     let out = Command::new(fault_script()).args(args).output().unwrap();
     assert!(
         out.status.success(),
@@ -46,7 +46,7 @@ fn fault_server(args: &[&str]) {
 /// Holds the fault server of `engine` for one test at a time, across test processes too (a
 /// lock on a file, released when the test ends or its process dies): a restart must not run
 /// into another test's restart.
-async fn own_server(engine: Engine) -> std::fs::File {
+pub(super) async fn own_server(engine: Engine) -> std::fs::File {
     let path = std::env::temp_dir().join(format!("backlog-fault-{}.lock", backend(engine)));
     tokio::task::spawn_blocking(move || {
         let file = std::fs::File::create(&path).unwrap();
@@ -66,7 +66,7 @@ fn modes(engine: Engine) -> [&'static str; 2] {
     }
 }
 
-fn backend(engine: Engine) -> &'static str {
+pub(super) fn backend(engine: Engine) -> &'static str {
     match engine {
         Engine::Postgres => "postgres",
         Engine::MySql => "mysql",

@@ -1,12 +1,25 @@
 //! Database connections cut one at a time under four worker processes and a producer process
-//! (`pg_terminate_backend`, MariaDB's `KILL CONNECTION`), on the main servers. The processes
-//! are never restarted. `BACKLOG_SEVERED_JOBS` sets the count (6,000 by default).
+//! (`pg_terminate_backend`, MariaDB's `KILL CONNECTION`), on the main servers, and on the
+//! PostgreSQL fault cluster, which runs with autovacuum on as users' servers do (the machine's
+//! main cluster has it off). The processes are never restarted. `BACKLOG_SEVERED_JOBS` sets the
+//! count (6,000 by default).
 
 use std::time::{Duration, Instant};
 
 use backlog::QueueSettings;
 
+use super::restarts::{backend, fault_server, own_server};
 use super::{Children, Engine, FIRE_PROCESSES, TestDb, each_done_once, producer, spawn_child};
+
+/// Which server of an engine a run uses.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Server {
+    /// The machine's main server (PostgreSQL with autovacuum off).
+    Main,
+    /// The fault server (`scripts/fault_server.sh`; PostgreSQL with autovacuum on), held for
+    /// this test alone so that no restart test runs into it.
+    Fault,
+}
 
 /// The MariaDB user the producer connects as, so that its connections can be told apart.
 const MY_PRODUCER: &str = "bl_producer";
@@ -106,10 +119,23 @@ enum Admin {
 /// settled by the lease token (a retry with a stale token changes nothing, and the job runs
 /// again only if the commit did not happen). Every producer call got an id that exists or an
 /// error, and no job was lost or enqueued twice (see `producer`).
-async fn severed_connections(engine: Engine) {
+async fn severed_connections(engine: Engine, server: Server) {
     let jobs = severed_jobs();
     let (before, produced) = (jobs - jobs / 2, jobs / 2);
-    let db = TestDb::new(engine).await;
+    let (_held, base) = match (server, engine) {
+        (Server::Main, Engine::Postgres) => (None, backlog_testdb::pg_base()),
+        (Server::Main, _) => (None, backlog_testdb::my_base()),
+        (Server::Fault, _) => {
+            let held = own_server(engine).await;
+            fault_server(&["ensure", backend(engine)]);
+            let base = match engine {
+                Engine::Postgres => backlog_testdb::pg_fault_base(),
+                _ => backlog_testdb::my_fault_base(),
+            };
+            (Some(held), base)
+        }
+    };
+    let db = TestDb::new_on(engine, &base).await;
     db.create_results().await;
     db.enqueue_numbered("fire", before).await;
     let c = &db.client;
@@ -117,7 +143,6 @@ async fn severed_connections(engine: Engine) {
     let tag = format!("bl_cut_{:08x}", rand::random::<u32>());
     let (admin, url, producer_url, target, results) = match engine {
         Engine::Postgres => {
-            let base = backlog_testdb::pg_base();
             let admin = Admin::Pg(sqlx::PgPool::connect(&base).await.unwrap());
             let url = format!("{}&application_name={tag}", db.url);
             let producer_url = format!("{}&application_name={tag}_p", db.url);
@@ -125,9 +150,7 @@ async fn severed_connections(engine: Engine) {
             (admin, url, producer_url, tag.clone(), results)
         }
         Engine::MySql => {
-            let pool = sqlx::MySqlPool::connect(&backlog_testdb::my_base())
-                .await
-                .unwrap();
+            let pool = sqlx::MySqlPool::connect(&base).await.unwrap();
             let name = db.name().to_owned();
             for sql in [
                 format!("CREATE USER IF NOT EXISTS '{MY_PRODUCER}'@'127.0.0.1' IDENTIFIED BY ''"),
@@ -226,7 +249,7 @@ async fn severed_connections(engine: Engine) {
     let (calls, attempts) =
         producer::check_calls(&db, &calls, before, produced, max_attempts).await;
     eprintln!(
-        "{engine:?}: {jobs} jobs ({produced} by the producer), {cuts} connections cut \
+        "{engine:?} ({server:?} server): {jobs} jobs ({produced} by the producer), {cuts} connections cut \
          ({listen_cuts} LISTEN, {producer_cuts} producer), {:.1}s; producer: {} errors, \
          {} found after an error, {} reused; most attempts {attempts}",
         started.elapsed().as_secs_f64(),
@@ -250,10 +273,15 @@ async fn severed_connections(engine: Engine) {
 // SQLite has no server connections to cut.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres() {
-    severed_connections(Engine::Postgres).await
+    severed_connections(Engine::Postgres, Server::Main).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_autovacuum_on() {
+    severed_connections(Engine::Postgres, Server::Fault).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql() {
-    severed_connections(Engine::MySql).await
+    severed_connections(Engine::MySql, Server::Main).await
 }
