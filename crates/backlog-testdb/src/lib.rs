@@ -43,6 +43,25 @@ pub fn my_fault_base() -> String {
         .unwrap_or_else(|_| "mysql://root@127.0.0.1:3307/test".into())
 }
 
+/// One `#[tokio::test]` per backend for each `async fn NAME(engine: Engine)` of the calling
+/// module, in modules `sqlite`, `postgres` and `mysql` (so `cargo test postgres::` runs one).
+#[macro_export]
+macro_rules! on_every_backend {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name($crate::Engine::Sqlite).await } )* }
+        $crate::on_server_backends!($($name),*);
+    };
+}
+
+/// [`on_every_backend`] for PostgreSQL and MariaDB only (tests of a server and its connections).
+#[macro_export]
+macro_rules! on_server_backends {
+    ($($name:ident),* $(,)?) => {
+        mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name($crate::Engine::Postgres).await } )* }
+        mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name($crate::Engine::MySql).await } )* }
+    };
+}
+
 pub struct TestDb {
     pub engine: Engine,
     pub url: String,

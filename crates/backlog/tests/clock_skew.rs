@@ -206,15 +206,7 @@ async fn a_slow_worker_keeps_its_lease_against_a_fast_rescuer(engine: Engine) {
     db.drop_db().await;
 }
 
-macro_rules! on_each_backend {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(super::Engine::Sqlite).await } )* }
-        mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(super::Engine::Postgres).await } )* }
-        mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(super::Engine::MySql).await } )* }
-    };
-}
-
-on_each_backend!(
+backlog_testdb::on_every_backend!(
     leases_expire_by_the_database_clock,
     a_clock_trusted_as_is_rescues_early,
     due_times_by_the_database_clock,

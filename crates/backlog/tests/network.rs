@@ -264,14 +264,7 @@ async fn a_stall_never_hangs(engine: Engine) {
     db.drop_db().await;
 }
 
-macro_rules! on_server_backends {
-    ($($name:ident),* $(,)?) => {
-        mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::Postgres).await } )* }
-        mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::MySql).await } )* }
-    };
-}
-
-on_server_backends!(
+backlog_testdb::on_server_backends!(
     latency,
     a_partitioned_worker_comes_back_late,
     a_stall_never_hangs

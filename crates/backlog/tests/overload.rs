@@ -137,12 +137,4 @@ async fn a_busy_pool_times_out_clearly(engine: Engine) {
     db.drop_db().await;
 }
 
-macro_rules! on_every_backend {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::Sqlite).await } )* }
-        mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::Postgres).await } )* }
-        mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::MySql).await } )* }
-    };
-}
-
-on_every_backend!(more_callers_than_connections, a_busy_pool_times_out_clearly);
+backlog_testdb::on_every_backend!(more_callers_than_connections, a_busy_pool_times_out_clearly);

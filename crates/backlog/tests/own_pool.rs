@@ -119,12 +119,4 @@ async fn bad_jobs_change_nothing(engine: Engine) {
     db.drop_db().await;
 }
 
-macro_rules! on_every_backend {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite { $( #[tokio::test] async fn $name() { super::$name(super::Engine::Sqlite).await } )* }
-        mod postgres { $( #[tokio::test] async fn $name() { super::$name(super::Engine::Postgres).await } )* }
-        mod mysql { $( #[tokio::test] async fn $name() { super::$name(super::Engine::MySql).await } )* }
-    };
-}
-
-on_every_backend!(own_pool_and_transaction, bad_jobs_change_nothing);
+backlog_testdb::on_every_backend!(own_pool_and_transaction, bad_jobs_change_nothing);

@@ -280,12 +280,4 @@ async fn leader_failover(engine: Engine) {
     db.drop_db().await;
 }
 
-macro_rules! on_every_backend {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(super::Engine::Sqlite).await } )* }
-        mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(super::Engine::Postgres).await } )* }
-        mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(super::Engine::MySql).await } )* }
-    };
-}
-
-on_every_backend!(transactional_completion_under_fire, leader_failover);
+backlog_testdb::on_every_backend!(transactional_completion_under_fire, leader_failover);

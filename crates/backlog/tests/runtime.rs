@@ -924,15 +924,7 @@ async fn a_drain_leaves_its_counts(engine: Engine) {
     db.drop_db().await;
 }
 
-macro_rules! on_every_backend {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::Sqlite).await } )* }
-        mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::Postgres).await } )* }
-        mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name(super::Engine::MySql).await } )* }
-    };
-}
-
-on_every_backend!(
+backlog_testdb::on_every_backend!(
     every_outcome,
     handlers_run_inline_within_a_budget,
     handler_panicking_when_called,
