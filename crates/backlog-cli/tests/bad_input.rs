@@ -82,6 +82,28 @@ fn bad_input_is_refused_and_changes_nothing() {
             "0 is not in 1..=100000000",
         ),
         (vec!["bench", "--grow-rate", "0"], "0 is not in 1..=1000000"),
+        (vec!["bench", "--soak", "0s"], "must be longer than zero"),
+        (
+            vec!["bench", "--soak", "1m", "--grow"],
+            "cannot be used with",
+        ),
+        (
+            vec!["bench", "--soak", "1m", "--overload", "5"],
+            "cannot be used with",
+        ),
+        (vec!["bench", "--hold-transaction"], "--soak <SOAK>"),
+        (
+            vec!["bench", "--soak", "1m", "--soak-window", "0s"],
+            "must be longer than zero",
+        ),
+        (
+            vec!["bench", "--overload", "0"],
+            "0 is not in 1..=100000000",
+        ),
+        (
+            vec!["bench", "--overload-producers", "0"],
+            "0 is not in 1..=4096",
+        ),
         (
             vec!["queue", "set", "q", "--order", "random"],
             "invalid order \"random\"",
