@@ -113,7 +113,7 @@ impl SqliteBackend {
             .await
             .map_err(|e| connect_error(url, e))?;
         if !asks_read_only(url)
-            && let Err(e) = check_writable(&pool, config.sqlite_busy_timeout).await
+            && let Err(e) = check_writable(&pool).await
         {
             pool.close().await;
             return Err(connect_error(url, e));
@@ -167,22 +167,19 @@ fn asks_read_only(url: &str) -> bool {
 /// The probe is a write rolled back (`BEGIN IMMEDIATE` is no test: on a read-only connection it
 /// begins a read). A read-only connection refuses it before taking the write lock; with the busy
 /// timeout at zero, a lock that another connection holds ("busy") is an answer too, as only a
-/// connection that can write asks for it. Nothing reaches the file: the rollback drops the page.
-async fn check_writable(pool: &SqlitePool, busy_timeout: Duration) -> Result<(), sqlx::Error> {
-    let mut conn = pool.acquire().await?;
-    sqlx::raw_sql("PRAGMA busy_timeout = 0")
-        .execute(&mut *conn)
-        .await?;
+/// connection that can write asks for it. The probe runs on a connection of its own, made with
+/// the pool's options, so the pool's connections keep their busy timeout. Nothing reaches the
+/// file: the rollback drops the page.
+async fn check_writable(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+    let opts = (*pool.connect_options())
+        .clone()
+        .busy_timeout(Duration::ZERO);
+    let mut conn = sqlx::ConnectOptions::connect(&opts).await?;
     let mut tx = conn.begin().await?;
-    let probe = sqlx::raw_sql("PRAGMA main.user_version = 0")
-        .execute(&mut *tx)
-        .await;
+    let probe = sqlx::raw_sql(cat::DB_WRITE_PROBE).execute(&mut *tx).await;
     // After some failures SQLite has rolled back already: the probe's error is the answer then.
     let rolled_back = tx.rollback().await;
-    let ms = busy_timeout.as_millis().min(i32::MAX as u128);
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("PRAGMA busy_timeout = {ms}")))
-        .execute(&mut *conn)
-        .await?;
+    let _ = conn.close().await;
     match probe {
         Ok(_) => rolled_back,
         Err(sqlx::Error::Database(e)) if crate::dberror::sqlite_code(&*e) == Some(5) => Ok(()),
@@ -217,7 +214,8 @@ mod tests {
         let opts = SqliteConnectOptions::from_str(&url)
             .unwrap()
             .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal);
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(Duration::from_millis(1234));
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
             .connect_with(opts.clone())
@@ -227,15 +225,14 @@ mod tests {
             .execute(&pool)
             .await
             .unwrap();
-        let busy = Duration::from_millis(1234);
-        check_writable(&pool, busy).await.unwrap();
+        check_writable(&pool).await.unwrap();
         let mut holder = SqliteConnection::connect_with(&opts).await.unwrap();
         sqlx::raw_sql("BEGIN IMMEDIATE")
             .execute(&mut holder)
             .await
             .unwrap();
         let started = std::time::Instant::now();
-        check_writable(&pool, busy).await.unwrap();
+        check_writable(&pool).await.unwrap();
         assert!(started.elapsed() < Duration::from_millis(500));
         let timeout: i64 = sqlx::query_scalar("PRAGMA busy_timeout")
             .fetch_one(&pool)
@@ -246,11 +243,12 @@ mod tests {
             .execute(&mut holder)
             .await
             .unwrap();
-        sqlx::raw_sql("PRAGMA query_only = 1")
-            .execute(&pool)
+        let read_only = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(opts.clone().read_only(true))
             .await
             .unwrap();
-        let err = check_writable(&pool, busy).await.unwrap_err();
+        let err = check_writable(&read_only).await.unwrap_err();
         let sqlx::Error::Database(e) = &err else {
             panic!("{err:?}");
         };

@@ -106,7 +106,9 @@ fn statements_live_only_in_the_catalog() {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
-        for (n, line) in text.lines().enumerate() {
+        // A file's unit tests may set up a database as they need; the scan stops at them.
+        let body = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (n, line) in body.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
             for f in forbidden {
                 if code.contains(f) {

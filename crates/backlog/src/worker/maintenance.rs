@@ -242,6 +242,9 @@ struct Maintainer<O> {
     /// Counts from when the last vacuum finished.
     vacuum: Option<Every>,
     vacuuming: Option<tokio::task::JoinHandle<()>>,
+    /// The session last warned about, and its transaction's age then: the same one is named
+    /// again only once that age has doubled, so the log is not a line every prune pass.
+    warned: Option<(i64, Duration)>,
 }
 
 impl<O: MaintenanceOps> Maintainer<O> {
@@ -263,6 +266,7 @@ impl<O: MaintenanceOps> Maintainer<O> {
             term: None,
             fired: Fired::default(),
             vacuuming: None,
+            warned: None,
         }
     }
 
@@ -375,7 +379,7 @@ impl<O: MaintenanceOps> Maintainer<O> {
         }
     }
     /// Says so when another session's open transaction holds back the reclaiming of rows.
-    async fn warn_long_transaction(&self) -> Result<()> {
+    async fn warn_long_transaction(&mut self) -> Result<()> {
         let Some(limit) = self.cfg.warn_transaction_age else {
             return Ok(());
         };
@@ -389,7 +393,9 @@ impl<O: MaintenanceOps> Maintainer<O> {
         };
         if let Some(t) = oldest
             && t.age > limit
+            && !matches!(self.warned, Some((pid, at)) if pid == t.pid && t.age < at * 2)
         {
+            self.warned = Some((t.pid, t.age));
             tracing::warn!(
                 pid = t.pid,
                 age_s = t.age.as_secs(),
@@ -397,7 +403,8 @@ impl<O: MaintenanceOps> Maintainer<O> {
                 client = %t.client,
                 "session {} ({}) has held a transaction open for {} s ({}): the database keeps \
                  the rows of completed jobs until it ends, and claims slow down; end it, or set \
-                 idle_in_transaction_session_timeout (PostgreSQL) / wait_timeout (MySQL)",
+                 idle_in_transaction_session_timeout (PostgreSQL) / idle_transaction_timeout \
+                 (MariaDB)",
                 t.pid,
                 t.client,
                 t.age.as_secs(),
