@@ -449,10 +449,13 @@ pub async fn overload(
             })
         })
         .collect();
-    let all_produced = {
-        let producers = futures_join(producers);
-        tokio::spawn(producers)
-    };
+    // Every producer done; the first failure wins.
+    let all_produced = tokio::spawn(async move {
+        for produced in futures::future::try_join_all(producers).await? {
+            produced?;
+        }
+        Ok::<_, anyhow::Error>(())
+    });
     let window = Duration::from_secs_f64(p.window_secs);
     let mut enqueue_secs = None;
     loop {
@@ -497,16 +500,6 @@ pub async fn overload(
         windows: sampler.windows,
         params: p.clone(),
     })
-}
-
-/// Waits for every producer; the first failure wins.
-async fn futures_join(
-    tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
-) -> anyhow::Result<()> {
-    for t in tasks {
-        t.await??;
-    }
-    Ok(())
 }
 
 fn mib(b: impl Into<f64>) -> f64 {
