@@ -5,6 +5,8 @@
 #   and, for the fault tests that restart a server (scripts/fault_server.sh), a second of each:
 #   PostgreSQL cluster `backlog_fault` on 127.0.0.1:5433 with autovacuum on, MariaDB on
 #   127.0.0.1:3307 with its own datadir; same users and database
+#   a 3-node MariaDB Galera cluster on 127.0.0.1:3311-3313 (scripts/galera.sh), for the
+#     conformance suite and the runtime tests on a cluster
 #   Python with psycopg and PyMySQL, for the example client in examples/python
 # and Chromium with chromedriver for the dashboard's browser test (crates/backlog-cli/tests/
 # dashboard.rs). Installs them from Debian's packages when absent. Exits non-zero if any cannot be
@@ -83,4 +85,5 @@ ensure_postgres
 ensure_mariadb
 "$(dirname "$0")/fault_server.sh" ensure postgres
 "$(dirname "$0")/fault_server.sh" ensure mysql
+"$(dirname "$0")/galera.sh" ensure
 ensure_python_drivers

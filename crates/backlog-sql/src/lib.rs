@@ -12,6 +12,7 @@ pub mod catalog;
 mod dberror;
 mod deadline;
 mod engine;
+mod hosts;
 mod mysql;
 mod postgres;
 mod rows;
@@ -58,6 +59,10 @@ pub struct BackendConfig {
     /// SQLite: how long a statement waits for another process's lock on the database file
     /// before it fails with a lock timeout ("database is locked").
     pub sqlite_busy_timeout: Duration,
+    /// PostgreSQL and MySQL URLs that list several hosts (`h1:p1,h2:p2`): how often the host
+    /// in use is checked (a fresh connection that must answer and be ready for writes); when
+    /// it fails, new connections go to the next ready host of the list.
+    pub host_check_every: Duration,
 }
 
 impl Default for BackendConfig {
@@ -68,6 +73,7 @@ impl Default for BackendConfig {
             connect_timeout: Duration::from_secs(10),
             statement_timeout: Some(Duration::from_secs(30)),
             sqlite_busy_timeout: Duration::from_secs(30),
+            host_check_every: Duration::from_millis(500),
         }
     }
 }

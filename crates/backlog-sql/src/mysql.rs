@@ -12,13 +12,15 @@ use backlog_core::{
     JobRef, JobRescueParams, LeaderParams, MigrateReport, NewJob, OldestTransaction, Ordering,
     QueueRedriveParams, Rescued, Result, Retention, TxClaim,
 };
-use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
-use sqlx::{Connection, MySqlConnection, MySqlPool, Row};
+use futures::future::BoxFuture;
+use sqlx::mysql::MySqlConnectOptions;
+use sqlx::{Connection, MySql, MySqlConnection, MySqlPool, Row};
 
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::catalog::mysql as cat;
 use crate::dberror::{DbResultExt, connect_error, connect_within};
 use crate::engine::{Dialect, SqlTx, SqlTxClaim};
+use crate::hosts::{self, Hosts};
 use crate::rows::{
     assign_ids, audit_from_row, claimed_from_row, job_from_row, queue_from_row, stat_from_row,
 };
@@ -31,36 +33,49 @@ pub struct MySqlBackend {
     /// `Some(step)` when the ids of one multi-row INSERT are consecutive (auto-increment lock
     /// mode 0 or 1), `step` apart; `None` when they may interleave with other sessions' ids.
     id_step: Option<i64>,
+    /// A node of a Galera cluster: row locks are local to a node (no transaction claim mode),
+    /// GET_LOCK does not lock the cluster, and conflicts surface at commit.
+    cluster: bool,
 }
 
 impl MySqlBackend {
-    /// Connects to the database a `mysql://…` (or `mariadb://…`) URL names.
+    /// Connects to the database a `mysql://…` (or `mariadb://…`) URL names. The URL may list
+    /// several hosts (`h1:p1,h2:p2`, the nodes of a Galera cluster): connections go to the first
+    /// that answers and is ready, and move on when it fails (`crate::hosts`).
     pub async fn connect(url: &str, config: &BackendConfig) -> Result<Self> {
         // The driver reads `mariadb://` URLs too: it does not look at the scheme.
-        let opts = MySqlConnectOptions::from_str(url).map_err(|e| connect_error(url, e))?;
+        let parse = |u: &str| MySqlConnectOptions::from_str(u).map_err(|e| connect_error(u, e));
+        let hosts = Hosts::<MySql>::connect(url, config, parse, node_ready).await?;
         // One direct connection first: an unreachable server or bad credentials fail at once
         // instead of after the pool's acquire timeout.
-        let first = connect_within(
-            url,
+        let mut first = connect_within(
+            hosts.current_url(),
             config.connect_timeout,
-            MySqlConnection::connect_with(&opts),
+            MySqlConnection::connect_with(&hosts.current_options()),
         )
         .await?;
+        let cluster = connect_within(url, config.connect_timeout, galera_on(&mut first)).await?;
         first.close().await.ok();
-        let pool = MySqlPoolOptions::new()
-            .max_connections(config.max_connections)
-            .acquire_timeout(config.acquire_timeout)
-            .after_connect(|conn, _meta| {
+        let pool = hosts
+            .pool_options(config)
+            .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     // READ COMMITTED: no gap locks between claimers and producers.
                     sqlx::raw_sql(cat::SESSION_READ_COMMITTED)
                         .execute(&mut *conn)
                         .await?;
+                    if cluster {
+                        sqlx::raw_sql(cat::SESSION_CAUSAL_READS)
+                            .execute(&mut *conn)
+                            .await?;
+                    }
                     Ok(())
                 })
             })
-            .connect_lazy_with(opts);
+            .connect_lazy_with(hosts.current_options());
+        hosts::watch(pool.clone(), hosts, config.host_check_every);
         let mut backend = Self::from_pool(pool);
+        backend.cluster = cluster;
         let (mode, step): (i64, i64) = connect_within(
             url,
             config.connect_timeout,
@@ -77,6 +92,7 @@ impl MySqlBackend {
         MySqlBackend {
             pool,
             id_step: None,
+            cluster: false,
         }
     }
 
@@ -134,6 +150,100 @@ impl MySqlBackend {
     async fn migrate_on(conn: &mut MySqlConnection) -> Result<Vec<i64>> {
         Ok(crate::engine::apply_migrations!(cat, conn, split))
     }
+}
+
+/// Whether the server is a Galera node (`wsrep_on`).
+async fn galera_on(conn: &mut MySqlConnection) -> std::result::Result<bool, sqlx::Error> {
+    let row = sqlx::raw_sql(cat::DB_CLUSTER)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(match row {
+        Some(row) => row.try_get::<String, _>(1)?.eq_ignore_ascii_case("ON"),
+        None => false,
+    })
+}
+
+/// A host is ready when it answers and, if it is a Galera node, is synced with the primary
+/// component (`wsrep_ready`).
+fn node_ready(conn: &mut MySqlConnection) -> BoxFuture<'_, bool> {
+    Box::pin(async move {
+        match galera_on(conn).await {
+            Ok(false) => true,
+            Ok(true) => match sqlx::raw_sql(cat::DB_NODE_READY)
+                .fetch_optional(&mut *conn)
+                .await
+            {
+                Ok(Some(row)) => row
+                    .try_get::<String, _>(1)
+                    .is_ok_and(|v| v.eq_ignore_ascii_case("ON")),
+                _ => false,
+            },
+            Err(_) => false,
+        }
+    })
+}
+
+/// How long the cluster-wide migration lock is held at most (a migrator that died leaves it
+/// for this long) and waited for.
+const CLUSTER_MIGRATION_LEASE: i64 = 600 * 1_000_000;
+const CLUSTER_MIGRATION_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Migrations on a Galera cluster, under a lock every node sees: a row written by an upsert,
+/// which certification gives to one writer at a time (GET_LOCK locks one node only, and
+/// MariaDB may refuse it under wsrep).
+async fn migrate_cluster(conn: &mut MySqlConnection) -> Result<Vec<i64>> {
+    sqlx::raw_sql(cat::MIGRATION_LOCK_TABLE)
+        .execute(&mut *conn)
+        .await
+        .db()?;
+    let me = shared::new_token();
+    let waited = std::time::Instant::now();
+    loop {
+        let now = backlog_core::now_micros();
+        let took = cat::migration_lock_take(me, now + CLUSTER_MIGRATION_LEASE, now)
+            .query()
+            .execute(&mut *conn)
+            .await
+            .db();
+        match took {
+            Ok(_) => {}
+            // Another node wrote the lock at the same moment and won certification.
+            Err(Error::Database {
+                kind: DbErrorKind::Deadlock | DbErrorKind::SerializationFailure,
+                ..
+            }) => {}
+            Err(e) => return Err(e),
+        }
+        let holder: Option<i64> = cat::migration_lock_holder()
+            .scalar()
+            .fetch_optional(&mut *conn)
+            .await
+            .db()?;
+        if holder == Some(me) {
+            break;
+        }
+        if waited.elapsed() > CLUSTER_MIGRATION_WAIT {
+            return Err(Error::Database {
+                kind: DbErrorKind::LockTimeout,
+                source:
+                    "timed out waiting for the cluster's migration lock (backlog_migration_lock)"
+                        .into(),
+            });
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(
+            50 + rand::random::<u64>() % 100,
+        ))
+        .await;
+    }
+    let applied = MySqlBackend::migrate_on(conn).await;
+    let released = cat::migration_lock_release(me)
+        .query()
+        .execute(&mut *conn)
+        .await
+        .db();
+    let applied = applied?;
+    released?;
+    Ok(applied)
 }
 
 /// Locks up to `limit` claimable jobs (SKIP LOCKED) and marks them running, on a connection
@@ -419,7 +529,9 @@ impl Dialect for MySqlBackend {
         Capabilities {
             skip_locked: true,
             single_writer: false,
-            row_locks: true,
+            // A Galera node's row locks hold on that node only: another node could claim the
+            // row a transaction-mode job holds.
+            row_locks: !self.cluster,
         }
     }
 
@@ -429,27 +541,32 @@ impl Dialect for MySqlBackend {
 
     async fn migrate(&self) -> Result<MigrateReport> {
         let mut conn = self.pool.acquire().await.db()?;
-        // A named lock serialises migrators across processes. Lock names are capped at 64
-        // characters in MySQL; two databases sharing a long prefix merely take turns.
-        let got: Option<i64> = cat::migration_lock()
-            .scalar()
-            .fetch_one(&mut *conn)
-            .await
-            .db()?;
-        if got != Some(1) {
-            return Err(Error::Database {
-                kind: DbErrorKind::LockTimeout,
-                source: "timed out waiting for the migration lock (GET_LOCK)".into(),
-            });
-        }
-        let applied = Self::migrate_on(&mut conn).await;
-        let released = cat::migration_unlock()
-            .query()
-            .execute(&mut *conn)
-            .await
-            .db();
-        let applied = applied?;
-        released?;
+        let applied = if self.cluster {
+            migrate_cluster(&mut conn).await?
+        } else {
+            // A named lock serialises migrators across processes. Lock names are capped at 64
+            // characters in MySQL; two databases sharing a long prefix merely take turns.
+            let got: Option<i64> = cat::migration_lock()
+                .scalar()
+                .fetch_one(&mut *conn)
+                .await
+                .db()?;
+            if got != Some(1) {
+                return Err(Error::Database {
+                    kind: DbErrorKind::LockTimeout,
+                    source: "timed out waiting for the migration lock (GET_LOCK)".into(),
+                });
+            }
+            let applied = Self::migrate_on(&mut conn).await;
+            let released = cat::migration_unlock()
+                .query()
+                .execute(&mut *conn)
+                .await
+                .db();
+            let applied = applied?;
+            released?;
+            applied
+        };
         Ok(MigrateReport {
             applied,
             current: crate::SCHEMA_VERSION,
@@ -492,6 +609,12 @@ impl Dialect for MySqlBackend {
     }
 
     async fn job_claim_tx(&self, p: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>> {
+        if self.cluster {
+            return Err(Error::Unsupported(
+                "transaction claim mode needs row locks the whole database sees; a Galera \
+                 node's row locks hold on that node only",
+            ));
+        }
         let mut tx = self.pool.begin().await.db()?;
         let mut jobs = claim_on(&mut tx, p, 1).await?;
         match jobs.pop() {

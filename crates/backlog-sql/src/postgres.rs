@@ -12,7 +12,7 @@ use backlog_core::{
     JobVacuumParams, MigrateReport, NewJob, OldestTransaction, Ordering, Result, Retention,
     TxClaim, WakeFn,
 };
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgListener};
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Row};
 
 use crate::BackendConfig;
@@ -20,6 +20,7 @@ use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::catalog::{Stmt, postgres as cat};
 use crate::dberror::{DbResultExt, connect_error, connect_within};
 use crate::engine::{Dialect, SqlTx, SqlTxClaim};
+use crate::hosts::{self, Hosts};
 use crate::rows::{
     assign_ids, audit_from_row, claimed_from_row, created, job_from_row, queue_from_row,
     stat_from_row,
@@ -47,26 +48,30 @@ impl PgBackend {
     /// Connects to the database a `postgres://…` URL names. Connection parameters such as
     /// `options=-c search_path=SCHEMA` are honoured.
     pub async fn connect(url: &str, config: &BackendConfig) -> Result<Self> {
-        let opts = PgConnectOptions::from_str(url).map_err(|e| connect_error(url, e))?;
+        // Generic plans: every statement here is a short parameterized look-up whose plan does
+        // not depend on the values, and a custom plan per execution re-planned the claim each
+        // time, a large part of its cost (figures in BENCHMARKS.md).
+        let parse = |u: &str| {
+            let opts = PgConnectOptions::from_str(u).map_err(|e| connect_error(u, e))?;
+            Ok(opts.options([
+                (QUIET_SETTING, "off"),
+                ("plan_cache_mode", "force_generic_plan"),
+            ]))
+        };
+        let hosts = Hosts::<Postgres>::connect(url, config, parse, writable).await?;
         // One direct connection first: an unreachable server or bad credentials fail at once
         // instead of after the pool's acquire timeout.
         let first = connect_within(
-            url,
+            hosts.current_url(),
             config.connect_timeout,
-            PgConnection::connect_with(&opts),
+            PgConnection::connect_with(&hosts.current_options()),
         )
         .await?;
         first.close().await.ok();
-        let pool = PgPoolOptions::new()
-            .max_connections(config.max_connections.max(1))
-            .acquire_timeout(config.acquire_timeout)
-            // Generic plans: every statement here is a short parameterized look-up whose plan does
-            // not depend on the values, and a custom plan per execution re-planned the claim each
-            // time, a large part of its cost (figures in BENCHMARKS.md).
-            .connect_lazy_with(opts.options([
-                (QUIET_SETTING, "off"),
-                ("plan_cache_mode", "force_generic_plan"),
-            ]));
+        let pool = hosts
+            .pool_options(config)
+            .connect_lazy_with(hosts.current_options());
+        hosts::watch(pool.clone(), hosts, config.host_check_every);
         let mut backend = Self::from_pool(pool);
         backend.waker = Some(Arc::new(Waker::default()));
         Ok(backend)
@@ -484,6 +489,17 @@ async fn complete_on(conn: &mut PgConnection, p: &JobCompleteParams) -> Result<V
         rest = again;
     }
     Ok(shared::refs_with_ids(&p.jobs, &done))
+}
+
+/// A host is ready when it answers and takes writes (not a standby in recovery).
+fn writable(conn: &mut PgConnection) -> futures::future::BoxFuture<'_, bool> {
+    Box::pin(async move {
+        cat::db_writable()
+            .scalar::<bool>()
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap_or(false)
+    })
 }
 
 impl Dialect for PgBackend {

@@ -15,6 +15,9 @@ pub enum Engine {
     Sqlite,
     Postgres,
     MySql,
+    /// The 3-node MariaDB Galera cluster of `scripts/galera.sh`: the MySQL dialect, with
+    /// clients given a URL that lists every node, starting at a random one.
+    Galera,
 }
 
 pub const ENGINES: [Engine; 3] = [Engine::Sqlite, Engine::Postgres, Engine::MySql];
@@ -43,6 +46,56 @@ pub fn my_fault_base() -> String {
         .unwrap_or_else(|_| "mysql://root@127.0.0.1:3307/test".into())
 }
 
+/// The Galera cluster's nodes as one URL (`BACKLOG_TEST_GALERA_URL`), with database `test`.
+pub fn galera_base() -> String {
+    std::env::var("BACKLOG_TEST_GALERA_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3311,127.0.0.1:3312,127.0.0.1:3313/test".into())
+}
+
+/// The Galera cluster's node URLs naming database `db`, in the list's order from node `first`.
+pub fn galera_nodes(db: &str, first: usize) -> Vec<String> {
+    let all = galera_base();
+    let (head, rest) = all.split_once('@').expect("user@hosts");
+    let (hosts, _) = rest.split_once('/').expect("hosts/database");
+    let hosts: Vec<&str> = hosts.split(',').collect();
+    (0..hosts.len())
+        .map(|i| format!("{head}@{}/{db}", hosts[(first + i) % hosts.len()]))
+        .collect()
+}
+
+/// One URL listing the Galera nodes from node `first` on, naming database `db`: a client
+/// given it starts on that node and moves to the next when it fails.
+pub fn galera_list(db: &str, first: usize) -> String {
+    let all = galera_base();
+    let (head, rest) = all.split_once('@').expect("user@hosts");
+    let (hosts, _) = rest.split_once('/').expect("hosts/database");
+    let mut hosts: Vec<&str> = hosts.split(',').collect();
+    let n = hosts.len();
+    hosts.rotate_left(first % n);
+    format!("{head}@{}/{db}", hosts.join(","))
+}
+
+/// Waits (10 s at most) until a connection to `url` finds its database: DDL made through one
+/// Galera node reaches the others a moment later.
+pub async fn wait_for_database(url: &str) {
+    for _ in 0..200 {
+        if let Ok(c) = sqlx::MySqlConnection::connect(url).await {
+            c.close().await.ok();
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("{url}: the database did not reach this node within 10 s");
+}
+
+/// One `#[tokio::test]` per test function on the Galera cluster, in module `galera`.
+#[macro_export]
+macro_rules! on_galera {
+    ($($name:ident),* $(,)?) => {
+        mod galera { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name($crate::Engine::Galera).await } )* }
+    };
+}
+
 /// One `#[tokio::test]` per backend for each `async fn NAME(engine: Engine)` of the calling
 /// module, in modules `sqlite`, `postgres` and `mysql` (so `cargo test postgres::` runs one).
 #[macro_export]
@@ -67,8 +120,10 @@ pub struct TestDb {
     pub url: String,
     pub client: Arc<Client>,
     name: String,
-    /// The server's base URL (PostgreSQL, MariaDB).
+    /// The server's base URL (PostgreSQL, MariaDB; Galera: its first node's).
     base: String,
+    /// Where this test's own connections go (`url`, but one node of a Galera cluster).
+    direct: String,
     _dir: tempfile::TempDir,
 }
 
@@ -78,6 +133,7 @@ impl TestDb {
             Engine::Sqlite => String::new(),
             Engine::Postgres => pg_base(),
             Engine::MySql => my_base(),
+            Engine::Galera => return TestDb::new_galera().await,
         };
         TestDb::new_on(engine, &base).await
     }
@@ -111,17 +167,54 @@ impl TestDb {
                 u.set_path(&format!("/{name}"));
                 u.to_string()
             }
+            Engine::Galera => unreachable!("TestDb::new_galera"),
         };
         let client = Client::connect(&url).await.unwrap();
         client.migrate().await.unwrap();
         TestDb {
             engine,
-            url,
             client: Arc::new(client),
             name,
             base: base.to_owned(),
+            direct: url.clone(),
+            url,
             _dir: dir,
         }
+    }
+
+    /// A test database on the Galera cluster, made through a random node and seen by every
+    /// node; `url` lists the nodes from that one on.
+    async fn new_galera() -> TestDb {
+        let name = format!("bl_r_{:016x}", rand::random::<u64>());
+        let first = rand::random::<u32>() as usize % galera_nodes("test", 0).len();
+        let base = galera_nodes("test", first).remove(0);
+        let mut c = sqlx::MySqlConnection::connect(&base)
+            .await
+            .unwrap_or_else(|e| panic!("the Galera cluster is required at {base}: {e}"));
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut c)
+            .await
+            .unwrap();
+        for node in galera_nodes(&name, first) {
+            wait_for_database(&node).await;
+        }
+        let url = galera_list(&name, first);
+        let client = Client::connect(&url).await.unwrap();
+        client.migrate().await.unwrap();
+        TestDb {
+            engine: Engine::Galera,
+            client: Arc::new(client),
+            direct: galera_nodes(&name, first).remove(0),
+            name,
+            base,
+            url,
+            _dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// The URL this test's own connections use (`url`, or on Galera the first node's).
+    pub fn direct(&self) -> &str {
+        &self.direct
     }
 
     /// The PostgreSQL schema or MariaDB database of this test (empty on SQLite).
@@ -133,21 +226,21 @@ impl TestDb {
     pub async fn exec(&self, sql: &str) {
         match self.engine {
             Engine::Sqlite => {
-                let mut c = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                let mut c = sqlx::SqliteConnection::connect(&self.direct).await.unwrap();
                 sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
                     .execute(&mut c)
                     .await
                     .unwrap();
             }
             Engine::Postgres => {
-                let mut c = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                let mut c = sqlx::PgConnection::connect(&self.direct).await.unwrap();
                 sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
                     .execute(&mut c)
                     .await
                     .unwrap();
             }
-            Engine::MySql => {
-                let mut c = sqlx::MySqlConnection::connect(&self.url).await.unwrap();
+            Engine::MySql | Engine::Galera => {
+                let mut c = sqlx::MySqlConnection::connect(&self.direct).await.unwrap();
                 sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
                     .execute(&mut c)
                     .await
@@ -161,15 +254,15 @@ impl TestDb {
         let sql = sqlx::AssertSqlSafe(sql.to_owned());
         match self.engine {
             Engine::Sqlite => {
-                let mut c = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                let mut c = sqlx::SqliteConnection::connect(&self.direct).await.unwrap();
                 sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
             }
             Engine::Postgres => {
-                let mut c = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                let mut c = sqlx::PgConnection::connect(&self.direct).await.unwrap();
                 sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
             }
-            Engine::MySql => {
-                let mut c = sqlx::MySqlConnection::connect(&self.url).await.unwrap();
+            Engine::MySql | Engine::Galera => {
+                let mut c = sqlx::MySqlConnection::connect(&self.direct).await.unwrap();
                 sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
             }
         }
@@ -180,21 +273,21 @@ impl TestDb {
         let sql = sqlx::AssertSqlSafe(sql.to_owned());
         match self.engine {
             Engine::Sqlite => {
-                let mut c = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                let mut c = sqlx::SqliteConnection::connect(&self.direct).await.unwrap();
                 sqlx::query_scalar(sql)
                     .fetch_optional(&mut c)
                     .await
                     .unwrap()
             }
             Engine::Postgres => {
-                let mut c = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                let mut c = sqlx::PgConnection::connect(&self.direct).await.unwrap();
                 sqlx::query_scalar(sql)
                     .fetch_optional(&mut c)
                     .await
                     .unwrap()
             }
-            Engine::MySql => {
-                let mut c = sqlx::MySqlConnection::connect(&self.url).await.unwrap();
+            Engine::MySql | Engine::Galera => {
+                let mut c = sqlx::MySqlConnection::connect(&self.direct).await.unwrap();
                 sqlx::query_scalar(sql)
                     .fetch_optional(&mut c)
                     .await
@@ -245,7 +338,7 @@ impl TestDb {
                 .await
                 .unwrap();
             }
-            Engine::MySql => {
+            Engine::MySql | Engine::Galera => {
                 let mut c = sqlx::MySqlConnection::connect(&self.base).await.unwrap();
                 sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {}", self.name)))
                     .execute(&mut c)

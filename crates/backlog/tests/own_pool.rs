@@ -44,6 +44,7 @@ async fn own_pool_and_transaction(engine: Engine) {
             let kept = order_and_job!(pool, client, "INSERT INTO orders (id) VALUES ($1)", true);
             (client, (gone, kept))
         }
+        Engine::Galera => unreachable!("not run on Galera"),
         Engine::MySql => {
             let pool = sqlx::MySqlPool::connect(&db.url).await.unwrap();
             let client = Client::from_sql(SqlBackend::MySql(MySqlBackend::from_pool(pool.clone())));
@@ -101,6 +102,7 @@ async fn bad_jobs_change_nothing(engine: Engine) {
                 let mut c = sqlx::PgConnection::connect(&db.url).await.unwrap();
                 client.enqueue_in(&mut c, vec![bad]).await.unwrap_err()
             }
+            Engine::Galera => unreachable!("not run on Galera"),
             Engine::MySql => {
                 let mut c = sqlx::MySqlConnection::connect(&db.url).await.unwrap();
                 client.enqueue_in(&mut c, vec![bad]).await.unwrap_err()

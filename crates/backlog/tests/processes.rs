@@ -1,12 +1,15 @@
 //! Whole processes under fire, on every backend: worker processes killed with SIGKILL at random
 //! moments while they complete jobs transactionally, and leader failover between two processes.
 //! On PostgreSQL and MariaDB also: database connections cut under workers and a producer, and
-//! the database server restarted under them (`restarts`).
+//! the database server restarted under them (`restarts`); on the Galera cluster, a node killed
+//! and rejoined under workers and producers spread over the nodes (`node_kill`).
 //!
 //! The test binary runs itself as the child processes: `child_process` does the child's work when
 //! `BACKLOG_CHILD_ROLE` is set, and nothing otherwise.
 
 mod common;
+#[path = "processes/node_kill.rs"]
+mod node_kill;
 #[path = "processes/producer.rs"]
 mod producer;
 #[path = "processes/restarts.rs"]

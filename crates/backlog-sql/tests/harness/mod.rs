@@ -3,6 +3,7 @@
 //! `MemoryBackend`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use backlog_core::{Backend, ClaimStrategy};
 use sqlx::Connection;
@@ -17,6 +18,36 @@ pub fn postgres_url() -> String {
 pub fn mysql_url() -> String {
     std::env::var("BACKLOG_TEST_MYSQL_URL")
         .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
+}
+
+/// The nodes of the Galera cluster (`scripts/galera.sh`), as one URL listing them (required:
+/// an unreachable cluster fails the test).
+pub fn galera_url() -> String {
+    std::env::var("BACKLOG_TEST_GALERA_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3311,127.0.0.1:3312,127.0.0.1:3313/test".into())
+}
+
+/// The Galera cluster's node URLs, each naming database `db`, starting with node `first`.
+fn galera_nodes(db: &str, first: usize) -> Vec<String> {
+    let all = galera_url();
+    let (head, rest) = all.split_once('@').expect("user@hosts");
+    let (hosts, _) = rest.split_once('/').expect("hosts/database");
+    let hosts: Vec<&str> = hosts.split(',').collect();
+    (0..hosts.len())
+        .map(|i| format!("{head}@{}/{db}", hosts[(first + i) % hosts.len()]))
+        .collect()
+}
+
+/// One URL listing the nodes starting with node `first` (each client of a test starts on
+/// another node).
+fn galera_list(db: &str, first: usize) -> String {
+    let nodes = galera_nodes(db, first);
+    let (head, _) = nodes[0].split_once('@').unwrap();
+    let hosts: Vec<&str> = nodes
+        .iter()
+        .map(|u| u.split_once('@').unwrap().1.split_once('/').unwrap().0)
+        .collect();
+    format!("{head}@{}/{db}", hosts.join(","))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -37,6 +68,8 @@ pub struct Db {
     pub engine: Engine,
     name: String,
     _dir: Option<Arc<tempfile::TempDir>>,
+    /// Galera: the node the next `connect_again` starts on (`None` elsewhere).
+    next_node: Option<Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 fn unique_name() -> String {
@@ -69,6 +102,7 @@ impl Db {
             engine,
             name,
             _dir: dir,
+            next_node: None,
         }
     }
 
@@ -116,6 +150,31 @@ impl Db {
         .await
     }
 
+    /// A database on the Galera cluster: created through one node (chosen at random) and seen
+    /// by every node before the test starts; the backend lists the nodes starting with that
+    /// one, and each `connect_again` starts on the next node. `url` is that first node's (for
+    /// direct connections); the engine is MySQL's.
+    pub async fn galera() -> Db {
+        let name = unique_name();
+        let first = rand::random::<u32>() as usize % galera_nodes("test", 0).len();
+        let nodes = galera_nodes("test", first);
+        let mut admin = sqlx::MySqlConnection::connect(&nodes[0])
+            .await
+            .expect("the Galera cluster is required (scripts/galera.sh ensure)");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+        admin.close().await.ok();
+        for node in galera_nodes(&name, first) {
+            wait_for_database(&node).await;
+        }
+        let mut db = Db::open(Engine::MySql, galera_list(&name, first), name.clone(), None).await;
+        db.url = galera_nodes(&name, first).remove(0);
+        db.next_node = Some(Arc::new((first + 1).into()));
+        db
+    }
+
     pub async fn memory() -> Db {
         let memory = Arc::new(backlog_memory::MemoryBackend::new());
         memory.migrate().await.expect("migrate");
@@ -127,6 +186,7 @@ impl Db {
             engine: Engine::Memory,
             name: String::new(),
             _dir: None,
+            next_node: None,
         }
     }
 
@@ -135,9 +195,18 @@ impl Db {
     pub async fn connect_again(&self) -> Arc<dyn Backend> {
         match self.engine {
             Engine::Memory => self.b.clone(),
-            _ => backlog_sql::connect(&self.url, &Default::default())
-                .await
-                .unwrap(),
+            _ => {
+                let url = match &self.next_node {
+                    Some(next) => galera_list(
+                        &self.name,
+                        next.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                    ),
+                    None => self.url.clone(),
+                };
+                backlog_sql::connect(&url, &Default::default())
+                    .await
+                    .unwrap()
+            }
         }
     }
 
@@ -192,6 +261,10 @@ impl Db {
             engine: self.engine,
             name: self.name.clone(),
             b: self.b.clone(),
+            server: match self.next_node {
+                Some(_) => self.url.clone(),
+                None => mysql_url(),
+            },
         }
     }
 }
@@ -200,6 +273,8 @@ pub struct Cleanup {
     engine: Engine,
     name: String,
     b: Arc<dyn Backend>,
+    /// The MySQL server (or Galera node) to drop the database through.
+    server: String,
 }
 
 impl Cleanup {
@@ -218,7 +293,7 @@ impl Cleanup {
                 .unwrap();
             }
             Engine::MySql => {
-                let mut c = sqlx::MySqlConnection::connect(&mysql_url()).await.unwrap();
+                let mut c = sqlx::MySqlConnection::connect(&self.server).await.unwrap();
                 sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {}", self.name)))
                     .execute(&mut c)
                     .await
@@ -226,6 +301,19 @@ impl Cleanup {
             }
         }
     }
+}
+
+/// Waits (10 s at most) until a connection to `url` finds its database: DDL made through one
+/// Galera node reaches the others a moment later.
+async fn wait_for_database(url: &str) {
+    for _ in 0..200 {
+        if let Ok(c) = sqlx::MySqlConnection::connect(url).await {
+            c.close().await.ok();
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{url}: the database did not reach this node within 10 s");
 }
 
 pub fn strategy_name(s: ClaimStrategy) -> &'static str {
@@ -243,6 +331,7 @@ macro_rules! conformance {
         $crate::harness::conformance!(@sql sqlite, $($name,)* $($($sql,)*)?);
         $crate::harness::conformance!(@sql postgres, $($name,)* $($($sql,)*)?);
         $crate::harness::conformance!(@sql mysql, $($name,)* $($($sql,)*)?);
+        $crate::harness::conformance!(@sql galera, $($name,)* $($($sql,)*)?);
         mod memory {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

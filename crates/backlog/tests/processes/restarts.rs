@@ -62,7 +62,7 @@ fn modes(engine: Engine) -> [&'static str; 2] {
     match engine {
         Engine::Postgres => ["fast", "immediate"],
         Engine::MySql => ["term", "kill"],
-        Engine::Sqlite => unreachable!("SQLite has no server"),
+        Engine::Sqlite | Engine::Galera => unreachable!("no fault server"),
     }
 }
 
@@ -70,7 +70,7 @@ pub(super) fn backend(engine: Engine) -> &'static str {
     match engine {
         Engine::Postgres => "postgres",
         Engine::MySql => "mysql",
-        Engine::Sqlite => unreachable!("SQLite has no server"),
+        Engine::Sqlite | Engine::Galera => unreachable!("no fault server"),
     }
 }
 
@@ -86,7 +86,7 @@ async fn probe(engine: Engine, url: &str, sql: &str) -> Option<i64> {
                 let _ = c.close().await;
                 n
             }
-            Engine::MySql => {
+            Engine::MySql | Engine::Galera => {
                 let mut c = sqlx::MySqlConnection::connect(url).await.ok()?;
                 let n = sqlx::query_scalar(sql).fetch_one(&mut c).await.ok();
                 let _ = c.close().await;

@@ -173,7 +173,7 @@ async fn severed_connections(engine: Engine, server: Server) {
                 results,
             )
         }
-        Engine::Sqlite => unreachable!("SQLite has no server connections to cut"),
+        Engine::Sqlite | Engine::Galera => unreachable!("run on PostgreSQL and MariaDB"),
     };
     let completed = async || count(&admin, &format!("SELECT COUNT(*) FROM {results}")).await;
     let mut procs = Children(
