@@ -188,62 +188,111 @@ fn node_ready(conn: &mut MySqlConnection) -> BoxFuture<'_, bool> {
 const CLUSTER_MIGRATION_LEASE: i64 = 600 * 1_000_000;
 const CLUSTER_MIGRATION_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Migrations on a Galera cluster, under a lock every node sees: a row written by an upsert,
-/// which certification gives to one writer at a time (GET_LOCK locks one node only, and
-/// MariaDB may refuse it under wsrep).
-async fn migrate_cluster(conn: &mut MySqlConnection) -> Result<Vec<i64>> {
-    sqlx::raw_sql(cat::MIGRATION_LOCK_TABLE)
-        .execute(&mut *conn)
-        .await
-        .db()?;
-    let me = shared::new_token();
-    let waited = std::time::Instant::now();
-    loop {
+/// What serialises migrators across processes.
+enum MigrationLock {
+    /// A named lock (`GET_LOCK`), per database, released with the connection at the latest.
+    Named,
+    /// On a Galera cluster, where `GET_LOCK` locks one node only (or is refused): a row every
+    /// node sees, written by an upsert, which certification gives to one writer at a time;
+    /// held under this token until released or expired.
+    Row(i64),
+}
+
+impl MigrationLock {
+    /// Waits for the lock (60 s at most).
+    async fn take(conn: &mut MySqlConnection, cluster: bool) -> Result<Self> {
+        if !cluster {
+            // Lock names are capped at 64 characters in MySQL; two databases sharing a long
+            // prefix merely take turns.
+            let got: Option<i64> = cat::migration_lock()
+                .scalar()
+                .fetch_one(&mut *conn)
+                .await
+                .db()?;
+            return match got {
+                Some(1) => Ok(MigrationLock::Named),
+                _ => Err(Error::Database {
+                    kind: DbErrorKind::LockTimeout,
+                    source: "timed out waiting for the migration lock (GET_LOCK)".into(),
+                }),
+            };
+        }
+        // Created once, before waiting: DDL runs in total order on every node and would abort
+        // the lock holder's statements in flight, such as recording a migration it applied.
+        let mut tries = 0;
+        loop {
+            match sqlx::raw_sql(cat::MIGRATION_LOCK_TABLE)
+                .execute(&mut *conn)
+                .await
+                .db()
+            {
+                Err(Error::Database {
+                    kind: DbErrorKind::Deadlock | DbErrorKind::SerializationFailure,
+                    ..
+                }) if tries < 10 => tries += 1,
+                done => break done.map(|_| ())?,
+            }
+        }
+        let me = shared::new_token();
+        let waited = std::time::Instant::now();
+        loop {
+            match Self::try_row(conn, me).await {
+                Ok(true) => return Ok(MigrationLock::Row(me)),
+                Ok(false) => {}
+                // A statement rolled back by another node's write or DDL (certification, or a
+                // replicated transaction that aborted ours): look again.
+                Err(Error::Database {
+                    kind: DbErrorKind::Deadlock | DbErrorKind::SerializationFailure,
+                    ..
+                }) => {}
+                Err(e) => return Err(e),
+            }
+            if waited.elapsed() > CLUSTER_MIGRATION_WAIT {
+                return Err(Error::Database {
+                    kind: DbErrorKind::LockTimeout,
+                    source: "timed out waiting for the cluster's migration lock \
+                             (backlog_migration_lock)"
+                        .into(),
+                });
+            }
+            let pause = 50 + rand::random::<u64>() % 100;
+            tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+        }
+    }
+
+    /// One try at the lock row under token `me`: whether it is ours now.
+    async fn try_row(conn: &mut MySqlConnection, me: i64) -> Result<bool> {
         let now = backlog_core::now_micros();
-        let took = cat::migration_lock_take(me, now + CLUSTER_MIGRATION_LEASE, now)
+        cat::migration_lock_take(me, now + CLUSTER_MIGRATION_LEASE, now)
             .query()
             .execute(&mut *conn)
             .await
-            .db();
-        match took {
-            Ok(_) => {}
-            // Another node wrote the lock at the same moment and won certification.
-            Err(Error::Database {
-                kind: DbErrorKind::Deadlock | DbErrorKind::SerializationFailure,
-                ..
-            }) => {}
-            Err(e) => return Err(e),
-        }
+            .db()?;
         let holder: Option<i64> = cat::migration_lock_holder()
             .scalar()
             .fetch_optional(&mut *conn)
             .await
             .db()?;
-        if holder == Some(me) {
-            break;
-        }
-        if waited.elapsed() > CLUSTER_MIGRATION_WAIT {
-            return Err(Error::Database {
-                kind: DbErrorKind::LockTimeout,
-                source:
-                    "timed out waiting for the cluster's migration lock (backlog_migration_lock)"
-                        .into(),
-            });
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(
-            50 + rand::random::<u64>() % 100,
-        ))
-        .await;
+        Ok(holder == Some(me))
     }
-    let applied = MySqlBackend::migrate_on(conn).await;
-    let released = cat::migration_lock_release(me)
-        .query()
-        .execute(&mut *conn)
-        .await
-        .db();
-    let applied = applied?;
-    released?;
-    Ok(applied)
+
+    /// Releases the lock (the row's delete again if another node's write rolled it back).
+    async fn release(self, conn: &mut MySqlConnection) -> Result<()> {
+        let mut tries = 0;
+        loop {
+            let released = match self {
+                MigrationLock::Named => cat::migration_unlock().query(),
+                MigrationLock::Row(me) => cat::migration_lock_release(me).query(),
+            };
+            match released.execute(&mut *conn).await.db() {
+                Err(Error::Database {
+                    kind: DbErrorKind::Deadlock | DbErrorKind::SerializationFailure,
+                    ..
+                }) if tries < 10 => tries += 1,
+                done => return done.map(|_| ()),
+            }
+        }
+    }
 }
 
 /// Locks up to `limit` claimable jobs (SKIP LOCKED) and marks them running, on a connection
@@ -541,32 +590,11 @@ impl Dialect for MySqlBackend {
 
     async fn migrate(&self) -> Result<MigrateReport> {
         let mut conn = self.pool.acquire().await.db()?;
-        let applied = if self.cluster {
-            migrate_cluster(&mut conn).await?
-        } else {
-            // A named lock serialises migrators across processes. Lock names are capped at 64
-            // characters in MySQL; two databases sharing a long prefix merely take turns.
-            let got: Option<i64> = cat::migration_lock()
-                .scalar()
-                .fetch_one(&mut *conn)
-                .await
-                .db()?;
-            if got != Some(1) {
-                return Err(Error::Database {
-                    kind: DbErrorKind::LockTimeout,
-                    source: "timed out waiting for the migration lock (GET_LOCK)".into(),
-                });
-            }
-            let applied = Self::migrate_on(&mut conn).await;
-            let released = cat::migration_unlock()
-                .query()
-                .execute(&mut *conn)
-                .await
-                .db();
-            let applied = applied?;
-            released?;
-            applied
-        };
+        let lock = MigrationLock::take(&mut conn, self.cluster).await?;
+        let applied = Self::migrate_on(&mut conn).await;
+        let released = lock.release(&mut conn).await;
+        let applied = applied?;
+        released?;
         Ok(MigrateReport {
             applied,
             current: crate::SCHEMA_VERSION,

@@ -96,6 +96,16 @@ macro_rules! on_galera {
     };
 }
 
+/// [`on_every_backend`] and [`on_galera`]: the tests on SQLite, PostgreSQL, MariaDB and the
+/// Galera cluster.
+#[macro_export]
+macro_rules! on_every_backend_and_galera {
+    ($($name:ident),* $(,)?) => {
+        $crate::on_every_backend!($($name),*);
+        $crate::on_galera!($($name),*);
+    };
+}
+
 /// One `#[tokio::test]` per backend for each `async fn NAME(engine: Engine)` of the calling
 /// module, in modules `sqlite`, `postgres` and `mysql` (so `cargo test postgres::` runs one).
 #[macro_export]

@@ -924,26 +924,9 @@ async fn a_drain_leaves_its_counts(engine: Engine) {
     db.drop_db().await;
 }
 
-backlog_testdb::on_every_backend!(
-    every_outcome,
-    handlers_run_inline_within_a_budget,
-    handler_panicking_when_called,
-    concurrency_and_unknown_kinds,
-    claims_are_capped,
-    heartbeats_timeouts_and_cancel_requests,
-    graceful_shutdown_releases_late_jobs,
-    stop_under_a_full_queue,
-    transactional_completion,
-    wake_ups_and_fan_out,
-    periodic_jobs_fire_once_per_tick,
-    test_helpers,
-    leader_prunes_per_retention,
-    a_drain_leaves_its_counts,
-);
-
-// The same on the 3-node Galera cluster (`scripts/galera.sh`), each test's clients listing the
-// nodes from a random one on.
-backlog_testdb::on_galera!(
+// On the Galera cluster too (`scripts/galera.sh`), each test's clients listing the nodes from a
+// random one on.
+backlog_testdb::on_every_backend_and_galera!(
     every_outcome,
     handlers_run_inline_within_a_budget,
     handler_panicking_when_called,

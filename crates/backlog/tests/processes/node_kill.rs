@@ -7,11 +7,11 @@
 //! CI runs 3,000 jobs; `BACKLOG_NODE_KILL_JOBS` sets the count for a full run.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use backlog::QueueSettings;
 
+use super::restarts::{own_lock, run_script};
 use super::{Children, Engine, TestDb, each_done_once, producer, spawn_child_with};
 
 const WORKERS: usize = 4;
@@ -23,25 +23,7 @@ fn galera_script() -> PathBuf {
 
 /// Runs `galera.sh ARGS` to its end; a failure fails the test (never a skip).
 fn galera(args: &[&str]) {
-    let out = Command::new(galera_script()).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "scripts/galera.sh {} failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Holds the cluster for one node-killing test at a time, across test processes too.
-async fn own_cluster() -> std::fs::File {
-    let path = std::env::temp_dir().join("backlog-fault-galera.lock");
-    tokio::task::spawn_blocking(move || {
-        let file = std::fs::File::create(&path).unwrap();
-        file.lock().unwrap();
-        file
-    })
-    .await
-    .unwrap()
+    run_script(&galera_script(), args);
 }
 
 /// Waits until more than `than` results rows exist; how long that took.
@@ -80,7 +62,7 @@ async fn galera_node_killed_and_rejoined() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3_000i64);
-    let _cluster = own_cluster().await;
+    let _cluster = own_lock("galera").await;
     galera(&["ensure"]);
     let db = TestDb::new(Engine::Galera).await;
     db.create_results().await;

@@ -34,10 +34,16 @@ fn fault_script() -> PathBuf {
 
 /// Runs `fault_server.sh ARGS` to its end; a failure fails the test (never a skip).
 pub(super) fn fault_server(args: &[&str]) {
-    let out = Command::new(fault_script()).args(args).output().unwrap();
+    run_script(&fault_script(), args);
+}
+
+/// Runs a script of `scripts/` to its end; a failure fails the test (never a skip).
+pub(super) fn run_script(script: &Path, args: &[&str]) {
+    let out = Command::new(script).args(args).output().unwrap();
     assert!(
         out.status.success(),
-        "scripts/fault_server.sh {} failed: {}",
+        "{} {} failed: {}",
+        script.display(),
         args.join(" "),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -47,7 +53,12 @@ pub(super) fn fault_server(args: &[&str]) {
 /// lock on a file, released when the test ends or its process dies): a restart must not run
 /// into another test's restart.
 pub(super) async fn own_server(engine: Engine) -> std::fs::File {
-    let path = std::env::temp_dir().join(format!("backlog-fault-{}.lock", backend(engine)));
+    own_lock(backend(engine)).await
+}
+
+/// Holds the lock file of `server` (see [`own_server`]).
+pub(super) async fn own_lock(server: &str) -> std::fs::File {
+    let path = std::env::temp_dir().join(format!("backlog-fault-{server}.lock"));
     tokio::task::spawn_blocking(move || {
         let file = std::fs::File::create(&path).unwrap();
         file.lock().unwrap();
