@@ -3,7 +3,7 @@
 //! A PostgreSQL or MySQL URL may list hosts separated by commas, as libpq does:
 //! `mysql://root@10.0.0.1:3306,10.0.0.2:3306,10.0.0.3/app`. Every connection of a process goes to
 //! one host at a time, the first of the list that answers and is ready for writes (a Galera node
-//! that is synced, a PostgreSQL server that is not in recovery). A [`HostWatch`] looks at that
+//! that is synced, a PostgreSQL server that is not in recovery). [`watch`] looks at that
 //! host every `BackendConfig::host_check_every`; when it stops answering or is no longer ready,
 //! the pool moves to the next ready host in the list's order (wrapping around), and connections
 //! opened before the move are closed when next acquired or released. A process does not move
@@ -117,7 +117,7 @@ impl<DB: Database> Hosts<DB> {
 
     /// The hosts of `urls` (single-host URLs, parsed into `opts` by the caller), starting with
     /// the first.
-    pub(crate) fn new(
+    fn new(
         urls: Vec<String>,
         opts: Vec<<DB::Connection as Connection>::Options>,
         ready: ReadyCheck<DB::Connection>,
@@ -170,7 +170,7 @@ impl<DB: Database> Hosts<DB> {
 
     /// Chooses the first ready host, trying them in the list's order from the one in use
     /// (wrapping around); `None` when none is.
-    pub(crate) async fn choose(&self) -> Option<usize> {
+    async fn choose(&self) -> Option<usize> {
         let from = self.current.load(Ordering::Acquire);
         for step in 0..self.urls.len() {
             let i = (from + step) % self.urls.len();
@@ -197,7 +197,7 @@ impl<DB: Database> Hosts<DB> {
     }
 
     /// Picks the first ready host for a new pool (`None`: none answered).
-    pub(crate) async fn start(&self) -> Option<usize> {
+    async fn start(&self) -> Option<usize> {
         let i = self.choose().await?;
         self.current.store(i, Ordering::Release);
         Some(i)

@@ -199,8 +199,9 @@ enum MigrationLock {
 }
 
 impl MigrationLock {
-    /// Waits for the lock (60 s at most).
-    async fn take(conn: &mut MySqlConnection, cluster: bool) -> Result<Self> {
+    /// Waits for the lock (60 s at most): the named lock on `conn`, or on a cluster the lock
+    /// row, written through `pool`.
+    async fn take(conn: &mut MySqlConnection, pool: &MySqlPool, cluster: bool) -> Result<Self> {
         if !cluster {
             // Lock names are capped at 64 characters in MySQL; two databases sharing a long
             // prefix merely take turns.
@@ -219,24 +220,17 @@ impl MigrationLock {
         }
         // Created once, before waiting: DDL runs in total order on every node and would abort
         // the lock holder's statements in flight, such as recording a migration it applied.
-        let mut tries = 0;
-        loop {
-            match sqlx::raw_sql(cat::MIGRATION_LOCK_TABLE)
-                .execute(&mut *conn)
+        shared::retry_transient(|| async {
+            sqlx::raw_sql(cat::MIGRATION_LOCK_TABLE)
+                .execute(pool)
                 .await
                 .db()
-            {
-                Err(Error::Database {
-                    kind: DbErrorKind::Deadlock | DbErrorKind::SerializationFailure,
-                    ..
-                }) if tries < 10 => tries += 1,
-                done => break done.map(|_| ())?,
-            }
-        }
+        })
+        .await?;
         let me = shared::new_token();
         let waited = std::time::Instant::now();
         loop {
-            match Self::try_row(conn, me).await {
+            match Self::try_row(pool, me).await {
                 Ok(true) => return Ok(MigrationLock::Row(me)),
                 Ok(false) => {}
                 // A statement rolled back by another node's write or DDL (certification, or a
@@ -261,37 +255,39 @@ impl MigrationLock {
     }
 
     /// One try at the lock row under token `me`: whether it is ours now.
-    async fn try_row(conn: &mut MySqlConnection, me: i64) -> Result<bool> {
+    async fn try_row(pool: &MySqlPool, me: i64) -> Result<bool> {
         let now = backlog_core::now_micros();
         cat::migration_lock_take(me, now + CLUSTER_MIGRATION_LEASE, now)
             .query()
-            .execute(&mut *conn)
+            .execute(pool)
             .await
             .db()?;
         let holder: Option<i64> = cat::migration_lock_holder()
             .scalar()
-            .fetch_optional(&mut *conn)
+            .fetch_optional(pool)
             .await
             .db()?;
         Ok(holder == Some(me))
     }
 
     /// Releases the lock (the row's delete again if another node's write rolled it back).
-    async fn release(self, conn: &mut MySqlConnection) -> Result<()> {
-        let mut tries = 0;
-        loop {
-            let released = match self {
-                MigrationLock::Named => cat::migration_unlock().query(),
-                MigrationLock::Row(me) => cat::migration_lock_release(me).query(),
-            };
-            match released.execute(&mut *conn).await.db() {
-                Err(Error::Database {
-                    kind: DbErrorKind::Deadlock | DbErrorKind::SerializationFailure,
-                    ..
-                }) if tries < 10 => tries += 1,
-                done => return done.map(|_| ()),
+    async fn release(self, conn: &mut MySqlConnection, pool: &MySqlPool) -> Result<()> {
+        match self {
+            MigrationLock::Named => {
+                cat::migration_unlock().query().execute(conn).await.db()?;
+            }
+            MigrationLock::Row(me) => {
+                shared::retry_transient(|| async {
+                    cat::migration_lock_release(me)
+                        .query()
+                        .execute(pool)
+                        .await
+                        .db()
+                })
+                .await?;
             }
         }
+        Ok(())
     }
 }
 
@@ -590,9 +586,9 @@ impl Dialect for MySqlBackend {
 
     async fn migrate(&self) -> Result<MigrateReport> {
         let mut conn = self.pool.acquire().await.db()?;
-        let lock = MigrationLock::take(&mut conn, self.cluster).await?;
+        let lock = MigrationLock::take(&mut conn, &self.pool, self.cluster).await?;
         let applied = Self::migrate_on(&mut conn).await;
-        let released = lock.release(&mut conn).await;
+        let released = lock.release(&mut conn, &self.pool).await;
         let applied = applied?;
         released?;
         Ok(MigrateReport {

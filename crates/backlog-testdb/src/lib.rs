@@ -52,24 +52,29 @@ pub fn galera_base() -> String {
         .unwrap_or_else(|_| "mysql://root@127.0.0.1:3311,127.0.0.1:3312,127.0.0.1:3313/test".into())
 }
 
-/// The Galera cluster's node URLs naming database `db`, in the list's order from node `first`.
-pub fn galera_nodes(db: &str, first: usize) -> Vec<String> {
+/// The user part (`mysql://user`) and the hosts of the Galera cluster's URL.
+fn galera_hosts() -> (String, Vec<String>) {
     let all = galera_base();
     let (head, rest) = all.split_once('@').expect("user@hosts");
     let (hosts, _) = rest.split_once('/').expect("hosts/database");
-    let hosts: Vec<&str> = hosts.split(',').collect();
-    (0..hosts.len())
-        .map(|i| format!("{head}@{}/{db}", hosts[(first + i) % hosts.len()]))
-        .collect()
+    (
+        head.to_owned(),
+        hosts.split(',').map(str::to_owned).collect(),
+    )
+}
+
+/// The Galera cluster's node URLs naming database `db`, in the list's order from node `first`.
+pub fn galera_nodes(db: &str, first: usize) -> Vec<String> {
+    let (head, mut hosts) = galera_hosts();
+    let n = hosts.len();
+    hosts.rotate_left(first % n);
+    hosts.iter().map(|h| format!("{head}@{h}/{db}")).collect()
 }
 
 /// One URL listing the Galera nodes from node `first` on, naming database `db`: a client
 /// given it starts on that node and moves to the next when it fails.
 pub fn galera_list(db: &str, first: usize) -> String {
-    let all = galera_base();
-    let (head, rest) = all.split_once('@').expect("user@hosts");
-    let (hosts, _) = rest.split_once('/').expect("hosts/database");
-    let mut hosts: Vec<&str> = hosts.split(',').collect();
+    let (head, mut hosts) = galera_hosts();
     let n = hosts.len();
     hosts.rotate_left(first % n);
     format!("{head}@{}/{db}", hosts.join(","))
@@ -205,8 +210,9 @@ impl TestDb {
             .execute(&mut c)
             .await
             .unwrap();
-        for node in galera_nodes(&name, first) {
-            wait_for_database(&node).await;
+        let nodes = galera_nodes(&name, first);
+        for node in &nodes {
+            wait_for_database(node).await;
         }
         let url = galera_list(&name, first);
         let client = Client::connect(&url).await.unwrap();
@@ -214,7 +220,7 @@ impl TestDb {
         TestDb {
             engine: Engine::Galera,
             client: Arc::new(client),
-            direct: galera_nodes(&name, first).remove(0),
+            direct: nodes[0].clone(),
             name,
             base,
             url,

@@ -27,26 +27,31 @@ pub fn galera_url() -> String {
         .unwrap_or_else(|_| "mysql://root@127.0.0.1:3311,127.0.0.1:3312,127.0.0.1:3313/test".into())
 }
 
-/// The Galera cluster's node URLs, each naming database `db`, starting with node `first`.
-fn galera_nodes(db: &str, first: usize) -> Vec<String> {
+/// The user part (`mysql://user`) and the hosts of the Galera cluster's URL.
+fn galera_hosts() -> (String, Vec<String>) {
     let all = galera_url();
     let (head, rest) = all.split_once('@').expect("user@hosts");
     let (hosts, _) = rest.split_once('/').expect("hosts/database");
-    let hosts: Vec<&str> = hosts.split(',').collect();
-    (0..hosts.len())
-        .map(|i| format!("{head}@{}/{db}", hosts[(first + i) % hosts.len()]))
-        .collect()
+    (
+        head.to_owned(),
+        hosts.split(',').map(str::to_owned).collect(),
+    )
 }
 
-/// One URL listing the nodes starting with node `first` (each client of a test starts on
-/// another node).
+/// The Galera cluster's node URLs naming database `db`, in the list's order from node `first`.
+fn galera_nodes(db: &str, first: usize) -> Vec<String> {
+    let (head, mut hosts) = galera_hosts();
+    let n = hosts.len();
+    hosts.rotate_left(first % n);
+    hosts.iter().map(|h| format!("{head}@{h}/{db}")).collect()
+}
+
+/// One URL listing the Galera nodes from node `first` on, naming database `db`: a client
+/// given it starts on that node and moves to the next when it fails.
 fn galera_list(db: &str, first: usize) -> String {
-    let nodes = galera_nodes(db, first);
-    let (head, _) = nodes[0].split_once('@').unwrap();
-    let hosts: Vec<&str> = nodes
-        .iter()
-        .map(|u| u.split_once('@').unwrap().1.split_once('/').unwrap().0)
-        .collect();
+    let (head, mut hosts) = galera_hosts();
+    let n = hosts.len();
+    hosts.rotate_left(first % n);
     format!("{head}@{}/{db}", hosts.join(","))
 }
 
@@ -157,8 +162,7 @@ impl Db {
     pub async fn galera() -> Db {
         let name = unique_name();
         let first = rand::random::<u32>() as usize % galera_nodes("test", 0).len();
-        let nodes = galera_nodes("test", first);
-        let mut admin = sqlx::MySqlConnection::connect(&nodes[0])
+        let mut admin = sqlx::MySqlConnection::connect(&galera_nodes("test", first)[0])
             .await
             .expect("the Galera cluster is required (scripts/galera.sh ensure)");
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
@@ -166,11 +170,12 @@ impl Db {
             .await
             .unwrap();
         admin.close().await.ok();
-        for node in galera_nodes(&name, first) {
-            wait_for_database(&node).await;
+        let nodes = galera_nodes(&name, first);
+        for node in &nodes {
+            wait_for_database(node).await;
         }
         let mut db = Db::open(Engine::MySql, galera_list(&name, first), name.clone(), None).await;
-        db.url = galera_nodes(&name, first).remove(0);
+        db.url = nodes[0].clone();
         db.next_node = Some(Arc::new((first + 1).into()));
         db
     }
