@@ -412,7 +412,7 @@ class _MySql(_Dialect):
         return True
 
     def fail(self, conn, job, state, run_at, finished_at, now, error):
-        params = (now, error, state, run_at, finished_at, job.id, job.token)
+        params = (now, error, state, state, run_at, finished_at, job.id, job.token)
         return self._run(conn, "job_fail", params).rowcount == 1
 
     def heartbeat(self, conn, job, expires):
@@ -821,12 +821,12 @@ WHERE id IN (
     SELECT id FROM backlog_job
     WHERE queue = ?5 AND state = 'available' AND run_at <= ?4
       AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND paused = 1)
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL))
     ORDER BY priority, run_at, id
     LIMIT ?7
 )
 -- Not the queue, token or lease expiry: the claimer chose them.
-RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context
+RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
 """
 QUERIES["sqlite/job_claim_lifo.sql"] = """\
 -- Claims up to `limit` due jobs of a queue under one new lease, LIFO: by priority, then latest due
@@ -846,12 +846,12 @@ WHERE id IN (
     SELECT id FROM backlog_job
     WHERE queue = ?5 AND state = 'available' AND run_at <= ?4
       AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND paused = 1)
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL))
     ORDER BY priority, run_at DESC, id DESC
     LIMIT ?7
 )
 -- Not the queue, token or lease expiry: the claimer chose them.
-RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context
+RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
 """
 
 QUERIES["sqlite/job_complete_delete.sql"] = """\
@@ -892,10 +892,10 @@ QUERIES["sqlite/job_complete_archive.sql"] = """\
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
-     attempted_at, finished_at, cancel_requested_at, trace_context)
+     attempted_at, finished_at, cancel_requested_at, trace_context, group_key)
 SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
        lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?2,
-       cancel_requested_at, trace_context
+       cancel_requested_at, trace_context, group_key
 FROM backlog_job
 WHERE id IN (
     SELECT b.id FROM json_each(?1) AS p
@@ -914,8 +914,13 @@ QUERIES["sqlite/job_fail.sql"] = """\
 -- @param error: &str
 -- @param id: i64
 -- @param token: i64
+-- A failed job of an ordered group whose queue lets the group go on (group_on_failure 'next')
+-- waits for its group's turn again instead of holding its group's place while it waits to retry.
 UPDATE backlog_job
-SET state = ?1, run_at = ?2, finished_at = ?3, lease_token = NULL, lease_expires_at = NULL,
+SET state = CASE WHEN ?1 = 'available' AND group_key IS NOT NULL
+                  AND (SELECT q.group_on_failure FROM backlog_queue q WHERE q.name = backlog_job.queue) = 'next'
+             THEN 'waiting' ELSE ?1 END,
+    run_at = ?2, finished_at = ?3, lease_token = NULL, lease_expires_at = NULL,
     errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'at', ?4, 'error', ?5))
 WHERE id = ?6 AND lease_token = ?7 AND state = 'running'
 """
@@ -971,7 +976,7 @@ QUERIES["sqlite/queue_get.sql"] = """\
 -- A queue's stored settings.
 -- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
-       retention, concurrency
+       retention, concurrency, global_concurrency, group_concurrency, group_on_failure
 FROM backlog_queue WHERE name = ?1
 """
 
@@ -990,7 +995,7 @@ WITH picked AS (
     SELECT id FROM backlog_job
     WHERE queue = $5 AND state = 'available' AND run_at <= $4
       AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND paused)
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL))
     ORDER BY priority, run_at, id
     LIMIT $7
     FOR UPDATE SKIP LOCKED
@@ -1002,7 +1007,7 @@ FROM picked
 WHERE j.id = picked.id
 -- Not the queue, token or lease expiry: the claimer chose them.
 RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
-          j.run_at, j.created_at, j.trace_context
+          j.run_at, j.created_at, j.trace_context, j.group_key
 """
 QUERIES["postgres/job_claim_lifo.sql"] = """\
 -- Claims up to `limit` due jobs of a queue under one new lease, LIFO: by priority, then latest due
@@ -1019,7 +1024,7 @@ WITH picked AS (
     SELECT id FROM backlog_job
     WHERE queue = $5 AND state = 'available' AND run_at <= $4
       AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND paused)
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL))
     ORDER BY priority, run_at DESC, id DESC
     LIMIT $7
     FOR UPDATE SKIP LOCKED
@@ -1031,7 +1036,7 @@ FROM picked
 WHERE j.id = picked.id
 -- Not the queue, token or lease expiry: the claimer chose them.
 RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
-          j.run_at, j.created_at, j.trace_context
+          j.run_at, j.created_at, j.trace_context, j.group_key
 """
 
 QUERIES["postgres/job_complete_delete.sql"] = """\
@@ -1079,10 +1084,10 @@ WITH moved AS (
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
-     attempted_at, finished_at, cancel_requested_at, trace_context)
+     attempted_at, finished_at, cancel_requested_at, trace_context, group_key)
 SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
        lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, $3,
-       cancel_requested_at, trace_context
+       cancel_requested_at, trace_context, group_key
 FROM moved
 RETURNING id
 """
@@ -1096,8 +1101,13 @@ QUERIES["postgres/job_fail.sql"] = """\
 -- @param error: &str
 -- @param id: i64
 -- @param token: i64
+-- A failed job of an ordered group whose queue lets the group go on (group_on_failure 'next')
+-- waits for its group's turn again instead of holding its group's place while it waits to retry.
 UPDATE backlog_job
-SET state = $1, run_at = $2, finished_at = $3::bigint, lease_token = NULL, lease_expires_at = NULL,
+SET state = CASE WHEN $1 = 'available' AND group_key IS NOT NULL
+                  AND (SELECT q.group_on_failure FROM backlog_queue q WHERE q.name = queue) = 'next'
+             THEN 'waiting' ELSE $1 END,
+    run_at = $2, finished_at = $3::bigint, lease_token = NULL, lease_expires_at = NULL,
     errors = errors || jsonb_build_array(
         jsonb_build_object('attempt', attempt, 'at', $4::bigint, 'error', $5::text))
 WHERE id = $6 AND lease_token = $7 AND state = 'running'
@@ -1158,7 +1168,7 @@ RETURNING queue, state = 'dead' AS dead
 QUERIES["postgres/queue_get.sql"] = """\
 -- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
-       retention, concurrency
+       retention, concurrency, global_concurrency, group_concurrency, group_on_failure
 FROM backlog_queue WHERE name = $1
 """
 
@@ -1174,11 +1184,11 @@ QUERIES["mysql/job_claim_fifo.sql"] = """\
 -- @param limit: i64
 -- @bind queue, now, kinds, kinds, queue, limit
 SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
-       max_attempts, run_at, created_at, trace_context
+       max_attempts, run_at, created_at, trace_context, group_key
 FROM backlog_job FORCE INDEX (backlog_job_claim)
 WHERE queue = ? AND state = 'available' AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
-  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND paused)
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL))
 ORDER BY priority, run_at, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED
@@ -1195,11 +1205,11 @@ QUERIES["mysql/job_claim_lifo.sql"] = """\
 -- @param limit: i64
 -- @bind queue, now, kinds, kinds, queue, limit
 SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
-       max_attempts, run_at, created_at, trace_context
+       max_attempts, run_at, created_at, trace_context, group_key
 FROM backlog_job FORCE INDEX (backlog_job_claim)
 WHERE queue = ? AND state = 'available' AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
-  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND paused)
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL))
 ORDER BY priority, run_at DESC, id DESC
 LIMIT ?
 FOR UPDATE SKIP LOCKED
@@ -1255,10 +1265,10 @@ QUERIES["mysql/job_complete_archive.sql"] = """\
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
-     attempted_at, finished_at, cancel_requested_at, trace_context)
+     attempted_at, finished_at, cancel_requested_at, trace_context, group_key)
 SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
        lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?,
-       cancel_requested_at, trace_context
+       cancel_requested_at, trace_context, group_key
 FROM backlog_job FORCE INDEX (PRIMARY)
 WHERE id IN (/*IDS*/)
 """
@@ -1279,10 +1289,15 @@ QUERIES["mysql/job_fail.sql"] = """\
 -- @param error: &str
 -- @param id: i64
 -- @param token: i64
--- @bind now, error, state, run_at, finished_at, id, token
+-- @bind now, error, state, state, run_at, finished_at, id, token
+-- A failed job of an ordered group whose queue lets the group go on (group_on_failure 'next')
+-- waits for its group's turn again instead of holding its group's place while it waits to retry.
 UPDATE backlog_job
 SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_OBJECT('attempt', attempt, 'at', ?, 'error', ?)),
-    state = ?, run_at = ?, finished_at = ?, lease_token = NULL, lease_expires_at = NULL
+    state = CASE WHEN ? = 'available' AND group_key IS NOT NULL
+                  AND (SELECT q.group_on_failure FROM backlog_queue q WHERE q.name = queue) = 'next'
+             THEN 'waiting' ELSE ? END,
+    run_at = ?, finished_at = ?, lease_token = NULL, lease_expires_at = NULL
 WHERE id = ? AND lease_token = ? AND state = 'running'
 """
 
@@ -1354,7 +1369,7 @@ WHERE id IN (/*IDS*/) AND state = 'running' AND lease_expires_at < ?
 QUERIES["mysql/queue_get.sql"] = """\
 -- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
-       retention, concurrency
+       retention, concurrency, global_concurrency, group_concurrency, group_on_failure
 FROM backlog_queue WHERE name = ?
 """
 

@@ -227,6 +227,15 @@ pub async fn queue(client: &Client, cmd: QueueCommand) -> anyhow::Result<ExitCod
             if let Some(v) = a.concurrency {
                 s.concurrency = Some(v);
             }
+            if let Some(v) = a.global_concurrency {
+                s.global_concurrency = v.0;
+            }
+            if let Some(v) = a.group_concurrency {
+                s.group_concurrency = v;
+            }
+            if let Some(v) = a.group_on_failure {
+                s.group_on_failure = v.parse()?;
+            }
             client.queue_configure(&s).await?;
             let detail = serde_json::to_value(&s)?;
             audit(client, "queue.settings", s.name.as_str(), None, detail).await;
@@ -234,11 +243,15 @@ pub async fn queue(client: &Client, cmd: QueueCommand) -> anyhow::Result<ExitCod
         }
         QueueCommand::Show { queue, json } => {
             let name = queue_name(&queue)?;
-            let s = client.queue_settings(&name).await?;
+            let s = client.queue_settings_stored(&name).await?;
+            let flow = client.queue_flow(&name).await?;
             if json {
-                print_json(&s)?;
+                let mut v = serde_json::to_value(&s)?;
+                v["flow"] = serde_json::to_value(&flow)?;
+                print_json(&v)?;
             } else {
                 print!("{}", output::settings(&s));
+                print!("{}", output::flow(&s, &flow));
             }
         }
     }

@@ -250,6 +250,10 @@ pub struct EnqueueArgs {
     /// While a job with this key is unfinished, return its id and create nothing.
     #[arg(long, conflicts_with = "jsonl")]
     pub unique_key: Option<String>,
+    /// The ordered group (a customer, an account …): jobs of the queue with the same group run
+    /// in enqueue order, at most the queue's group concurrency at a time.
+    #[arg(long)]
+    pub group: Option<String>,
     /// Job kind (for typed handlers and filters).
     #[arg(long)]
     pub kind: Option<String>,
@@ -315,7 +319,7 @@ pub enum JobCommand {
     List {
         /// Queue name.
         queue: String,
-        /// available, scheduled, retrying, running, completed, dead, cancelled or held.
+        /// available, scheduled, retrying, running, completed, dead, cancelled, held or waiting.
         #[arg(long)]
         state: Option<String>,
         /// At most this many.
@@ -425,6 +429,33 @@ pub struct QueueSetArgs {
     /// Jobs of this queue running at once per worker process.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub concurrency: Option<u32>,
+    /// Jobs of this queue running at once across every process and machine (1 to 1000000), or
+    /// `none` to lift the limit.
+    #[arg(long, value_parser = parse_global_limit, value_name = "N|none")]
+    pub global_concurrency: Option<GlobalLimit>,
+    /// Jobs of one ordered group available or running at once (1: one at a time).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub group_concurrency: Option<u32>,
+    /// What a failing job does to its group while it waits to retry: `block` (the group waits
+    /// until it succeeds or is dead) or `next` (the group goes on; it runs again in its turn).
+    #[arg(long, value_name = "block|next")]
+    pub group_on_failure: Option<String>,
+}
+
+/// `--global-concurrency`: a limit, or none.
+#[derive(Debug, Clone, Copy)]
+pub struct GlobalLimit(pub Option<u32>);
+
+fn parse_global_limit(s: &str) -> Result<GlobalLimit, String> {
+    if s == "none" {
+        return Ok(GlobalLimit(None));
+    }
+    match s.parse::<u32>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(GlobalLimit(Some(n))),
+        _ => Err(format!(
+            "expected a number from 1 to 1000000, or none; got {s:?}"
+        )),
+    }
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {

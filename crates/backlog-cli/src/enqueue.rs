@@ -4,7 +4,7 @@ use std::io::{BufRead, IsTerminal, Read};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use backlog::{Client, Kind, NewJob, Payload, TraceContext, UniqueKey};
+use backlog::{Client, GroupKey, Kind, NewJob, Payload, TraceContext, UniqueKey};
 
 use crate::cli::{EnqueueArgs, queue_name};
 
@@ -19,6 +19,9 @@ pub fn check(a: &EnqueueArgs, limit: usize) -> anyhow::Result<()> {
     }
     if let Some(k) = &a.unique_key {
         UniqueKey::new(k.as_str())?;
+    }
+    if let Some(g) = &a.group {
+        GroupKey::new(g.as_str())?;
     }
     trace_context(a)?;
     match (&a.payload, &a.jsonl) {
@@ -37,6 +40,7 @@ fn template(client: &Client, a: &EnqueueArgs, payload: Payload) -> anyhow::Resul
     job.kind = a.kind.as_deref().map(Kind::new).transpose()?;
     job.max_attempts = a.max_attempts;
     job.unique_key = a.unique_key.as_deref().map(UniqueKey::new).transpose()?;
+    job.group = a.group.as_deref().map(GroupKey::new).transpose()?;
     job.run_at = a.delay.map(|d| client.now() + d.as_micros() as i64);
     job.trace_context = trace_context(a)?;
     Ok(job)

@@ -41,6 +41,9 @@ pub fn job(j: &Job, now: i64) -> String {
     if let Some(k) = &j.unique_key {
         line("unique key", k.clone());
     }
+    if let Some(g) = &j.group {
+        line("group", g.clone());
+    }
     line("payload", j.payload.clone());
     if let Some(p) = &j.progress {
         line("progress", p.clone());
@@ -94,10 +97,11 @@ pub fn jobs(list: &[Job], now: i64) -> String {
 /// longer show.
 pub fn stats(rows: &[(String, QueueStats)]) -> String {
     let mut s = format!(
-        "{:<24} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}\n",
+        "{:<24} {:>10} {:>10} {:>8} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}\n",
         "QUEUE",
         "AVAILABLE",
         "SCHEDULED",
+        "WAITING",
         "RUNNING",
         "COMPLETED",
         "DEAD",
@@ -107,10 +111,11 @@ pub fn stats(rows: &[(String, QueueStats)]) -> String {
     );
     for (q, st) in rows {
         s.push_str(&format!(
-            "{:<24} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}\n",
+            "{:<24} {:>10} {:>10} {:>8} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}\n",
             q,
             st.available,
             st.scheduled,
+            st.waiting,
             st.running,
             st.completed,
             st.dead,
@@ -137,7 +142,40 @@ pub fn settings(q: &QueueSettings) -> String {
         q.concurrency
             .map(|c| c.to_string())
             .unwrap_or_else(|| "worker's setting".into())
+    ) + &format!(
+        "global limit  {}\ngroups        {} at a time, on failure {}\n",
+        q.global_concurrency
+            .map(|c| format!("{c} running at once, every process"))
+            .unwrap_or_else(|| "none".into()),
+        q.group_concurrency,
+        q.group_on_failure.as_str(),
     )
+}
+
+/// `queue show`, after the settings: what runs against the limits, and the groups held up.
+pub fn flow(q: &QueueSettings, f: &backlog::QueueFlow) -> String {
+    let mut s = format!(
+        "running       {}{}\nwaiting       {} job(s) in {} group(s) behind a running or failing job\n",
+        f.running,
+        q.global_concurrency
+            .map(|c| format!(" of {c} (global limit)"))
+            .unwrap_or_default(),
+        f.waiting,
+        f.waiting_groups,
+    );
+    if !f.blocked.is_empty() {
+        s.push_str("blocked groups (a failed job holds each until it succeeds or is dead):\n");
+        for b in &f.blocked {
+            s.push_str(&format!(
+                "  {:<24} job {} retries at {}; {} waiting behind it\n",
+                b.group,
+                b.job_id,
+                time(b.retry_at),
+                b.waiting
+            ));
+        }
+    }
+    s
 }
 
 /// `queue list`.

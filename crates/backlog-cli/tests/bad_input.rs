@@ -132,6 +132,22 @@ fn bad_input_is_refused_and_changes_nothing() {
             vec!["queue", "set", "q", "--concurrency", "0"],
             "0 is not in 1..=10000",
         ),
+        (
+            vec!["queue", "set", "q", "--global-concurrency", "0"],
+            "expected a number from 1 to 1000000, or none",
+        ),
+        (
+            vec!["queue", "set", "q", "--group-concurrency", "0"],
+            "0 is not in 1..=10000",
+        ),
+        (
+            vec!["queue", "set", "q", "--group-on-failure", "skip"],
+            "invalid group failure rule",
+        ),
+        (
+            vec!["enqueue", "q", "{}", "--group", ""],
+            "invalid group key: must not be empty",
+        ),
         (vec!["queue", "pause", "bad/name"], "invalid queue name"),
         (
             vec!["work", "q", "--concurrency", "0", "--", "true"],

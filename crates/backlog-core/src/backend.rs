@@ -6,8 +6,8 @@ use async_trait::async_trait;
 
 use crate::{
     AuditEntry, AuditListParams, ClaimedJob, EnqueueOutcome, Job, JobRef, JobState, Kind, NewJob,
-    Ordering, QueueInfo, QueueName, QueueSettings, QueueStats, Result, Retention, StatDepth,
-    StatRow, StateFilter,
+    Ordering, QueueFlow, QueueInfo, QueueName, QueueSettings, QueueStats, Result, Retention,
+    StatDepth, StatRow, StateFilter,
 };
 
 /// Called with a queue name when jobs arrive in it.
@@ -97,6 +97,10 @@ pub struct JobClaimParams {
     pub order: Ordering,
     /// How to claim.
     pub strategy: ClaimStrategy,
+    /// The queue has a global concurrency limit: the claim takes the queue's lock, counts the
+    /// jobs running in every process, and claims at most what the limit leaves. (A claim
+    /// without it finds nothing in such a queue, so a stale setting never breaks the limit.)
+    pub global_limit: bool,
 }
 
 /// Input of [`Backend::job_complete`].
@@ -151,6 +155,17 @@ pub async fn complete_then_claim<B: Backend + ?Sized>(
         completed,
         claimed: backend.job_claim(&params.claim).await,
     })
+}
+
+/// Input of [`Backend::group_promote`].
+#[derive(Debug, Clone)]
+pub struct GroupPromoteParams {
+    /// The queue.
+    pub queue: QueueName,
+    /// Groups of the queue in which a job finished, failed or arrived.
+    pub groups: Vec<String>,
+    /// Now.
+    pub now: i64,
 }
 
 /// Input of [`Backend::job_fail`].
@@ -339,7 +354,7 @@ pub struct QueueRedriveParams {
 /// An operator's action on a job that is not running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AdminAction {
-    /// available or held → cancelled.
+    /// available, waiting or held → cancelled.
     Cancel,
     /// available → held.
     Hold,
@@ -353,14 +368,15 @@ impl AdminAction {
     /// The states the action applies to.
     pub fn from_states(self) -> &'static [JobState] {
         match self {
-            AdminAction::Cancel => &[JobState::Available, JobState::Held],
+            AdminAction::Cancel => &[JobState::Available, JobState::Waiting, JobState::Held],
             AdminAction::Hold => &[JobState::Available],
             AdminAction::Release => &[JobState::Held],
             AdminAction::Retry => &[JobState::Dead, JobState::Cancelled, JobState::Completed],
         }
     }
 
-    /// The state the job ends in.
+    /// The state the job ends in (a job of an ordered group that would become available waits
+    /// for its group's turn instead).
     pub fn to_state(self) -> JobState {
         match self {
             AdminAction::Cancel => JobState::Cancelled,
@@ -546,6 +562,17 @@ pub trait Backend: AsAny + Send + Sync + std::fmt::Debug + 'static {
     async fn job_rescue(&self, params: JobRescueParams) -> Result<Vec<Rescued>>;
     /// One job by id.
     async fn job_get(&self, id: i64) -> Result<Option<Job>>;
+    /// Makes the next waiting jobs of these ordered groups available, where their group has
+    /// room; returns how many. Idempotent: a group without room, or without a due waiting job,
+    /// is left as it is.
+    async fn group_promote(&self, params: GroupPromoteParams) -> Result<u64>;
+    /// Promotes in every group that has a due waiting job and room for it (the leader's sweep,
+    /// for promotions a finished job did not make: a crash, an operator's action, a job that came
+    /// due); returns how many jobs were made available.
+    async fn group_sweep(&self, now: i64) -> Result<u64>;
+    /// What flow control holds in a queue now: jobs running, jobs waiting for their group, and
+    /// the groups a failed job holds.
+    async fn queue_flow(&self, queue: &QueueName, now: i64) -> Result<QueueFlow>;
     /// Jobs by queue and state, by id.
     async fn job_list(&self, params: JobListParams) -> Result<Vec<Job>>;
     /// An operator's action on a job that is not running.

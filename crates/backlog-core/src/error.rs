@@ -31,6 +31,12 @@ pub enum Error {
         /// Why it was refused.
         reason: &'static str,
     },
+    /// A group key is empty, too long, or holds a NUL.
+    #[error("invalid group key: {reason}")]
+    GroupKeyInvalid {
+        /// Why it was refused.
+        reason: &'static str,
+    },
     /// A W3C trace context (`traceparent`, `tracestate`) is malformed.
     #[error("invalid trace context: {reason}")]
     TraceContextInvalid {

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{JobState, Kind, Payload, QueueName, TraceContext, UniqueKey};
+use crate::{GroupKey, JobState, Kind, Payload, QueueName, TraceContext, UniqueKey};
 
 /// A job to enqueue. Every field but `queue` and `payload` has a default.
 #[derive(Debug, Clone)]
@@ -25,6 +25,9 @@ pub struct NewJob {
     /// `None` lets the client take the current span's (with the `opentelemetry` feature of
     /// the `backlog` crate), or leaves the job without one.
     pub trace_context: Option<TraceContext>,
+    /// The ordered group it belongs to: jobs of a queue with one group key run in enqueue order,
+    /// at most the queue's group concurrency of them at a time.
+    pub group: Option<GroupKey>,
 }
 
 impl NewJob {
@@ -39,7 +42,15 @@ impl NewJob {
             max_attempts: None,
             unique_key: None,
             trace_context: None,
+            group: None,
         }
+    }
+
+    /// This job in an ordered group: the jobs of its queue with the same group key run in
+    /// enqueue order, at most the queue's group concurrency of them at a time.
+    pub fn in_group(mut self, group: GroupKey) -> Self {
+        self.group = Some(group);
+        self
     }
 
     /// The distinct queues of a batch, sorted. A batch is mostly one queue in runs, so the
@@ -103,6 +114,8 @@ pub struct ClaimedJob {
     pub created_at: i64,
     /// The trace context it was enqueued with, if any.
     pub trace_context: Option<TraceContext>,
+    /// Its ordered group, if any: finishing it lets the group's next job run.
+    pub group: Option<String>,
 }
 
 impl ClaimedJob {
@@ -171,6 +184,8 @@ pub struct Job {
     pub cancel_requested_at: Option<i64>,
     /// The trace context it was enqueued with, if any.
     pub trace_context: Option<TraceContext>,
+    /// Its ordered group, if any.
+    pub group: Option<String>,
 }
 
 impl Job {

@@ -26,7 +26,7 @@ mod validate;
 
 pub use backend::{
     AdminAction, AsAny, Backend, BackendTx, Capabilities, ClaimStrategy, CompleteClaimed,
-    CronFireParams, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
+    CronFireParams, GroupPromoteParams, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
     JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
     JobProgressParams, JobPruneParams, JobReleaseParams, JobRescueParams, JobVacuumParams,
     LeaderParams, MigrateReport, OldestTransaction, QueueRedriveParams, Rescued, TxClaim, WakeFn,
@@ -37,12 +37,16 @@ pub use clock::{Clock, ManualClock, SystemClock, now_micros};
 pub use duration::{format_duration, parse_duration};
 pub use error::{DbErrorKind, Error, Result};
 pub use job::{ClaimedJob, EnqueueOutcome, ErrorRecord, Job, JobRef, NewJob};
-pub use queue::{Ordering, QueueInfo, QueueSettings, QueueStats, Retention};
+pub use queue::{
+    BlockedGroup, GroupFailure, Ordering, QueueFlow, QueueInfo, QueueSettings, QueueStats,
+    Retention,
+};
 pub use stat::{
     AuditEntry, AuditListParams, StatCounts, StatDepth, StatRow, WAIT_BOUNDS_US, minute_of,
 };
 pub use state::{JobState, StateFilter};
 pub use trace::{MAX_TRACESTATE_LEN, TraceContext};
 pub use validate::{
-    DEFAULT_PAYLOAD_LIMIT, Kind, MAX_NAME_LEN, MAX_UNIQUE_KEY_LEN, Payload, QueueName, UniqueKey,
+    DEFAULT_PAYLOAD_LIMIT, GroupKey, Kind, MAX_NAME_LEN, MAX_UNIQUE_KEY_LEN, Payload, QueueName,
+    UniqueKey,
 };

@@ -3,7 +3,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{Error, JobState, QueueName};
 
@@ -108,6 +108,49 @@ pub struct QueueSettings {
     pub retention: Retention,
     /// Most jobs of this queue running at once per worker process (`None`: the worker's own setting).
     pub concurrency: Option<u32>,
+    /// Most jobs of this queue running at once across every process and machine (`None`: no
+    /// limit). Enforced where jobs are claimed.
+    pub global_concurrency: Option<u32>,
+    /// Most jobs of one ordered group available or running at once (1: one at a time).
+    pub group_concurrency: u32,
+    /// What a failing job of an ordered group does to its group while it waits to retry.
+    pub group_on_failure: GroupFailure,
+}
+
+/// What a failing job of an ordered group does to its group while it waits for its retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupFailure {
+    /// The group waits until the job succeeds, or is dead or cancelled (SQS FIFO's rule): its
+    /// order is never broken.
+    Block,
+    /// The group's next job runs; the failed one waits for its turn again when its retry is due.
+    Next,
+}
+
+impl GroupFailure {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GroupFailure::Block => "block",
+            GroupFailure::Next => "next",
+        }
+    }
+}
+
+impl FromStr for GroupFailure {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "block" => Ok(GroupFailure::Block),
+            "next" => Ok(GroupFailure::Next),
+            _ => Err(Error::OptionInvalid {
+                what: "group failure rule",
+                value: s.into(),
+                expected: "block, next",
+            }),
+        }
+    }
 }
 
 fn ser_display<S: serde::Serializer>(v: &QueueName, s: S) -> Result<S::Ok, S::Error> {
@@ -134,8 +177,38 @@ impl QueueSettings {
             order: Ordering::Fifo,
             retention: Retention::Keep,
             concurrency: None,
+            global_concurrency: None,
+            group_concurrency: 1,
+            group_on_failure: GroupFailure::Block,
         }
     }
+}
+
+/// What flow control holds in a queue now (`backlog queue show`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct QueueFlow {
+    /// Jobs running, in every process (what the global limit counts).
+    pub running: i64,
+    /// Jobs waiting for their ordered group's turn.
+    pub waiting: i64,
+    /// Groups that have jobs waiting.
+    pub waiting_groups: i64,
+    /// Groups held up by a failed job waiting to retry (`group_on_failure = block`), those
+    /// with the most jobs behind them first (at most 20).
+    pub blocked: Vec<BlockedGroup>,
+}
+
+/// An ordered group held up by a failed job that waits to retry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlockedGroup {
+    /// The group key.
+    pub group: String,
+    /// The failed job that holds the group.
+    pub job_id: i64,
+    /// When it is retried.
+    pub retry_at: i64,
+    /// Jobs of the group waiting behind it.
+    pub waiting: i64,
 }
 
 /// A queue in the queue list.
@@ -165,6 +238,8 @@ pub struct QueueStats {
     pub cancelled: i64,
     /// Held.
     pub held: i64,
+    /// Waiting for their ordered group's turn.
+    pub waiting: i64,
     /// Moved to `backlog_job_archive` (the queue's `archive` retention, or an archiving prune),
     /// whatever state they finished in; these are no longer counted under their state.
     pub archived: i64,
@@ -182,6 +257,7 @@ impl QueueStats {
             JobState::Dead => &mut self.dead,
             JobState::Cancelled => &mut self.cancelled,
             JobState::Held => &mut self.held,
+            JobState::Waiting => &mut self.waiting,
         };
         *slot += n;
     }

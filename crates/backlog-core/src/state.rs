@@ -25,17 +25,22 @@ pub enum JobState {
     Cancelled,
     /// Kept back (for example pending review) until released by hand.
     Held,
+    /// In an ordered group, behind the jobs of its group that run first: made available when
+    /// its group has room (its turn in enqueue order, and fewer than the queue's group
+    /// concurrency of the group's jobs available or running).
+    Waiting,
 }
 
 impl JobState {
     /// Every stored state, in display order.
-    pub const ALL: [JobState; 6] = [
+    pub const ALL: [JobState; 7] = [
         JobState::Available,
         JobState::Running,
         JobState::Completed,
         JobState::Dead,
         JobState::Cancelled,
         JobState::Held,
+        JobState::Waiting,
     ];
 
     /// The name stored in the database.
@@ -47,6 +52,7 @@ impl JobState {
             JobState::Dead => "dead",
             JobState::Cancelled => "cancelled",
             JobState::Held => "held",
+            JobState::Waiting => "waiting",
         }
     }
 

@@ -139,6 +139,34 @@ impl UniqueKey {
     }
 }
 
+/// A group key (a customer, an account, a document): jobs of one queue with the same key run
+/// in enqueue order, at most the queue's group concurrency at a time. 1 to 255 bytes, any
+/// characters but NUL (always bound, never formatted into SQL).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupKey(String);
+
+impl GroupKey {
+    /// Validates a group key.
+    pub fn new(key: impl Into<String>) -> Result<Self> {
+        let key = key.into();
+        let reason = if key.is_empty() {
+            "must not be empty"
+        } else if key.len() > MAX_UNIQUE_KEY_LEN {
+            "must be at most 255 bytes"
+        } else if key.contains('\0') {
+            "must not contain NUL"
+        } else {
+            return Ok(GroupKey(key));
+        };
+        Err(Error::GroupKeyInvalid { reason })
+    }
+
+    /// The key.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// Whether JSON text holds a NUL character: JSON can only write one as the escape `\u0000`, which
 /// counts when the backslash before `u` is not itself escaped (`"\\u0000"` is a backslash and
 /// the text `u0000`).
@@ -300,5 +328,9 @@ mod tests {
         assert!(UniqueKey::new("order-1").is_ok());
         assert!(UniqueKey::new("").is_err());
         assert!(UniqueKey::new("k".repeat(256)).is_err());
+        assert!(GroupKey::new("customer-7").is_ok());
+        assert!(GroupKey::new("").is_err());
+        assert!(GroupKey::new("g".repeat(256)).is_err());
+        assert!(GroupKey::new("a\0b").is_err());
     }
 }

@@ -27,7 +27,105 @@ impl State {
     /// of the queue holds (one inserted earlier in the batch too) gives that job's id.
     pub fn job_insert(&mut self, jobs: Vec<NewJob>, now: i64) -> Result<Vec<EnqueueOutcome>> {
         check_new(&jobs)?;
-        Ok(jobs.into_iter().map(|j| self.insert_one(j, now)).collect())
+        let mut grouped: Vec<(String, String)> = jobs
+            .iter()
+            .filter_map(|j| {
+                Some((
+                    j.queue.as_str().to_owned(),
+                    j.group.as_ref()?.as_str().to_owned(),
+                ))
+            })
+            .collect();
+        let out = jobs.into_iter().map(|j| self.insert_one(j, now)).collect();
+        grouped.sort_unstable();
+        grouped.dedup();
+        for (queue, group) in grouped {
+            self.group_promote(&queue, std::slice::from_ref(&group), now);
+        }
+        Ok(out)
+    }
+
+    /// `group_promote.sql`: in each group, the first due waiting jobs (in enqueue order) made
+    /// available while fewer than the queue's group concurrency are available or running.
+    pub fn group_promote(&mut self, queue: &str, groups: &[String], now: i64) -> u64 {
+        let room = self.queues.get(queue).map_or(1, |q| q.group_concurrency) as usize;
+        let mut promoted = 0;
+        for group in groups {
+            let of_group = |j: &&Job| j.queue == queue && j.group.as_deref() == Some(group);
+            loop {
+                let active = (self.jobs.rows().filter(of_group))
+                    .filter(|j| matches!(j.state, JobState::Available | JobState::Running))
+                    .count();
+                let next = (self.jobs.rows().filter(of_group))
+                    .filter(|j| j.state == JobState::Waiting && j.run_at <= now)
+                    .map(|j| j.id)
+                    .min();
+                let Some(id) = next.filter(|_| active < room) else {
+                    break;
+                };
+                self.jobs.update(id, |j| j.state = JobState::Available);
+                self.woke(queue);
+                promoted += 1;
+            }
+        }
+        promoted
+    }
+
+    /// `group_stalled.sql` then `group_promote.sql`: every group with a due waiting job.
+    pub fn group_sweep(&mut self, now: i64) -> u64 {
+        let mut stalled: Vec<(String, String)> = (self.jobs.rows())
+            .filter(|j| j.state == JobState::Waiting && j.run_at <= now)
+            .filter_map(|j| Some((j.queue.clone(), j.group.clone()?)))
+            .collect();
+        stalled.sort_unstable();
+        stalled.dedup();
+        (stalled.into_iter())
+            .map(|(queue, group)| self.group_promote(&queue, &[group], now))
+            .sum()
+    }
+
+    /// `queue_flow.sql` and `group_blocked.sql`.
+    pub fn queue_flow(&self, queue: &str, now: i64) -> backlog_core::QueueFlow {
+        let of_queue = || self.jobs.rows().filter(move |j| j.queue == queue);
+        let waiting_in = |g: &str| {
+            of_queue()
+                .filter(|j| j.state == JobState::Waiting && j.group.as_deref() == Some(g))
+                .count() as i64
+        };
+        let mut groups: Vec<&str> = of_queue()
+            .filter(|j| j.state == JobState::Waiting)
+            .filter_map(|j| j.group.as_deref())
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        let mut blocked: Vec<backlog_core::BlockedGroup> = of_queue()
+            .filter(|j| j.state == JobState::Available && j.run_at > now)
+            .filter_map(|j| {
+                let group = j.group.clone()?;
+                Some(backlog_core::BlockedGroup {
+                    waiting: waiting_in(&group),
+                    group,
+                    job_id: j.id,
+                    retry_at: j.run_at,
+                })
+            })
+            .collect();
+        blocked.sort_by_key(|b| (-b.waiting, b.job_id));
+        blocked.truncate(20);
+        backlog_core::QueueFlow {
+            running: of_queue().filter(|j| j.state == JobState::Running).count() as i64,
+            waiting: of_queue().filter(|j| j.state == JobState::Waiting).count() as i64,
+            waiting_groups: groups.len() as i64,
+            blocked,
+        }
+    }
+
+    /// The state a job that would become available takes: waiting, in an ordered group.
+    fn available_or_waiting(job: &Job) -> JobState {
+        match job.group {
+            Some(_) => JobState::Waiting,
+            None => JobState::Available,
+        }
     }
 
     fn insert_one(&mut self, job: NewJob, now: i64) -> EnqueueOutcome {
@@ -53,7 +151,10 @@ impl State {
             id,
             queue: queue.to_owned(),
             kind: job.kind.map(|k| k.as_str().to_owned()),
-            state: JobState::Available,
+            state: match job.group {
+                Some(_) => JobState::Waiting,
+                None => JobState::Available,
+            },
             payload: job.payload.into_string(),
             priority: job.priority,
             run_at,
@@ -71,18 +172,32 @@ impl State {
             finished_at: None,
             cancel_requested_at: None,
             trace_context: job.trace_context,
+            group: job.group.map(|g| g.as_str().to_owned()),
         });
     }
 
     /// `job_claim_fifo.sql`, `job_claim_lifo.sql`: every strategy is this one, as one lock
     /// makes this backend a single writer.
     pub fn job_claim(&mut self, p: &JobClaimParams) -> Vec<ClaimedJob> {
-        if self.queues.get(p.queue.as_str()).is_some_and(|q| q.paused) {
+        let settings = self.queues.get(p.queue.as_str());
+        if settings.is_some_and(|q| q.paused) {
             return vec![];
+        }
+        // `job_claim_limited_*.sql` under the limit, which `job_claim_*.sql` never claims under.
+        let mut limit = p.limit as usize;
+        match (settings.and_then(|q| q.global_concurrency), p.global_limit) {
+            (Some(_), false) => return vec![],
+            (Some(max), true) => {
+                let running = (self.jobs.rows())
+                    .filter(|j| j.queue == p.queue.as_str() && j.state == JobState::Running)
+                    .count();
+                limit = limit.min((max as usize).saturating_sub(running));
+            }
+            (None, _) => {}
         }
         let ids = self
             .jobs
-            .claimable(p.queue.as_str(), &p.kinds, p.now, p.order, p.limit as usize);
+            .claimable(p.queue.as_str(), &p.kinds, p.now, p.order, limit);
         if ids.is_empty() {
             return vec![];
         }
@@ -110,6 +225,7 @@ impl State {
                         run_at: j.run_at,
                         created_at: j.created_at,
                         trace_context: j.trace_context.clone(),
+                        group: j.group.clone(),
                     }
                 })
             })
@@ -158,10 +274,22 @@ impl State {
 
     /// `job_fail.sql`: retried (available at `retry_at`), or dead or cancelled.
     pub fn job_fail(&mut self, p: JobFailParams) -> Result<()> {
-        let (state, run_at, finished_at) = p.target();
+        let (mut state, run_at, finished_at) = p.target();
         let JobFailParams {
             job, now, error, ..
         } = p;
+        let next = |q: &str| {
+            self.queues
+                .get(q)
+                .is_some_and(|s| s.group_on_failure == backlog_core::GroupFailure::Next)
+        };
+        if let Some(j) = self.jobs.get(job.id)
+            && state == JobState::Available
+            && j.group.is_some()
+            && next(&j.queue)
+        {
+            state = JobState::Waiting;
+        }
         let queue = self.update_leased(job, |j| {
             j.errors.push(ErrorRecord {
                 attempt: j.attempt,
@@ -237,7 +365,7 @@ impl State {
 
     /// `job_admin.sql`: the job, or why nothing changed (the archive is read, never changed).
     pub fn job_admin(&mut self, id: i64, action: AdminAction, now: i64) -> Result<Job> {
-        let to = action.to_state();
+        let mut to = action.to_state();
         let Some(job) = self
             .jobs
             .get(id)
@@ -246,6 +374,9 @@ impl State {
             return self.admin_result(id, action, false);
         };
         let queue = job.queue.clone();
+        if to == JobState::Available {
+            to = Self::available_or_waiting(job);
+        }
         if holds_key(to)
             && !holds_key(job.state)
             && let Some(key) = &job.unique_key

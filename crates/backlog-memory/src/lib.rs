@@ -38,6 +38,7 @@
 //!     now,
 //!     order: Ordering::Fifo,
 //!     strategy: backend.capabilities().default_strategy(),
+//!     global_limit: false,
 //! };
 //! let claimed = backend.job_claim(&claim).await?;
 //! let jobs = vec![claimed[0].job_ref()];
@@ -72,7 +73,7 @@ pub use crate::tx::MemoryTx;
 
 /// The schema version whose contract this backend follows: the SQL backends' `SCHEMA_VERSION`
 /// (the conformance suite checks that the two agree).
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// A backend that keeps everything in memory, behind one lock: what a database holds lasts as
 /// long as the value. Every operation behaves as on the SQL backends (the conformance suite runs
@@ -259,6 +260,18 @@ impl Backend for MemoryBackend {
 
     async fn job_rescue(&self, p: JobRescueParams) -> Result<Vec<Rescued>> {
         Ok(self.with(|s| s.job_rescue(p)))
+    }
+
+    async fn group_promote(&self, p: backlog_core::GroupPromoteParams) -> Result<u64> {
+        Ok(self.with(|s| s.group_promote(p.queue.as_str(), &p.groups, p.now)))
+    }
+
+    async fn group_sweep(&self, now: i64) -> Result<u64> {
+        Ok(self.with(|s| s.group_sweep(now)))
+    }
+
+    async fn queue_flow(&self, queue: &QueueName, now: i64) -> Result<backlog_core::QueueFlow> {
+        Ok(self.with(|s| s.queue_flow(queue.as_str(), now)))
     }
 
     async fn job_get(&self, id: i64) -> Result<Option<Job>> {

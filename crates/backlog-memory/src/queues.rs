@@ -20,6 +20,11 @@ fn stored(s: &QueueSettings) -> Result<QueueSettings> {
             "concurrency >= 1",
             s.concurrency.is_none_or(|c| c as i32 >= 1),
         ),
+        (
+            "global_concurrency >= 1",
+            s.global_concurrency.is_none_or(|c| c as i32 >= 1),
+        ),
+        ("group_concurrency >= 1", s.group_concurrency as i32 >= 1),
     ];
     if let Some((check, _)) = checks.iter().find(|(_, ok)| !ok) {
         return Err(check_violation(format!("{check} (queue {})", s.name)));

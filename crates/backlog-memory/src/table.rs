@@ -37,7 +37,7 @@ pub(crate) fn kind_in(kinds: &[Kind], kind: Option<&str>) -> bool {
 pub(crate) fn holds_key(state: JobState) -> bool {
     matches!(
         state,
-        JobState::Available | JobState::Running | JobState::Held
+        JobState::Available | JobState::Running | JobState::Held | JobState::Waiting
     )
 }
 

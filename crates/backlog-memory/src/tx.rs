@@ -148,8 +148,19 @@ impl MemoryTx {
         for queue in &self.queues {
             s.queue_ensure(queue);
         }
+        let mut grouped = vec![];
         for c in self.created {
+            if let Some(g) = &c.job.group {
+                grouped.push((
+                    c.job.queue.as_str().to_owned(),
+                    g.as_str().to_owned(),
+                    c.now,
+                ));
+            }
             s.insert_row(c.id, c.job, c.now);
+        }
+        for (queue, group, now) in grouped {
+            s.group_promote(&queue, &[group], now);
         }
         Ok(())
     }

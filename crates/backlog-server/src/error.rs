@@ -83,6 +83,7 @@ impl From<Error> for ApiError {
             Error::QueueNameInvalid { .. } => (S::BAD_REQUEST, "queue_name_invalid"),
             Error::KindInvalid { .. } => (S::BAD_REQUEST, "kind_invalid"),
             Error::UniqueKeyInvalid { .. } => (S::BAD_REQUEST, "unique_key_invalid"),
+            Error::GroupKeyInvalid { .. } => (S::BAD_REQUEST, "group_key_invalid"),
             Error::TraceContextInvalid { .. } => (S::BAD_REQUEST, "trace_context_invalid"),
             Error::PayloadInvalid { .. } => (S::BAD_REQUEST, "payload_invalid"),
             Error::PayloadTooLarge { .. } => (S::PAYLOAD_TOO_LARGE, "payload_too_large"),

@@ -12,7 +12,7 @@ use crate::AppState;
 use crate::auth::{Admin, Reader};
 use crate::error::{ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody, count};
 use crate::jobs::{MAX_PAGE, page};
-use crate::view::{JobPage, QueueView, SettingsView, StatsView};
+use crate::view::{FlowView, JobPage, QueueView, SettingsView, StatsView};
 
 /// Every known queue.
 #[derive(Debug, Serialize, ToSchema)]
@@ -37,6 +37,7 @@ pub async fn list(State(state): State<AppState>, _who: Reader) -> ApiResult<ApiJ
                     .cloned()
                     .unwrap_or_default(),
             ),
+            flow: None,
         })
         .collect();
     queues.sort_by(|a, b| a.settings.name.cmp(&b.settings.name));
@@ -53,9 +54,11 @@ async fn view(state: &AppState, name: &QueueName) -> ApiResult<QueueView> {
         .next()
         .map(|(_, s)| s)
         .unwrap_or_default();
+    let flow = state.client.queue_flow(name).await?;
     Ok(QueueView {
         settings: SettingsView::from(&settings),
         stats: StatsView::from(&stats),
+        flow: Some(FlowView::from(&flow)),
     })
 }
 
@@ -90,6 +93,19 @@ pub struct SettingsRequest {
     pub retention: Option<String>,
     /// Most jobs running at once per worker process (1 to 10,000).
     pub concurrency: Option<u32>,
+    /// Most jobs running at once across every process (1 to 1,000,000); `null` lifts the limit.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u32>)]
+    pub global_concurrency: Option<Option<u32>>,
+    /// Most jobs of one ordered group available or running at once (1 to 10,000).
+    pub group_concurrency: Option<u32>,
+    /// `block` or `next`: what a failing job of an ordered group does to its group.
+    pub group_on_failure: Option<String>,
+}
+
+/// A field that may be `null`: absent is `None`, `null` is `Some(None)`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u32>>, D::Error> {
+    Option::<u32>::deserialize(d).map(Some)
 }
 
 impl SettingsRequest {
@@ -114,6 +130,15 @@ impl SettingsRequest {
         }
         if let Some(v) = self.concurrency {
             s.concurrency = Some(v);
+        }
+        if let Some(v) = self.global_concurrency {
+            s.global_concurrency = v;
+        }
+        if let Some(v) = self.group_concurrency {
+            s.group_concurrency = v;
+        }
+        if let Some(v) = &self.group_on_failure {
+            s.group_on_failure = v.parse()?;
         }
         Ok(())
     }

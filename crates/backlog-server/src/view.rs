@@ -117,6 +117,8 @@ pub struct StatsView {
     pub cancelled: i64,
     /// Held.
     pub held: i64,
+    /// Waiting for their ordered group's turn.
+    pub waiting: i64,
     /// Moved to the archive table by retention `archive` (completed, dead or cancelled).
     pub archived: i64,
 }
@@ -131,6 +133,7 @@ impl From<&QueueStats> for StatsView {
             dead: s.dead,
             cancelled: s.cancelled,
             held: s.held,
+            waiting: s.waiting,
             archived: s.archived,
         }
     }
@@ -157,6 +160,12 @@ pub struct SettingsView {
     pub retention: String,
     /// Most jobs running at once per worker process (absent: the worker's own setting).
     pub concurrency: Option<u32>,
+    /// Most jobs running at once across every process (absent: no limit).
+    pub global_concurrency: Option<u32>,
+    /// Most jobs of one ordered group available or running at once.
+    pub group_concurrency: u32,
+    /// `block` or `next`: what a failing job of an ordered group does to its group.
+    pub group_on_failure: String,
 }
 
 impl From<&QueueSettings> for SettingsView {
@@ -171,6 +180,53 @@ impl From<&QueueSettings> for SettingsView {
             order: s.order.as_str().to_owned(),
             retention: s.retention.as_str().to_owned(),
             concurrency: s.concurrency,
+            global_concurrency: s.global_concurrency,
+            group_concurrency: s.group_concurrency,
+            group_on_failure: s.group_on_failure.as_str().to_owned(),
+        }
+    }
+}
+
+/// What flow control holds in a queue now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FlowView {
+    /// Jobs running in every process (what the global limit counts).
+    pub running: i64,
+    /// Jobs waiting for their ordered group's turn.
+    pub waiting: i64,
+    /// Groups with jobs waiting.
+    pub waiting_groups: i64,
+    /// Groups held by a failed job waiting to retry, most jobs behind it first (at most 20).
+    pub blocked: Vec<BlockedView>,
+}
+
+/// An ordered group held by a failed job that waits to retry.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BlockedView {
+    /// The group key.
+    pub group: String,
+    /// The failed job holding it.
+    pub job_id: i64,
+    /// When that job is retried (RFC 3339).
+    pub retry_at: String,
+    /// Jobs of the group waiting behind it.
+    pub waiting: i64,
+}
+
+impl From<&backlog::QueueFlow> for FlowView {
+    fn from(f: &backlog::QueueFlow) -> Self {
+        FlowView {
+            running: f.running,
+            waiting: f.waiting,
+            waiting_groups: f.waiting_groups,
+            blocked: (f.blocked.iter())
+                .map(|b| BlockedView {
+                    group: b.group.clone(),
+                    job_id: b.job_id,
+                    retry_at: rfc3339(b.retry_at),
+                    waiting: b.waiting,
+                })
+                .collect(),
         }
     }
 }
@@ -182,4 +238,7 @@ pub struct QueueView {
     pub settings: SettingsView,
     /// Its job counts.
     pub stats: StatsView,
+    /// What flow control holds in it now (one queue's view; not in the list of queues).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<FlowView>,
 }

@@ -196,6 +196,7 @@ async fn held(state: &AppState, id: i64, token: &Token) -> ApiResult<ClaimedJob>
         run_at: j.run_at,
         created_at: j.created_at,
         trace_context: j.trace_context,
+        group: j.group,
     })
 }
 

@@ -381,7 +381,9 @@ async fn queue_administration(engine: Engine) {
             "/api/v1/queues/reports",
             Some(
                 json!({"max_attempts": 2, "backoff_base": "2s", "backoff_max": "1m", "lease": "45s",
-                        "order": "lifo", "retention": "archive", "concurrency": 4}),
+                        "order": "lifo", "retention": "archive", "concurrency": 4,
+                        "global_concurrency": 7, "group_concurrency": 2,
+                        "group_on_failure": "next"}),
             ),
         )
         .await;
@@ -389,8 +391,38 @@ async fn queue_administration(engine: Engine) {
         q["settings"],
         json!({"name": "reports", "paused": false, "max_attempts": 2, "backoff_base": "2s",
                "backoff_max": "1m", "lease": "45s", "order": "lifo", "retention": "archive",
-               "concurrency": 4})
+               "concurrency": 4, "global_concurrency": 7, "group_concurrency": 2,
+               "group_on_failure": "next"})
     );
+    assert_eq!(
+        q["flow"],
+        json!({"running": 0, "waiting": 0, "waiting_groups": 0, "blocked": []})
+    );
+    // `null` lifts the global limit; bad values change nothing.
+    let lifted = api
+        .ok(
+            Method::PATCH,
+            "/api/v1/queues/reports",
+            Some(json!({"global_concurrency": null})),
+        )
+        .await;
+    assert_eq!(lifted["settings"]["global_concurrency"], json!(null));
+    for (bad, code) in [
+        (json!({"global_concurrency": 0}), "value_out_of_range"),
+        (json!({"group_concurrency": 0}), "value_out_of_range"),
+        (json!({"group_on_failure": "skip"}), "option_invalid"),
+    ] {
+        api.fails(
+            Method::PATCH,
+            "/api/v1/queues/reports",
+            Some(bad),
+            StatusCode::BAD_REQUEST,
+            code,
+        )
+        .await;
+    }
+    let unchanged = api.ok(Method::GET, "/api/v1/queues/reports", None).await;
+    assert_eq!(unchanged["settings"]["group_concurrency"], json!(2));
     // A partial change keeps the rest.
     let q = api
         .ok(

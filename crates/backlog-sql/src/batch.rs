@@ -15,8 +15,57 @@ pub(crate) const INSERT_CHUNK: usize = 1000;
 /// around it: one statement is atomic on its own, and skipping BEGIN and COMMIT saves two of the
 /// three round trips of a single enqueue.
 pub(crate) fn one_statement(rows: &[NewJob]) -> bool {
-    rows.len() <= INSERT_CHUNK && rows.iter().all(|j| j.unique_key.is_none())
+    rows.len() <= INSERT_CHUNK
+        && rows
+            .iter()
+            .all(|j| j.unique_key.is_none() && j.group.is_none())
 }
+
+/// What a dialect does to put just-inserted jobs in their ordered groups, inside the inserting
+/// transaction.
+pub(crate) trait GroupOps {
+    /// Sets the group of each job (by id) and makes it `waiting`.
+    async fn group_set(&mut self, ids: &[i64], groups: &[String]) -> Result<()>;
+    /// Promotes the next waiting jobs of these groups (sorted, distinct) where there is room;
+    /// how many.
+    async fn group_promote_on(&mut self, queue: &str, groups: &[String], now: i64) -> Result<u64>;
+}
+
+/// Puts the rows of an inserted batch that were created with a group key in their groups, and
+/// promotes in those groups: a job whose turn it is becomes available at once, in the same
+/// commit as its insert. `per_row` is [`insert_all`]'s answer for `rows`.
+pub(crate) async fn place_in_groups<G: GroupOps>(
+    conn: &mut G,
+    rows: &[NewJob],
+    per_row: &[(i64, bool)],
+    now: i64,
+) -> Result<()> {
+    let mut by_queue: std::collections::BTreeMap<&str, (Vec<i64>, Vec<String>)> =
+        Default::default();
+    for (row, &(id, created)) in rows.iter().zip(per_row) {
+        if let (Some(group), true) = (&row.group, created) {
+            let (ids, groups) = by_queue.entry(row.queue.as_str()).or_default();
+            ids.push(id);
+            groups.push(group.as_str().to_owned());
+        }
+    }
+    for (queue, (ids, mut groups)) in by_queue {
+        conn.group_set(&ids, &groups).await?;
+        groups.sort_unstable();
+        groups.dedup();
+        conn.group_promote_on(queue, &groups, now).await?;
+    }
+    Ok(())
+}
+
+/// Whether any row of a batch has a group key.
+pub(crate) fn any_grouped(rows: &[NewJob]) -> bool {
+    rows.iter().any(|j| j.group.is_some())
+}
+
+/// Most promotion rounds in one call: a round promotes one job per group with room, so a group
+/// concurrency of K takes K rounds (and one more that finds nothing).
+pub(crate) const PROMOTE_ROUNDS: usize = 64;
 
 /// Whether the rows differ in their payload alone (one queue, kind, priority, due time, attempt
 /// limit and trace context; no unique key): they can go in with those values bound once.

@@ -238,6 +238,15 @@ impl Backend for Deadline {
     async fn job_get(&self, id: i64) -> Result<Option<Job>> {
         self.within(self.inner.job_get(id)).await
     }
+    async fn group_promote(&self, params: backlog_core::GroupPromoteParams) -> Result<u64> {
+        self.within(self.inner.group_promote(params)).await
+    }
+    async fn group_sweep(&self, now: i64) -> Result<u64> {
+        self.within(self.inner.group_sweep(now)).await
+    }
+    async fn queue_flow(&self, queue: &QueueName, now: i64) -> Result<backlog_core::QueueFlow> {
+        self.within(self.inner.queue_flow(queue, now)).await
+    }
     async fn job_list(&self, params: JobListParams) -> Result<Vec<Job>> {
         self.within(self.inner.job_list(params)).await
     }

@@ -12,7 +12,7 @@ use std::future::Future;
 
 use backlog_core::{
     AuditEntry, BackendTx, Capabilities, ClaimedJob, CompleteClaimed, CronFireParams,
-    EnqueueOutcome, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
+    EnqueueOutcome, GroupPromoteParams, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
     JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobPruneParams,
     JobRef, JobRescueParams, JobVacuumParams, LeaderParams, MigrateReport, OldestTransaction,
     QueueRedriveParams, Rescued, Result, Retention, TxClaim, WakeFn,
@@ -108,6 +108,9 @@ pub(crate) trait Dialect: Send + Sync + 'static {
 
     /// See [`returning_methods!`].
     fn audit_add(&self, entry: &AuditEntry) -> impl Future<Output = Result<i64>> + Send;
+
+    fn group_promote(&self, params: GroupPromoteParams)
+    -> impl Future<Output = Result<u64>> + Send;
 }
 
 /// The [`Dialect`] methods `leader_elect`, `job_rescue`, `queue_redrive` and `audit_add` of an
@@ -177,6 +180,9 @@ macro_rules! returning_methods {
 }
 
 pub(crate) use returning_methods;
+
+/// Most groups one sweep promotes in (the next sweep takes the rest).
+pub(crate) const SWEEP_GROUPS: i64 = 1000;
 
 /// The `Backend` impl of `$backend`, a [`Dialect`] with a `pool` field, over its catalog module
 /// `$cat`. Expanded in the dialect's module, where `$cat`, `DbResultExt` and the row macros are
@@ -392,6 +398,76 @@ macro_rules! sql_backend {
                 $crate::engine::Dialect::job_rescue(self, p).await
             }
 
+            async fn group_promote(
+                &self,
+                p: backlog_core::GroupPromoteParams,
+            ) -> backlog_core::Result<u64> {
+                if p.groups.is_empty() {
+                    return Ok(0);
+                }
+                $crate::shared::retry_transient(|| $crate::engine::Dialect::group_promote(self, p.clone()))
+                    .await
+            }
+
+            async fn group_sweep(&self, now: i64) -> backlog_core::Result<u64> {
+                let rows: Vec<(String, String)> = $cat::group_stalled(now, $crate::engine::SWEEP_GROUPS)
+                    .as_()
+                    .fetch_all(&self.pool)
+                    .await
+                    .db()?;
+                let mut by_queue: std::collections::BTreeMap<String, Vec<String>> =
+                    Default::default();
+                for (queue, group) in rows {
+                    by_queue.entry(queue).or_default().push(group);
+                }
+                let mut promoted = 0;
+                for (queue, groups) in by_queue {
+                    promoted += backlog_core::Backend::group_promote(
+                        self,
+                        backlog_core::GroupPromoteParams {
+                            queue: backlog_core::QueueName::new(queue)?,
+                            groups,
+                            now,
+                        },
+                    )
+                    .await?;
+                }
+                Ok(promoted)
+            }
+
+            async fn queue_flow(
+                &self,
+                queue: &backlog_core::QueueName,
+                now: i64,
+            ) -> backlog_core::Result<backlog_core::QueueFlow> {
+                let (running, waiting, waiting_groups): (i64, i64, i64) =
+                    $cat::queue_flow(queue.as_str())
+                        .as_()
+                        .fetch_one(&self.pool)
+                        .await
+                        .db()?;
+                let blocked: Vec<(String, i64, i64, i64)> =
+                    $cat::group_blocked(queue.as_str(), now, 20)
+                        .as_()
+                        .fetch_all(&self.pool)
+                        .await
+                        .db()?;
+                Ok(backlog_core::QueueFlow {
+                    running,
+                    waiting,
+                    waiting_groups,
+                    blocked: blocked
+                        .into_iter()
+                        .map(|(group, job_id, retry_at, waiting)| backlog_core::BlockedGroup {
+                            group,
+                            job_id,
+                            retry_at,
+                            waiting,
+                        })
+                        .collect(),
+                })
+            }
+
             async fn job_get(&self, id: i64) -> backlog_core::Result<Option<backlog_core::Job>> {
                 let mut row = $cat::job_get(id)
                     .query()
@@ -496,6 +572,9 @@ macro_rules! sql_backend {
                     s.order.as_str(),
                     s.retention.as_str(),
                     s.concurrency.map(|c| c as i32),
+                    s.global_concurrency.map(|c| c as i32),
+                    s.group_concurrency as i32,
+                    s.group_on_failure.as_str(),
                     now,
                 );
                 stmt.query().execute(&self.pool).await.db()?;

@@ -7,17 +7,17 @@ use std::str::FromStr;
 
 use backlog_core::{
     AuditEntry, BackendTx, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed,
-    CronFireParams, DbErrorKind, EnqueueOutcome, Error, JobClaimParams, JobCompleteClaimParams,
-    JobCompleteParams, JobCountPendingParams, JobHeartbeatParams, JobInsertParams, JobPruneParams,
-    JobRef, JobRescueParams, LeaderParams, MigrateReport, NewJob, OldestTransaction, Ordering,
-    QueueRedriveParams, Rescued, Result, Retention, TxClaim,
+    CronFireParams, DbErrorKind, EnqueueOutcome, Error, GroupPromoteParams, JobClaimParams,
+    JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams, JobHeartbeatParams,
+    JobInsertParams, JobPruneParams, JobRef, JobRescueParams, LeaderParams, MigrateReport, NewJob,
+    OldestTransaction, Ordering, QueueRedriveParams, Rescued, Result, Retention, TxClaim,
 };
 use futures::future::BoxFuture;
 use sqlx::mysql::MySqlConnectOptions;
 use sqlx::{Connection, MySql, MySqlConnection, MySqlPool, Row};
 
 use crate::batch::{self, Deduped, INSERT_CHUNK};
-use crate::catalog::mysql as cat;
+use crate::catalog::{Stmt, mysql as cat};
 use crate::dberror::{DbResultExt, connect_error, connect_within};
 use crate::engine::{Dialect, SqlTx, SqlTxClaim};
 use crate::hosts::{self, Hosts};
@@ -104,6 +104,12 @@ impl MySqlBackend {
     /// One claim attempt in its own transaction.
     async fn claim_once(&self, p: &JobClaimParams) -> Result<Vec<ClaimedJob>> {
         match p.strategy {
+            _ if p.global_limit => {
+                let mut tx = self.pool.begin().await.db()?;
+                let jobs = claim_limited_on(&mut tx, p, self.cluster).await?;
+                tx.commit().await.db()?;
+                Ok(jobs)
+            }
             ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => {
                 let mut tx = self.pool.begin().await.db()?;
                 let jobs = claim_on(&mut tx, p, p.limit).await?;
@@ -298,13 +304,69 @@ async fn claim_on(
     p: &JobClaimParams,
     limit: u32,
 ) -> Result<Vec<ClaimedJob>> {
-    let token = shared::new_token();
-    let expires = p.now + p.lease.as_micros() as i64;
-    let kinds = shared::kinds_json(&p.kinds);
     let claim = match p.order {
         Ordering::Fifo => cat::job_claim_fifo,
         Ordering::Lifo => cat::job_claim_lifo,
     };
+    claim_with(conn, p, limit, claim).await
+}
+
+/// A claim in a queue with a global concurrency limit, in the caller's transaction: under the
+/// queue row's lock, the running jobs counted by a statement that sees what the lock's last
+/// holder committed, and at most what the limit leaves claimed. On a Galera cluster the lock
+/// holds on one node only, so the claim also writes the queue row: two nodes' claims then
+/// conflict at certification, and one is retried.
+async fn claim_limited_on(
+    conn: &mut MySqlConnection,
+    p: &JobClaimParams,
+    cluster: bool,
+) -> Result<Vec<ClaimedJob>> {
+    let queue = p.queue.as_str();
+    let lock: Option<(bool, Option<i32>)> = cat::queue_lock(queue)
+        .as_()
+        .fetch_optional(&mut *conn)
+        .await
+        .db()?;
+    let room = match lock {
+        Some((true, _)) => 0,
+        Some((false, Some(limit))) => {
+            let running: i64 = cat::queue_running(queue)
+                .scalar()
+                .fetch_one(&mut *conn)
+                .await
+                .db()?;
+            (i64::from(limit) - running).clamp(0, i64::from(p.limit))
+        }
+        // The limit was lifted since the caller read it: a claim as any other.
+        Some((false, None)) | None => i64::from(p.limit),
+    };
+    if room == 0 {
+        return Ok(vec![]);
+    }
+    if cluster {
+        cat::queue_lock_write(p.now, queue)
+            .query()
+            .execute(&mut *conn)
+            .await
+            .db()?;
+    }
+    let claim = match p.order {
+        Ordering::Fifo => cat::job_claim_limited_fifo,
+        Ordering::Lifo => cat::job_claim_limited_lifo,
+    };
+    claim_with(conn, p, room as u32, claim).await
+}
+
+/// Runs a claim's SELECT … FOR UPDATE SKIP LOCKED and marks what it locked as running.
+async fn claim_with(
+    conn: &mut MySqlConnection,
+    p: &JobClaimParams,
+    limit: u32,
+    claim: fn(&str, i64, Option<&str>, i64) -> Stmt<MySql>,
+) -> Result<Vec<ClaimedJob>> {
+    let token = shared::new_token();
+    let expires = p.now + p.lease.as_micros() as i64;
+    let kinds = shared::kinds_json(&p.kinds);
     let rows = claim(p.queue.as_str(), p.now, kinds.as_deref(), limit as i64)
         .query()
         .fetch_all(&mut *conn)
@@ -621,6 +683,9 @@ impl Dialect for MySqlBackend {
                 id_step: self.id_step,
             };
             let per_row = batch::insert_all(&mut ins, &dedup.rows).await?;
+            if batch::any_grouped(&dedup.rows) {
+                batch::place_in_groups(&mut *tx, &dedup.rows, &per_row, params.now).await?;
+            }
             tx.commit().await.db()?;
             Ok(per_row)
         })
@@ -633,6 +698,7 @@ impl Dialect for MySqlBackend {
     }
 
     async fn job_claim_tx(&self, p: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>> {
+        shared::tx_claim_limited(p)?;
         if self.cluster {
             return Err(Error::Unsupported(
                 "transaction claim mode needs row locks the whole database sees; a Galera \
@@ -651,7 +717,10 @@ impl Dialect for MySqlBackend {
     }
 
     async fn job_complete_claim(&self, p: JobCompleteClaimParams) -> Result<CompleteClaimed> {
-        if p.complete.jobs.is_empty() || p.claim.strategy == ClaimStrategy::ClaimToken {
+        if p.complete.jobs.is_empty()
+            || p.claim.strategy == ClaimStrategy::ClaimToken
+            || p.claim.global_limit
+        {
             return backlog_core::complete_then_claim(self, p).await;
         }
         // The completion statements join the claim's transaction: one commit (one log flush)
@@ -682,6 +751,17 @@ impl Dialect for MySqlBackend {
             Ok(done)
         })
         .await
+    }
+
+    async fn group_promote(&self, p: GroupPromoteParams) -> Result<u64> {
+        let mut groups = p.groups;
+        groups.sort_unstable();
+        groups.dedup();
+        let mut tx = self.pool.begin().await.db()?;
+        let n =
+            batch::GroupOps::group_promote_on(&mut *tx, p.queue.as_str(), &groups, p.now).await?;
+        tx.commit().await.db()?;
+        Ok(n)
     }
 
     async fn job_heartbeat(&self, p: JobHeartbeatParams) -> Result<bool> {
@@ -871,6 +951,9 @@ impl crate::tx::JobConnection for MySqlConnection {
             id_step: None,
         };
         let per_row = batch::insert_all(&mut ins, &dedup.rows).await?;
+        if batch::any_grouped(&dedup.rows) {
+            batch::place_in_groups(self, &dedup.rows, &per_row, now).await?;
+        }
         Ok(dedup.outcomes(&per_row))
     }
 
@@ -880,3 +963,45 @@ impl crate::tx::JobConnection for MySqlConnection {
 }
 
 crate::engine::conn_ops!(MySqlConnection, cat);
+
+impl batch::GroupOps for MySqlConnection {
+    async fn group_set(&mut self, ids: &[i64], groups: &[String]) -> Result<()> {
+        for (id, group) in ids.iter().zip(groups) {
+            cat::job_group_set(group, *id)
+                .query()
+                .execute(&mut *self)
+                .await
+                .db()?;
+        }
+        Ok(())
+    }
+
+    async fn group_promote_on(&mut self, queue: &str, groups: &[String], now: i64) -> Result<u64> {
+        let rows: Vec<(&str, &str)> = groups.iter().map(|g| (queue, g.as_str())).collect();
+        cat::group_lock(&rows)
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        let list = serde_json::to_string(groups).expect("strings serialize");
+        let mut promoted = 0;
+        for _ in 0..batch::PROMOTE_ROUNDS {
+            let next: Vec<Option<i64>> = cat::group_next(queue, now, &list)
+                .scalar()
+                .fetch_all(&mut *self)
+                .await
+                .db()?;
+            let ids: Vec<i64> = next.into_iter().flatten().collect();
+            if ids.is_empty() {
+                break;
+            }
+            promoted += cat::group_make_available(&ids)
+                .query()
+                .execute(&mut *self)
+                .await
+                .db()?
+                .rows_affected();
+        }
+        Ok(promoted)
+    }
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use backlog_core::{
     BackendTx, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
-    EnqueueOutcome, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
+    EnqueueOutcome, GroupPromoteParams, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
     JobCountPendingParams, JobHeartbeatParams, JobInsertParams, JobPruneParams, JobRef,
     JobVacuumParams, MigrateReport, NewJob, OldestTransaction, Ordering, Result, Retention,
     TxClaim, WakeFn,
@@ -132,6 +132,53 @@ impl PgBackend {
             .await
             .db()?;
         let rows = cat::job_select_token(expires, token)
+            .query()
+            .fetch_all(&mut *tx)
+            .await
+            .db()?;
+        tx.commit().await.db()?;
+        Ok(rows)
+    }
+
+    /// A claim in a queue with a global concurrency limit: under the queue row's lock, the
+    /// running jobs counted by a statement that sees what the lock's last holder committed, and
+    /// at most what the limit leaves claimed.
+    async fn claim_limited_once(
+        &self,
+        p: &JobClaimParams,
+        token: i64,
+        expires: i64,
+        kinds: Option<Vec<String>>,
+    ) -> Result<Vec<sqlx::postgres::PgRow>> {
+        let mut tx = self.pool.begin().await.db()?;
+        let queue = p.queue.as_str();
+        let lock: Option<(bool, Option<i32>)> = cat::queue_lock(queue)
+            .as_()
+            .fetch_optional(&mut *tx)
+            .await
+            .db()?;
+        let room = match lock {
+            Some((true, _)) => 0,
+            Some((false, Some(limit))) => {
+                let running: i64 = cat::queue_running(queue)
+                    .scalar()
+                    .fetch_one(&mut *tx)
+                    .await
+                    .db()?;
+                (i64::from(limit) - running).clamp(0, i64::from(p.limit))
+            }
+            // The limit was lifted since the caller read it: a claim as any other.
+            Some((false, None)) | None => i64::from(p.limit),
+        };
+        if room == 0 {
+            tx.rollback().await.db()?;
+            return Ok(vec![]);
+        }
+        let statement = match p.order {
+            Ordering::Fifo => cat::job_claim_limited_fifo,
+            Ordering::Lifo => cat::job_claim_limited_lifo,
+        };
+        let rows = statement(token, &p.owner, expires, p.now, queue, kinds, room)
             .query()
             .fetch_all(&mut *tx)
             .await
@@ -555,6 +602,9 @@ impl Dialect for PgBackend {
             let mut tx = self.pool.begin().await.db()?;
             let per_row =
                 batch::insert_all(&mut Inserter { conn: &mut tx, now }, &dedup.rows).await?;
+            if batch::any_grouped(&dedup.rows) {
+                batch::place_in_groups(&mut *tx, &dedup.rows, &per_row, now).await?;
+            }
             tx.commit().await.db()?;
             Ok(per_row)
         })
@@ -568,6 +618,12 @@ impl Dialect for PgBackend {
         let expires = p.now + p.lease.as_micros() as i64;
         let kinds = shared::kinds_vec(&p.kinds);
         let rows = match p.strategy {
+            _ if p.global_limit => {
+                shared::retry_transient(|| {
+                    self.claim_limited_once(p, token, expires, kinds.clone())
+                })
+                .await?
+            }
             ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => {
                 claim_stmt(p, false, token, expires, kinds, p.limit)
                     .query()
@@ -593,6 +649,7 @@ impl Dialect for PgBackend {
     }
 
     async fn job_claim_tx(&self, p: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>> {
+        shared::tx_claim_limited(p)?;
         let mut tx = self.pool.begin().await.db()?;
         // The claim statement with LIMIT 1: it locks the row (FOR UPDATE SKIP LOCKED) and marks
         // it running; the lock lasts until this transaction ends, and dies with the connection.
@@ -624,8 +681,9 @@ impl Dialect for PgBackend {
         }
         let tokens = Tokens::of(&p.complete.jobs);
         // Two statements for archiving, a data-modifying WITH of its own that cannot nest in
-        // another, and for the claim-token strategy.
+        // another, for the claim-token strategy, and under a global limit (its own transaction).
         if p.complete.retention == Retention::Archive
+            || p.claim.global_limit
             || !matches!(
                 p.claim.strategy,
                 ClaimStrategy::SkipLocked | ClaimStrategy::SingleWriter
@@ -681,6 +739,17 @@ impl Dialect for PgBackend {
             completed,
             claimed: Ok(claimed),
         })
+    }
+
+    async fn group_promote(&self, p: GroupPromoteParams) -> Result<u64> {
+        let mut groups = p.groups;
+        groups.sort_unstable();
+        groups.dedup();
+        let mut tx = self.pool.begin().await.db()?;
+        let n =
+            batch::GroupOps::group_promote_on(&mut *tx, p.queue.as_str(), &groups, p.now).await?;
+        tx.commit().await.db()?;
+        Ok(n)
     }
 
     async fn job_heartbeat(&self, p: JobHeartbeatParams) -> Result<bool> {
@@ -810,6 +879,9 @@ impl crate::tx::JobConnection for PgConnection {
         // No deadlock retry here, unlike job_insert: the transaction is the caller's to retry.
         let dedup = Deduped::new(jobs);
         let per_row = batch::insert_all(&mut Inserter { conn: self, now }, &dedup.rows).await?;
+        if batch::any_grouped(&dedup.rows) {
+            batch::place_in_groups(self, &dedup.rows, &per_row, now).await?;
+        }
         // Delivered when the caller commits (and dropped with a rollback). On a connection that
         // keeps the trigger quiet this is the only wake-up; on another, PostgreSQL folds it into
         // the trigger's identical one.
@@ -830,3 +902,36 @@ impl crate::tx::JobConnection for PgConnection {
 }
 
 crate::engine::conn_ops!(PgConnection, cat);
+
+impl batch::GroupOps for PgConnection {
+    async fn group_set(&mut self, ids: &[i64], groups: &[String]) -> Result<()> {
+        cat::job_group_set(ids, groups.to_vec())
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn group_promote_on(&mut self, queue: &str, groups: &[String], now: i64) -> Result<u64> {
+        cat::group_lock(queue, groups.to_vec())
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        let mut promoted = 0;
+        for _ in 0..batch::PROMOTE_ROUNDS {
+            let n = cat::group_promote(queue, groups.to_vec(), now)
+                .query()
+                .execute(&mut *self)
+                .await
+                .db()?
+                .rows_affected();
+            promoted += n;
+            if n == 0 {
+                break;
+            }
+        }
+        Ok(promoted)
+    }
+}

@@ -46,13 +46,14 @@ macro_rules! job_from_row {
             finished_at: row.try_get("finished_at").db()?,
             cancel_requested_at: row.try_get("cancel_requested_at").db()?,
             trace_context: $crate::rows::trace_context(row.try_get("trace_context").db()?),
+            group: row.try_get("group_key").db()?,
         }
     }};
 }
 
 /// A claimed job from a claim's row. Every claim statement returns, in this order, in every
 /// dialect: id, kind, payload, priority, attempt, max_attempts, run_at, created_at,
-/// trace_context. Read by
+/// trace_context, group_key. Read by
 /// position: by name, every column of every row is a hashed name look-up, which showed under
 /// `perf` in the PostgreSQL claim (figures in BENCHMARKS.md). The queue, token and lease expiry
 /// are the claim's own (`$claim`, a `JobClaimParams`; `$token`; `$expires`) and are not sent
@@ -76,6 +77,7 @@ macro_rules! claimed_from_row {
             run_at: row.try_get(at + 6).db()?,
             created_at: row.try_get(at + 7).db()?,
             trace_context: $crate::rows::trace_context(row.try_get(at + 8).db()?),
+            group: row.try_get(at + 9).db()?,
         }
     }};
 }
@@ -99,6 +101,12 @@ macro_rules! queue_from_row {
                 .try_get::<Option<i32>, _>("concurrency")
                 .db()?
                 .map(|c| c.max(1) as u32),
+            global_concurrency: row
+                .try_get::<Option<i32>, _>("global_concurrency")
+                .db()?
+                .map(|c| c.max(1) as u32),
+            group_concurrency: row.try_get::<i32, _>("group_concurrency").db()?.max(1) as u32,
+            group_on_failure: row.try_get::<String, _>("group_on_failure").db()?.parse()?,
         }
     }};
 }

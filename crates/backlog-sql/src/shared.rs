@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use backlog_core::{
-    AdminAction, Backend, DbErrorKind, Error, JobFailParams, JobRef, JobState, Kind, QueueInfo,
-    QueueName, QueueSettings, QueueStats, Result, StateFilter,
+    AdminAction, Backend, DbErrorKind, Error, JobClaimParams, JobFailParams, JobRef, JobState,
+    Kind, QueueInfo, QueueName, QueueSettings, QueueStats, Result, StateFilter,
 };
 use rand::Rng;
 
@@ -62,6 +62,17 @@ pub(crate) fn kinds_json(kinds: &[Kind]) -> Option<String> {
 /// The kinds as owned strings (`None` for "any kind").
 pub(crate) fn kinds_vec(kinds: &[Kind]) -> Option<Vec<String>> {
     (!kinds.is_empty()).then(|| kinds.iter().map(|k| k.as_str().to_owned()).collect())
+}
+
+/// Transaction claim mode cannot keep a global concurrency limit: its claims hold a row lock
+/// for as long as their job runs, and the limit's lock would have to be held as long.
+pub(crate) fn tx_claim_limited(p: &JobClaimParams) -> Result<()> {
+    match p.global_limit {
+        true => Err(Error::Unsupported(
+            "transaction claim mode on a queue with a global concurrency limit",
+        )),
+        false => Ok(()),
+    }
 }
 
 /// State (as stored), run_at and finished_at a failure leads to.

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use backlog_core::{
     BackendTx, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
-    EnqueueOutcome, Error, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
-    JobCountPendingParams, JobHeartbeatParams, JobInsertParams, JobPruneParams, JobRef,
-    MigrateReport, NewJob, Ordering, Result, Retention, TxClaim,
+    EnqueueOutcome, Error, GroupPromoteParams, JobClaimParams, JobCompleteClaimParams,
+    JobCompleteParams, JobCountPendingParams, JobHeartbeatParams, JobInsertParams, JobPruneParams,
+    JobRef, MigrateReport, NewJob, Ordering, Result, Retention, TxClaim,
 };
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, Row, Sqlite, SqliteConnection, SqlitePool};
@@ -365,7 +365,36 @@ impl SqliteBackend {
     ) -> Result<Vec<ClaimedJob>> {
         let token = shared::new_token();
         let expires = p.now + p.lease.as_micros() as i64;
+        let mut limit = i64::from(p.limit);
+        if p.global_limit {
+            // In the caller's write transaction: nobody else claims meanwhile.
+            let queue = p.queue.as_str();
+            let lock: Option<(bool, Option<i32>)> = cat::queue_lock(queue)
+                .as_()
+                .fetch_optional(&mut *conn)
+                .await
+                .db()?;
+            limit = match lock {
+                Some((true, _)) => 0,
+                Some((false, Some(max))) => {
+                    let running: i64 = cat::queue_running(queue)
+                        .scalar()
+                        .fetch_one(&mut *conn)
+                        .await
+                        .db()?;
+                    (i64::from(max) - running).clamp(0, limit)
+                }
+                Some((false, None)) | None => limit,
+            };
+            if limit == 0 {
+                return Ok(vec![]);
+            }
+        }
         let claim = match (p.strategy, p.order) {
+            _ if p.global_limit => match p.order {
+                Ordering::Fifo => cat::job_claim_limited_fifo,
+                Ordering::Lifo => cat::job_claim_limited_lifo,
+            },
             (ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked, Ordering::Fifo) => {
                 cat::job_claim_fifo
             }
@@ -382,10 +411,10 @@ impl SqliteBackend {
             p.now,
             p.queue.as_str(),
             shared::kinds_json(&p.kinds),
-            p.limit as i64,
+            limit,
         )
         .query();
-        let rows = if p.strategy == ClaimStrategy::ClaimToken {
+        let rows = if p.strategy == ClaimStrategy::ClaimToken && !p.global_limit {
             query.execute(&mut *conn).await.db()?;
             cat::job_select_token(expires, token)
                 .query()
@@ -510,13 +539,16 @@ impl Dialect for SqliteBackend {
         }
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
         let per_row = batch::insert_all(&mut Inserter { conn: &mut tx, now }, &dedup.rows).await?;
+        if batch::any_grouped(&dedup.rows) {
+            batch::place_in_groups(&mut *tx, &dedup.rows, &per_row, now).await?;
+        }
         tx.commit().await.db()?;
         Ok(dedup.outcomes(&per_row))
     }
 
     async fn job_claim(&self, p: &JobClaimParams) -> Result<Vec<ClaimedJob>> {
         let mut conn = self.pool.acquire().await.db()?;
-        if p.strategy == ClaimStrategy::ClaimToken {
+        if p.strategy == ClaimStrategy::ClaimToken || p.global_limit {
             let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
             let jobs = self.claim_on(&mut tx, p).await?;
             tx.commit().await.db()?;
@@ -553,6 +585,18 @@ impl Dialect for SqliteBackend {
             completed,
             claimed: Ok(claimed),
         })
+    }
+
+    async fn group_promote(&self, p: GroupPromoteParams) -> Result<u64> {
+        let mut groups = p.groups;
+        groups.sort_unstable();
+        groups.dedup();
+        let mut conn = self.pool.acquire().await.db()?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+        let n =
+            batch::GroupOps::group_promote_on(&mut *tx, p.queue.as_str(), &groups, p.now).await?;
+        tx.commit().await.db()?;
+        Ok(n)
     }
 
     async fn job_claim_tx(&self, _p: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>> {
@@ -662,6 +706,9 @@ impl crate::tx::JobConnection for SqliteConnection {
         crate::engine::ConnOps::ensure_queues(self, &jobs, now).await?;
         let dedup = Deduped::new(jobs);
         let per_row = batch::insert_all(&mut Inserter { conn: self, now }, &dedup.rows).await?;
+        if batch::any_grouped(&dedup.rows) {
+            batch::place_in_groups(self, &dedup.rows, &per_row, now).await?;
+        }
         Ok(dedup.outcomes(&per_row))
     }
 
@@ -671,3 +718,35 @@ impl crate::tx::JobConnection for SqliteConnection {
 }
 
 crate::engine::conn_ops!(SqliteConnection, cat);
+
+impl batch::GroupOps for SqliteConnection {
+    async fn group_set(&mut self, ids: &[i64], groups: &[String]) -> Result<()> {
+        for (id, group) in ids.iter().zip(groups) {
+            cat::job_group_set(group, *id)
+                .query()
+                .execute(&mut *self)
+                .await
+                .db()?;
+        }
+        Ok(())
+    }
+
+    async fn group_promote_on(&mut self, queue: &str, groups: &[String], now: i64) -> Result<u64> {
+        // No lock rows: this runs in a write transaction, and SQLite has one writer.
+        let list = serde_json::to_string(groups).expect("strings serialize");
+        let mut promoted = 0;
+        for _ in 0..batch::PROMOTE_ROUNDS {
+            let n = cat::group_promote(queue, &list, now)
+                .query()
+                .execute(&mut *self)
+                .await
+                .db()?
+                .rows_affected();
+            promoted += n;
+            if n == 0 {
+                break;
+            }
+        }
+        Ok(promoted)
+    }
+}

@@ -41,6 +41,7 @@ fn claim(queue: &str, limit: u32, now: i64, strategy: ClaimStrategy) -> JobClaim
         now,
         order: Ordering::Fifo,
         strategy,
+        global_limit: false,
     }
 }
 
@@ -1150,6 +1151,7 @@ async fn stats_and_lists(db: Db) {
             dead: 0,
             cancelled: 0,
             held: 1,
+            waiting: 0,
             archived: 0,
         }
     );
@@ -1512,6 +1514,9 @@ async fn queue_settings_round_trip(db: Db) {
         order: Ordering::Lifo,
         retention: Retention::Archive,
         concurrency: Some(3),
+        global_concurrency: Some(12),
+        group_concurrency: 2,
+        group_on_failure: GroupFailure::Next,
     };
     db.b.queue_upsert(&s, now).await.unwrap();
     assert_eq!(db.b.queue_get(&q("cfg")).await.unwrap().unwrap(), s);

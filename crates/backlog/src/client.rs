@@ -10,11 +10,11 @@ use backlog_sql::{JobConnection, JobTx, SqlBackend};
 use crate::time::{ClockSync, Time, TimeSource};
 use backlog_core::{
     AdminAction, Backend, ClaimStrategy, ClaimedJob, Clock, CompleteClaimed, EnqueueOutcome, Error,
-    Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams,
-    JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobRef,
-    JobReleaseParams, JobRescueParams, JobState, Kind, MigrateReport, NewJob, Payload, QueueInfo,
-    QueueName, QueueRedriveParams, QueueSettings, QueueStats, Result, StateFilter, SystemClock,
-    TxClaim, backoff_delay,
+    GroupPromoteParams, Job, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
+    JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
+    JobProgressParams, JobRef, JobReleaseParams, JobRescueParams, JobState, Kind, MigrateReport,
+    NewJob, Payload, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Result,
+    StateFilter, SystemClock, TxClaim, backoff_delay,
 };
 
 /// How long queue settings are cached in a process.
@@ -468,7 +468,8 @@ impl Client {
         self.rescue().await
     }
 
-    /// Rescues expired leases now (up to 1,000 jobs).
+    /// Rescues expired leases now (up to 1,000 jobs), and promotes in the ordered groups that
+    /// have room for a due waiting job.
     pub async fn rescue(&self) -> Result<u64> {
         let now = self.now();
         let rescued = self
@@ -484,6 +485,9 @@ impl Client {
                 c.dead += i64::from(r.dead);
             });
         }
+        // With the rescue, whose dead jobs leave their group's running set: the ordered groups
+        // whose next job no finished job promoted (see `Backend::group_sweep`).
+        self.backend.group_sweep(now).await?;
         Ok(rescued.len() as u64)
     }
 
@@ -499,6 +503,29 @@ impl Client {
             strategy: opts
                 .strategy
                 .unwrap_or_else(|| self.backend.capabilities().default_strategy()),
+            global_limit: settings.global_concurrency.is_some(),
+        }
+    }
+
+    /// Lets the next jobs of the ordered groups of `finished` run, now that these left their
+    /// group's running set (completed, failed, dead). A promotion that fails is only logged:
+    /// the jobs finished, and the leader's sweep promotes what a finished job did not.
+    pub(crate) async fn promote_after(&self, finished: &[ClaimedJob]) {
+        let mut by_queue: HashMap<&str, Vec<String>> = HashMap::new();
+        for j in finished {
+            if let Some(g) = &j.group {
+                by_queue.entry(&j.queue).or_default().push(g.clone());
+            }
+        }
+        for (queue, groups) in by_queue {
+            let Ok(queue) = QueueName::new(queue) else {
+                continue;
+            };
+            let now = self.now();
+            let params = GroupPromoteParams { queue, groups, now };
+            if let Err(e) = self.backend.group_promote(params).await {
+                tracing::warn!(error = %e, "promoting in ordered groups failed; the sweep will");
+            }
         }
     }
 
@@ -551,6 +578,7 @@ impl Client {
             let n = r.completed.len() as i64;
             self.record(opts.queue.as_str(), self.now(), |c| c.completed += n);
         }
+        self.promote_after(finished).await;
         if let Ok(claimed) = &r.claimed {
             self.record_started(&opts.queue, claimed);
         }
@@ -610,6 +638,7 @@ impl Client {
             self.record(queue, now, |c| c.completed += n);
             done.extend(completed);
         }
+        self.promote_after(jobs).await;
         Ok(done)
     }
 
@@ -676,6 +705,7 @@ impl Client {
             })
             .await?;
         self.record_failure(&job.queue, outcome);
+        self.promote_after(std::slice::from_ref(job)).await;
         Ok(())
     }
 
@@ -1003,6 +1033,12 @@ impl Client {
             .unwrap_or_else(|| QueueSettings::defaults(queue.clone())))
     }
 
+    /// What flow control holds in a queue now: jobs running (against its global limit), jobs
+    /// waiting for their ordered group's turn, and the groups a failed job holds.
+    pub async fn queue_flow(&self, queue: &QueueName) -> Result<backlog_core::QueueFlow> {
+        self.backend.queue_flow(queue, self.now()).await
+    }
+
     /// Stores a queue's settings (the queue is created if new).
     pub async fn queue_configure(&self, settings: &QueueSettings) -> Result<()> {
         check_settings(settings)?;
@@ -1089,6 +1125,10 @@ fn check_settings(s: &QueueSettings) -> Result<()> {
     if let Some(c) = s.concurrency {
         range("concurrency", c as i64, 1, 10_000)?;
     }
+    if let Some(c) = s.global_concurrency {
+        range("global concurrency", c as i64, 1, 1_000_000)?;
+    }
+    range("group concurrency", s.group_concurrency as i64, 1, 10_000)?;
     if s.backoff_base > s.backoff_max {
         return Err(Error::OptionInvalid {
             what: "backoff",

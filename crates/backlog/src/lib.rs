@@ -85,12 +85,12 @@ pub mod view;
 mod worker;
 
 pub use backlog_core::{
-    AdminAction, AuditEntry, AuditListParams, Backend, Capabilities, ClaimStrategy, ClaimedJob,
-    Clock, CompleteClaimed, DEFAULT_PAYLOAD_LIMIT, DbErrorKind, EnqueueOutcome, Error, ErrorRecord,
-    Job, JobRef, JobState, Kind, ManualClock, NewJob, Ordering, Payload, QueueInfo, QueueName,
-    QueueSettings, QueueStats, Result, Retention, StatCounts, StatDepth, StatRow, StateFilter,
-    SystemClock, TraceContext, UniqueKey, WAIT_BOUNDS_US, format_duration, minute_of,
-    parse_duration,
+    AdminAction, AuditEntry, AuditListParams, Backend, BlockedGroup, Capabilities, ClaimStrategy,
+    ClaimedJob, Clock, CompleteClaimed, DEFAULT_PAYLOAD_LIMIT, DbErrorKind, EnqueueOutcome, Error,
+    ErrorRecord, GroupFailure, GroupKey, Job, JobRef, JobState, Kind, ManualClock, NewJob,
+    Ordering, Payload, QueueFlow, QueueInfo, QueueName, QueueSettings, QueueStats, Result,
+    Retention, StatCounts, StatDepth, StatRow, StateFilter, SystemClock, TraceContext, UniqueKey,
+    WAIT_BOUNDS_US, format_duration, minute_of, parse_duration,
 };
 /// For tests that need no database: `Client::from_backend(Arc::new(MemoryBackend::new()))`.
 ///

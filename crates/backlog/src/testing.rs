@@ -32,6 +32,7 @@ pub async fn run_inline<A: JobArgs>(worker: &Worker, args: &A) -> HandlerResult 
         run_at: now,
         created_at: now,
         trace_context: None,
+        group: None,
     };
     handler(JobContext {
         job: Arc::new(job),

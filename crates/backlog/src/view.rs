@@ -64,6 +64,8 @@ pub struct JobView {
     pub lease_expires_at_rfc3339: Option<String>,
     /// Its unique key.
     pub unique_key: Option<String>,
+    /// Its ordered group.
+    pub group: Option<String>,
     /// Failed attempts, oldest first.
     pub errors: Vec<ErrorView>,
     /// The handler's result.
@@ -140,6 +142,7 @@ impl JobView {
             lease_expires_at: j.lease_expires_at,
             lease_expires_at_rfc3339: opt(j.lease_expires_at),
             unique_key: j.unique_key.clone(),
+            group: j.group.clone(),
             errors: j.errors.iter().map(ErrorView::of).collect(),
             result: j
                 .result

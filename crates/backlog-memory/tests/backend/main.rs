@@ -39,6 +39,7 @@ fn claim(queue: &str, limit: u32, now: i64) -> JobClaimParams {
         now,
         order: Ordering::Fifo,
         strategy: ClaimStrategy::SingleWriter,
+        global_limit: false,
     }
 }
 
@@ -205,6 +206,14 @@ async fn queue_settings_are_checked_and_kept_in_whole_milliseconds() {
         },
         QueueSettings {
             concurrency: Some(0),
+            ..good.clone()
+        },
+        QueueSettings {
+            global_concurrency: Some(0),
+            ..good.clone()
+        },
+        QueueSettings {
+            group_concurrency: 0,
             ..good.clone()
         },
     ];

@@ -9,11 +9,11 @@
 -- @param limit: i64
 -- @bind queue, now, kinds, kinds, queue, limit
 SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
-       max_attempts, run_at, created_at, trace_context
+       max_attempts, run_at, created_at, trace_context, group_key
 FROM backlog_job FORCE INDEX (backlog_job_claim)
 WHERE queue = ? AND state = 'available' AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
-  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND paused)
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL))
 ORDER BY priority, run_at, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED

@@ -13,7 +13,7 @@ SELECT id, queue, kind, state, CAST(payload AS CHAR) AS payload, priority, run_a
        max_attempts, lease_token, lease_owner, lease_expires_at, unique_key,
        CAST(errors AS CHAR) AS errors, CAST(result AS CHAR) AS result,
        CAST(progress AS CHAR) AS progress, created_at, attempted_at, finished_at,
-       cancel_requested_at, trace_context
+       cancel_requested_at, trace_context, group_key
 FROM backlog_job
 WHERE (? IS NULL OR queue = ?) AND (? IS NULL OR state = ?) AND id > ?
   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)

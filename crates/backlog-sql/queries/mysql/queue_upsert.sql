@@ -8,13 +8,19 @@
 -- @param ordering: &str
 -- @param retention: &str
 -- @param concurrency: Option<i32>
+-- @param global_concurrency: Option<i32>
+-- @param group_concurrency: i32
+-- @param group_on_failure: &str
 -- @param now: i64
--- @bind name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering, retention, concurrency, now, now
+-- @bind name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering, retention, concurrency, global_concurrency, group_concurrency, group_on_failure, now, now
 INSERT INTO backlog_queue (name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms,
-                           ordering, retention, concurrency, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                           ordering, retention, concurrency, global_concurrency,
+                           group_concurrency, group_on_failure, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
     paused = VALUES(paused), max_attempts = VALUES(max_attempts),
     backoff_base_ms = VALUES(backoff_base_ms), backoff_max_ms = VALUES(backoff_max_ms),
     lease_ms = VALUES(lease_ms), ordering = VALUES(ordering), retention = VALUES(retention),
-    concurrency = VALUES(concurrency), updated_at = VALUES(updated_at)
+    concurrency = VALUES(concurrency), global_concurrency = VALUES(global_concurrency),
+    group_concurrency = VALUES(group_concurrency), group_on_failure = VALUES(group_on_failure),
+    updated_at = VALUES(updated_at)

@@ -7,7 +7,9 @@
 -- @param from_a: &str
 -- @param from_b: &str
 -- @param from_c: &str
+-- A job of an ordered group that would become available waits for its group's turn instead.
 UPDATE backlog_job
-SET state = $1, run_at = COALESCE($2::bigint, run_at),
+SET state = CASE WHEN $1 = 'available' AND group_key IS NOT NULL THEN 'waiting' ELSE $1 END,
+    run_at = COALESCE($2::bigint, run_at),
     attempt = CASE WHEN $3::boolean THEN 0 ELSE attempt END, finished_at = $4::bigint
 WHERE id = $5 AND state IN ($6, $7, $8)

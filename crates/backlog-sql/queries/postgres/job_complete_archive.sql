@@ -13,9 +13,9 @@ WITH moved AS (
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
-     attempted_at, finished_at, cancel_requested_at, trace_context)
+     attempted_at, finished_at, cancel_requested_at, trace_context, group_key)
 SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
        lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, $3,
-       cancel_requested_at, trace_context
+       cancel_requested_at, trace_context, group_key
 FROM moved
 RETURNING id

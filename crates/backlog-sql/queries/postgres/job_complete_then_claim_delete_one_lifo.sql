@@ -23,7 +23,7 @@ WITH done AS (
     SELECT id FROM backlog_job
     WHERE queue = $5 AND state = 'available' AND run_at <= $4
       AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND paused)
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL))
     ORDER BY priority, run_at DESC, id DESC
     LIMIT $7
     FOR UPDATE SKIP LOCKED
@@ -35,7 +35,7 @@ claimed AS (
     FROM picked
     WHERE j.id = picked.id
     RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
-              j.run_at, j.created_at, j.trace_context
+              j.run_at, j.created_at, j.trace_context, j.group_key
 )
 SELECT NULL::bigint[] AS done_ids, c.* FROM claimed AS c
 UNION ALL

@@ -3,5 +3,5 @@
 SELECT id, queue, kind, state, payload::text AS payload, priority, run_at, attempt, max_attempts,
        lease_token, lease_owner, lease_expires_at, unique_key, errors::text AS errors,
        result::text AS result, progress::text AS progress, created_at, attempted_at, finished_at,
-       cancel_requested_at, trace_context
+       cancel_requested_at, trace_context, group_key
 FROM backlog_job_archive WHERE id = $1

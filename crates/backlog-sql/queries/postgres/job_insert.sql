@@ -16,6 +16,6 @@ FROM UNNEST($1::text[], $2::text[], $3::text[], $4::smallint[], $5::bigint[], $6
             $7::text[], $8::text[])
      WITH ORDINALITY AS t(q, k, p, pr, ra, ma, tc, uk, ord)
 ORDER BY ord
-ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'held')
+ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'held', 'waiting')
 DO NOTHING
 RETURNING id, queue, unique_key

@@ -11,7 +11,7 @@
 SELECT id, queue, kind, state, payload::text AS payload, priority, run_at, attempt, max_attempts,
        lease_token, lease_owner, lease_expires_at, unique_key, errors::text AS errors,
        result::text AS result, progress::text AS progress, created_at, attempted_at, finished_at,
-       cancel_requested_at, trace_context
+       cancel_requested_at, trace_context, group_key
 FROM backlog_job
 WHERE ($1::text IS NULL OR queue = $1::text) AND ($2::text IS NULL OR state = $2::text) AND id > $3
   AND ($4 = 0 OR ($4 = 1 AND run_at <= $5) OR ($4 = 2 AND run_at > $5)

@@ -2,6 +2,6 @@
 -- @param expires: i64
 -- @param token: i64
 SELECT id, kind, payload::text AS payload, priority, attempt, max_attempts, run_at, created_at,
-       trace_context
+       trace_context, group_key
 FROM backlog_job
 WHERE state = 'running' AND lease_expires_at = $1 AND lease_token = $2

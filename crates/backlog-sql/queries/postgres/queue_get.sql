@@ -1,4 +1,4 @@
 -- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
-       retention, concurrency
+       retention, concurrency, global_concurrency, group_concurrency, group_on_failure
 FROM backlog_queue WHERE name = $1

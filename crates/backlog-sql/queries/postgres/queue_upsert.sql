@@ -8,12 +8,18 @@
 -- @param ordering: &str
 -- @param retention: &str
 -- @param concurrency: Option<i32>
+-- @param global_concurrency: Option<i32>
+-- @param group_concurrency: i32
+-- @param group_on_failure: &str
 -- @param now: i64
 INSERT INTO backlog_queue (name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms,
-                           ordering, retention, concurrency, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::integer, $10, $10)
+                           ordering, retention, concurrency, global_concurrency,
+                           group_concurrency, group_on_failure, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::integer, $10::integer, $11, $12, $13, $13)
 ON CONFLICT (name) DO UPDATE SET
     paused = excluded.paused, max_attempts = excluded.max_attempts,
     backoff_base_ms = excluded.backoff_base_ms, backoff_max_ms = excluded.backoff_max_ms,
     lease_ms = excluded.lease_ms, ordering = excluded.ordering, retention = excluded.retention,
-    concurrency = excluded.concurrency, updated_at = excluded.updated_at
+    concurrency = excluded.concurrency, global_concurrency = excluded.global_concurrency,
+    group_concurrency = excluded.group_concurrency, group_on_failure = excluded.group_on_failure,
+    updated_at = excluded.updated_at

@@ -6,10 +6,10 @@
 INSERT INTO backlog_job_archive
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
-     attempted_at, finished_at, cancel_requested_at, trace_context)
+     attempted_at, finished_at, cancel_requested_at, trace_context, group_key)
 SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
        lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?2,
-       cancel_requested_at, trace_context
+       cancel_requested_at, trace_context, group_key
 FROM backlog_job
 WHERE id IN (
     SELECT b.id FROM json_each(?1) AS p

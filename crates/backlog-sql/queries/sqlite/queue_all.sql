@@ -1,4 +1,4 @@
 -- Every queue's stored settings.
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
-       retention, concurrency
+       retention, concurrency, global_concurrency, group_concurrency, group_on_failure
 FROM backlog_queue ORDER BY name

@@ -1,5 +1,5 @@
 -- A queue's stored settings.
 -- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
-       retention, concurrency
+       retention, concurrency, global_concurrency, group_concurrency, group_on_failure
 FROM backlog_queue WHERE name = ?1

@@ -2,6 +2,7 @@
 -- @param now: i64
 -- @param queue: &str
 -- @param limit: i64
+-- A job of an ordered group waits for its group's turn.
 UPDATE backlog_job
-SET state = 'available', attempt = 0, run_at = ?1, finished_at = NULL
+SET state = CASE WHEN group_key IS NULL THEN 'available' ELSE 'waiting' END, attempt = 0, run_at = ?1, finished_at = NULL
 WHERE id IN (SELECT id FROM backlog_job WHERE queue = ?2 AND state = 'dead' ORDER BY id LIMIT ?3)

@@ -225,6 +225,31 @@ impl Db {
         self.b.capabilities().strategies()
     }
 
+    /// Runs SQL text as a program in another language would (SQL backends only).
+    #[allow(dead_code)] // used by one of the suites that share this harness
+    pub async fn exec_sql(&self, sql: &str) {
+        let sql = sqlx::AssertSqlSafe(sql.to_owned());
+        match self.engine {
+            Engine::Memory => panic!("the in-memory backend runs no SQL"),
+            Engine::Sqlite => {
+                let mut c = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
+            }
+            Engine::Postgres => {
+                let mut c = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
+            }
+            Engine::MySql => {
+                let url = match self.next_node {
+                    Some(_) => galera_nodes(&self.name, 0).remove(0),
+                    None => self.url.clone(),
+                };
+                let mut c = sqlx::MySqlConnection::connect(&url).await.unwrap();
+                sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
+            }
+        }
+    }
+
     /// The state of a job in the archive table, if it is there.
     pub async fn archived(&self, id: i64) -> Option<String> {
         match self.engine {

@@ -25,6 +25,7 @@ pub fn job(id: i64, token: i64) -> ClaimedJob {
         run_at: T0,
         created_at: T0,
         trace_context: None,
+        group: None,
     }
 }
 

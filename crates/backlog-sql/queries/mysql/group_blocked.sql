@@ -1,0 +1,12 @@
+-- Groups of a queue held by a failed job waiting to retry (group_on_failure 'block': an
+-- available job of a group that is not due yet), with how many jobs wait behind it; most first.
+-- @param queue: &str
+-- @param now: i64
+-- @param limit: i64
+SELECT b.group_key, b.id, b.run_at,
+       (SELECT count(*) FROM backlog_job w FORCE INDEX (backlog_job_group)
+        WHERE w.queue = b.queue AND w.group_key = b.group_key AND w.state = 'waiting') AS waiting
+FROM backlog_job b FORCE INDEX (backlog_job_claim)
+WHERE b.queue = ? AND b.state = 'available' AND b.run_at > ? AND b.group_key IS NOT NULL
+ORDER BY waiting DESC, b.id
+LIMIT ?

@@ -1,0 +1,7 @@
+-- On a Galera cluster a row lock holds on its own node only: claimers on two nodes could both
+-- count and claim. A write to the queue row makes their transactions conflict instead, and
+-- certification lets one commit (the other is retried). The value must differ from the one
+-- stored (an unchanged row is no write): the claim's time, or a microsecond past the last one.
+-- @param now: i64
+-- @param queue: &str
+UPDATE backlog_queue SET updated_at = GREATEST(updated_at + 1, ?) WHERE name = ?

@@ -1,0 +1,26 @@
+-- Claims up to `limit` due jobs of a queue with a global concurrency limit (LIFO), in the
+-- transaction that holds the queue row's lock (queue_lock) and has counted its running jobs
+-- (queue_running): `limit` is what the limit leaves. Not the paused check of job_claim_lifo:
+-- queue_lock read it under the lock.
+-- @param token: i64
+-- @param owner: &str
+-- @param expires: i64
+-- @param now: i64
+-- @param queue: &str
+-- @param kinds: Option<Vec<String>>
+-- @param limit: i64
+WITH picked AS (
+    SELECT id FROM backlog_job
+    WHERE queue = $5 AND state = 'available' AND run_at <= $4
+      AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
+    ORDER BY priority, run_at DESC, id DESC
+    LIMIT $7
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE backlog_job j
+SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,
+    lease_expires_at = $3, attempted_at = $4
+FROM picked
+WHERE j.id = picked.id
+RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
+          j.run_at, j.created_at, j.trace_context, j.group_key

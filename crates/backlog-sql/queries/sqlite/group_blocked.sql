@@ -1,0 +1,12 @@
+-- Groups of a queue held by a failed job waiting to retry (group_on_failure 'block': an
+-- available job of a group that is not due yet), with how many jobs wait behind it; most first.
+-- @param queue: &str
+-- @param now: i64
+-- @param limit: i64
+SELECT b.group_key, b.id, b.run_at,
+       (SELECT count(*) FROM backlog_job w
+        WHERE w.queue = b.queue AND w.group_key = b.group_key AND w.state = 'waiting') AS waiting
+FROM backlog_job b
+WHERE b.queue = ?1 AND b.group_key IS NOT NULL AND b.state = 'available' AND b.run_at > ?2
+ORDER BY waiting DESC, b.id
+LIMIT ?3

@@ -1,0 +1,633 @@
+#![allow(missing_docs)]
+#![allow(dead_code)] // the harness serves two suites, each using part of it
+//! Flow control, proven on every backend: ordered groups (one job of a group at a time, or K,
+//! in enqueue order; what a failure does to its group; the sweep that catches what no finished
+//! job promoted) and global concurrency (never more than N running across processes, sampled
+//! all along; slots back after a crash; a limit changed while jobs run).
+
+mod harness;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering as AtomicOrdering};
+use std::time::Duration;
+
+use backlog_core::*;
+use harness::Db;
+
+const SEC: i64 = 1_000_000;
+
+fn q(name: &str) -> QueueName {
+    QueueName::new(name).unwrap()
+}
+
+fn job(queue: &str, n: usize) -> NewJob {
+    let payload = Payload::parse(format!("{{\"n\":{n}}}"), DEFAULT_PAYLOAD_LIMIT).unwrap();
+    NewJob::new(q(queue), payload)
+}
+
+fn grouped(queue: &str, group: &str, n: usize) -> NewJob {
+    job(queue, n).in_group(GroupKey::new(group).unwrap())
+}
+
+fn claim(db: &Db, queue: &str, limit: u32, now: i64) -> JobClaimParams {
+    JobClaimParams {
+        queue: q(queue),
+        kinds: vec![],
+        limit,
+        owner: "flow-test".into(),
+        lease: Duration::from_secs(30),
+        now,
+        order: Ordering::Fifo,
+        strategy: db.strategy(),
+        global_limit: false,
+    }
+}
+
+async fn ids(db: &Db, jobs: Vec<NewJob>, now: i64) -> Vec<i64> {
+    let out =
+        db.b.job_insert(JobInsertParams { jobs, now })
+            .await
+            .unwrap();
+    out.into_iter().map(|o| o.id).collect()
+}
+
+async fn claimed_ids(db: &Db, queue: &str, now: i64) -> Vec<ClaimedJob> {
+    db.b.job_claim(&claim(db, queue, 100, now)).await.unwrap()
+}
+
+fn sorted(jobs: &[ClaimedJob]) -> Vec<i64> {
+    let mut v: Vec<i64> = jobs.iter().map(|j| j.id).collect();
+    v.sort_unstable();
+    v
+}
+
+async fn complete(db: &Db, jobs: &[ClaimedJob], now: i64) {
+    let refs: Vec<JobRef> = jobs.iter().map(|j| j.job_ref()).collect();
+    let done =
+        db.b.job_complete(JobCompleteParams {
+            jobs: refs.clone(),
+            now,
+            retention: Retention::Keep,
+        })
+        .await
+        .unwrap();
+    assert_eq!(done.len(), refs.len());
+}
+
+async fn promote(db: &Db, queue: &str, groups: &[&str], now: i64) -> u64 {
+    db.b.group_promote(GroupPromoteParams {
+        queue: q(queue),
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+        now,
+    })
+    .await
+    .unwrap()
+}
+
+async fn fail(db: &Db, job: &ClaimedJob, now: i64, retry_at: Option<i64>) {
+    db.b.job_fail(JobFailParams {
+        job: job.job_ref(),
+        now,
+        error: "boom".into(),
+        retry_at,
+        cancelled: false,
+    })
+    .await
+    .unwrap();
+}
+
+async fn state_of(db: &Db, id: i64) -> JobState {
+    db.b.job_get(id).await.unwrap().expect("job exists").state
+}
+
+async fn configure(db: &Db, settings: QueueSettings) {
+    db.b.queue_upsert(&settings, db.now).await.unwrap();
+}
+
+async fn stats(db: &Db, queue: &str) -> QueueStats {
+    let all = db.b.queue_stats(Some(&q(queue)), db.now).await.unwrap();
+    all.into_iter()
+        .find(|(n, _)| n == queue)
+        .map(|(_, s)| s)
+        .unwrap_or_default()
+}
+
+async fn groups_run_one_at_a_time_in_enqueue_order(db: Db) {
+    let now = db.now;
+    let qn = "g";
+    let id = ids(
+        &db,
+        vec![
+            grouped(qn, "a", 1),
+            grouped(qn, "b", 1),
+            grouped(qn, "a", 2),
+            job(qn, 0),
+            grouped(qn, "b", 2),
+            grouped(qn, "a", 3),
+        ],
+        now,
+    )
+    .await;
+    let (a1, b1, a2, plain, b2, a3) = (id[0], id[1], id[2], id[3], id[4], id[5]);
+    let st = stats(&db, qn).await;
+    assert_eq!((st.available, st.waiting), (3, 3), "{st:?}");
+    assert_eq!(state_of(&db, a2).await, JobState::Waiting);
+    let job = db.b.job_get(a3).await.unwrap().unwrap();
+    assert_eq!(job.group.as_deref(), Some("a"));
+
+    // The head of each group, and the job without a group; nothing more.
+    let first = claimed_ids(&db, qn, now).await;
+    assert_eq!(sorted(&first), vec![a1, b1, plain]);
+    let a_head = first.iter().find(|j| j.id == a1).unwrap();
+    assert_eq!(a_head.group.as_deref(), Some("a"));
+    assert!(claimed_ids(&db, qn, now).await.is_empty());
+    // Nothing to promote while the heads run; a job enqueued meanwhile waits behind them.
+    assert_eq!(promote(&db, qn, &["a", "b"], now).await, 0);
+    let a4 = ids(&db, vec![grouped(qn, "a", 4)], now).await[0];
+    assert_eq!(state_of(&db, a4).await, JobState::Waiting);
+
+    // Finishing a1 lets a2 (not a3 or a4) run.
+    let a_done: Vec<ClaimedJob> = first.iter().filter(|j| j.id == a1).cloned().collect();
+    complete(&db, &a_done, now).await;
+    assert_eq!(promote(&db, qn, &["a"], now).await, 1);
+    let second = claimed_ids(&db, qn, now).await;
+    assert_eq!(sorted(&second), vec![a2]);
+
+    // A failure that will be retried holds its group (the default rule, `block`): b2 waits.
+    let b_head = first.iter().find(|j| j.id == b1).unwrap();
+    fail(&db, b_head, now, Some(now + 10 * SEC)).await;
+    assert_eq!(promote(&db, qn, &["b"], now).await, 0);
+    assert_eq!(state_of(&db, b2).await, JobState::Waiting);
+    assert!(claimed_ids(&db, qn, now).await.is_empty());
+    // b1's retry runs first, then b2.
+    let later = now + 11 * SEC;
+    let retried = claimed_ids(&db, qn, later).await;
+    assert_eq!(sorted(&retried), vec![b1]);
+    complete(&db, &retried, later).await;
+    assert_eq!(promote(&db, qn, &["b"], later).await, 1);
+    assert_eq!(sorted(&claimed_ids(&db, qn, later).await), vec![b2]);
+
+    // a3 then a4, one at a time.
+    complete(&db, &second, later).await;
+    assert_eq!(promote(&db, qn, &["a"], later).await, 1);
+    let third = claimed_ids(&db, qn, later).await;
+    assert_eq!(sorted(&third), vec![a3]);
+    complete(&db, &third, later).await;
+    assert_eq!(promote(&db, qn, &["a"], later).await, 1);
+    assert_eq!(sorted(&claimed_ids(&db, qn, later).await), vec![a4]);
+}
+
+async fn a_failing_job_lets_its_group_go_on_when_the_queue_says_so(db: Db) {
+    let now = db.now;
+    let qn = "gnext";
+    configure(
+        &db,
+        QueueSettings {
+            group_on_failure: GroupFailure::Next,
+            ..QueueSettings::defaults(q(qn))
+        },
+    )
+    .await;
+    let id = ids(&db, vec![grouped(qn, "x", 1), grouped(qn, "x", 2)], now).await;
+    let first = claimed_ids(&db, qn, now).await;
+    assert_eq!(sorted(&first), vec![id[0]]);
+    fail(&db, &first[0], now, Some(now + SEC)).await;
+    // The failed job waits for its turn again; the next one runs meanwhile.
+    assert_eq!(state_of(&db, id[0]).await, JobState::Waiting);
+    assert_eq!(promote(&db, qn, &["x"], now).await, 1);
+    let second = claimed_ids(&db, qn, now).await;
+    assert_eq!(sorted(&second), vec![id[1]]);
+    complete(&db, &second, now).await;
+    // Its retry is not due yet: nothing moves; once due, it runs.
+    assert_eq!(promote(&db, qn, &["x"], now).await, 0);
+    let later = now + 2 * SEC;
+    assert_eq!(promote(&db, qn, &["x"], later).await, 1);
+    let retried = claimed_ids(&db, qn, later).await;
+    assert_eq!(sorted(&retried), vec![id[0]]);
+    assert_eq!(retried[0].attempt, 2);
+}
+
+async fn a_dead_head_lets_its_group_go_on(db: Db) {
+    let now = db.now;
+    let qn = "gdead";
+    let id = ids(&db, vec![grouped(qn, "d", 1), grouped(qn, "d", 2)], now).await;
+    let first = claimed_ids(&db, qn, now).await;
+    fail(&db, &first[0], now, None).await;
+    assert_eq!(state_of(&db, id[0]).await, JobState::Dead);
+    assert_eq!(promote(&db, qn, &["d"], now).await, 1);
+    assert_eq!(sorted(&claimed_ids(&db, qn, now).await), vec![id[1]]);
+    // Redriving the dead head puts it back in its group, behind the one running.
+    assert_eq!(
+        db.b.queue_redrive(QueueRedriveParams {
+            queue: q(qn),
+            limit: 10,
+            now,
+        })
+        .await
+        .unwrap(),
+        1
+    );
+    assert_eq!(state_of(&db, id[0]).await, JobState::Waiting);
+    assert!(claimed_ids(&db, qn, now).await.is_empty());
+}
+
+async fn group_concurrency_above_one(db: Db) {
+    let now = db.now;
+    let qn = "gk";
+    configure(
+        &db,
+        QueueSettings {
+            group_concurrency: 2,
+            ..QueueSettings::defaults(q(qn))
+        },
+    )
+    .await;
+    let id = ids(&db, (1..=5).map(|n| grouped(qn, "k", n)).collect(), now).await;
+    let first = claimed_ids(&db, qn, now).await;
+    assert_eq!(sorted(&first), vec![id[0], id[1]]);
+    complete(&db, &first[..1], now).await;
+    assert_eq!(promote(&db, qn, &["k"], now).await, 1);
+    assert_eq!(sorted(&claimed_ids(&db, qn, now).await), vec![id[2]]);
+    // Raised live to 4: the next promotion fills the group's new room.
+    configure(
+        &db,
+        QueueSettings {
+            group_concurrency: 4,
+            ..QueueSettings::defaults(q(qn))
+        },
+    )
+    .await;
+    assert_eq!(promote(&db, qn, &["k"], now).await, 2);
+    assert_eq!(sorted(&claimed_ids(&db, qn, now).await), vec![id[3], id[4]]);
+}
+
+async fn the_sweep_promotes_what_no_finished_job_did(db: Db) {
+    let now = db.now;
+    let qn = "gsweep";
+    let id = ids(&db, vec![grouped(qn, "s", 1), grouped(qn, "s", 2)], now).await;
+    // An operator cancels the head before it runs: nothing promoted s2 yet.
+    db.b.job_admin(id[0], AdminAction::Cancel, now)
+        .await
+        .unwrap();
+    assert_eq!(state_of(&db, id[1]).await, JobState::Waiting);
+    assert_eq!(db.b.group_sweep(now).await.unwrap(), 1);
+    assert_eq!(state_of(&db, id[1]).await, JobState::Available);
+    // A job scheduled for later does not hold its group up, and runs when due.
+    let delayed = NewJob {
+        run_at: Some(now + 5 * SEC),
+        ..grouped(qn, "t", 1)
+    };
+    let t = ids(&db, vec![delayed, grouped(qn, "t", 2)], now).await;
+    assert_eq!(state_of(&db, t[0]).await, JobState::Waiting);
+    assert_eq!(state_of(&db, t[1]).await, JobState::Available);
+    let got = claimed_ids(&db, qn, now).await;
+    assert_eq!(sorted(&got), vec![id[1], t[1]]);
+    complete(&db, &got, now).await;
+    assert_eq!(db.b.group_sweep(now).await.unwrap(), 0);
+    assert_eq!(db.b.group_sweep(now + 6 * SEC).await.unwrap(), 1);
+    assert_eq!(
+        sorted(&claimed_ids(&db, qn, now + 6 * SEC).await),
+        vec![t[0]]
+    );
+    // A waiting job holds its unique key.
+    let keyed = |n| NewJob {
+        unique_key: Some(UniqueKey::new("only-one").unwrap()),
+        ..grouped(qn, "u", n)
+    };
+    let u = ids(&db, vec![grouped(qn, "u", 0)], now).await[0];
+    let k1 = ids(&db, vec![keyed(1)], now).await[0];
+    let k2 = ids(&db, vec![keyed(2)], now).await[0];
+    assert_eq!(state_of(&db, k1).await, JobState::Waiting);
+    assert_eq!((k1 == k2, u != k1), (true, true));
+}
+
+async fn enqueued_in_the_callers_transaction_groups_hold(db: Db) {
+    let now = db.now;
+    let qn = "gtx";
+    let mut tx = db.b.begin().await.unwrap();
+    let out = tx
+        .enqueue(vec![grouped(qn, "c", 1), grouped(qn, "c", 2)], now)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(state_of(&db, out[0].id).await, JobState::Available);
+    assert_eq!(state_of(&db, out[1].id).await, JobState::Waiting);
+}
+
+/// Rows inserted by plain SQL as the contract says (`group_key`, state `waiting`) run in order.
+async fn plain_sql_inserts_join_their_group(db: Db) {
+    let now = db.now;
+    let qn = "gsql";
+    db.exec_sql(
+        "INSERT INTO backlog_job (queue, payload, group_key, state) \
+         VALUES ('gsql', '{}', 'p', 'waiting'), ('gsql', '{}', 'p', 'waiting')",
+    )
+    .await;
+    assert!(claimed_ids(&db, qn, now + SEC).await.is_empty());
+    assert_eq!(db.b.group_sweep(now + SEC).await.unwrap(), 1);
+    let first = claimed_ids(&db, qn, now + SEC).await;
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].group.as_deref(), Some("p"));
+    assert_eq!(stats(&db, qn).await.waiting, 1);
+}
+
+/// Workers in several processes and producers adding to the groups meanwhile: a group never has
+/// two jobs running, and its jobs start in enqueue order.
+async fn groups_hold_under_concurrent_claimers_and_producers(db: Db) {
+    let now = db.now;
+    let qn = "gmany";
+    let (groups, per_group) = (12usize, 10usize);
+    let name = |g: usize| format!("g{g}");
+    // Half of each group now, the other half from producers while the workers run.
+    let first: Vec<NewJob> = (0..per_group / 2)
+        .flat_map(|n| (0..groups).map(move |g| (g, n)))
+        .map(|(g, n)| grouped(qn, &name(g), n))
+        .collect();
+    ids(&db, first, now).await;
+    type Log = std::sync::Mutex<(HashSet<String>, Vec<(String, i64)>)>;
+    let log: Arc<Log> = Arc::default();
+    let mut handles = vec![];
+    for w in 0..3 {
+        let b = db.connect_again().await;
+        let p0 = JobClaimParams {
+            owner: format!("p{w}"),
+            ..claim(&db, qn, 4, now)
+        };
+        let producer = {
+            let b = b.clone();
+            tokio::spawn(async move {
+                // Process w adds to groups w, w + 3, …: one producer per group keeps its order.
+                for n in per_group / 2..per_group {
+                    for g in (w..groups).step_by(3) {
+                        let jobs = vec![grouped(qn, &name(g), n)];
+                        loop {
+                            match b
+                                .job_insert(JobInsertParams {
+                                    jobs: jobs.clone(),
+                                    now,
+                                })
+                                .await
+                            {
+                                Ok(_) => break,
+                                Err(e) if e.is_transient() => continue,
+                                Err(e) => panic!("{e}"),
+                            }
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(3)).await;
+                }
+            })
+        };
+        let mut claimers = vec![];
+        for _ in 0..3 {
+            let (b, p, log) = (b.clone(), p0.clone(), log.clone());
+            claimers.push(tokio::spawn(async move {
+                let mut empty = 0;
+                while empty < 60 {
+                    let got = match b.job_claim(&p).await {
+                        Ok(got) => got,
+                        Err(e) if e.is_transient() => continue,
+                        Err(e) => panic!("{e}"),
+                    };
+                    if got.is_empty() {
+                        empty += 1;
+                        // What a worker's rescue pass does: promotions a crash or a race left.
+                        if empty % 10 == 0 {
+                            let _ = b.group_sweep(now).await;
+                        }
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        continue;
+                    }
+                    empty = 0;
+                    for j in &got {
+                        let g = j.group.clone().expect("every job has a group");
+                        let mut l = log.lock().unwrap();
+                        assert!(l.0.insert(g.clone()), "two jobs of group {g} run at once");
+                        l.1.push((g, j.id));
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    let mut names = vec![];
+                    {
+                        let mut l = log.lock().unwrap();
+                        for j in &got {
+                            let g = j.group.clone().unwrap();
+                            l.0.remove(&g);
+                            names.push(g);
+                        }
+                    }
+                    let refs: Vec<JobRef> = got.iter().map(|c| c.job_ref()).collect();
+                    loop {
+                        let params = JobCompleteParams {
+                            jobs: refs.clone(),
+                            now,
+                            retention: Retention::Delete,
+                        };
+                        match b.job_complete(params).await {
+                            Ok(_) => break,
+                            Err(e) if e.is_transient() => continue,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                    loop {
+                        let params = GroupPromoteParams {
+                            queue: q(qn),
+                            groups: names.clone(),
+                            now,
+                        };
+                        match b.group_promote(params).await {
+                            Ok(_) => break,
+                            Err(e) if e.is_transient() => continue,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                }
+            }));
+        }
+        handles.push(tokio::spawn(async move {
+            producer.await.unwrap();
+            for c in claimers {
+                c.await.unwrap();
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let l = log.lock().unwrap();
+    assert_eq!(l.1.len(), groups * per_group, "every job ran once");
+    for g in 0..groups {
+        let order: Vec<i64> = (l.1.iter())
+            .filter(|(name_of, _)| *name_of == name(g))
+            .map(|(_, id)| *id)
+            .collect();
+        let mut want = order.clone();
+        want.sort_unstable();
+        assert_eq!(order, want, "group g{g} ran out of enqueue order");
+    }
+}
+
+fn limited(db: &Db, queue: &str, limit: u32, now: i64, owner: &str) -> JobClaimParams {
+    JobClaimParams {
+        global_limit: true,
+        owner: owner.into(),
+        ..claim(db, queue, limit, now)
+    }
+}
+
+async fn global_concurrency_holds_across_processes(db: Db) {
+    let now = db.now;
+    let qn = "glim";
+    let max = 3;
+    configure(
+        &db,
+        QueueSettings {
+            global_concurrency: Some(max),
+            ..QueueSettings::defaults(q(qn))
+        },
+    )
+    .await;
+    let n = 240;
+    ids(&db, (0..n).map(|i| job(qn, i)).collect(), now).await;
+    // A claim that does not know of the limit (a stale setting) finds nothing.
+    assert!(claimed_ids(&db, qn, now).await.is_empty());
+
+    let done = Arc::new(AtomicBool::new(false));
+    let most = Arc::new(AtomicI64::new(0));
+    let sampler = {
+        let (b, done, most) = (db.b.clone(), done.clone(), most.clone());
+        tokio::spawn(async move {
+            let mut samples = 0;
+            while !done.load(AtomicOrdering::Relaxed) {
+                let all = b.queue_stats(Some(&q(qn)), now).await.unwrap();
+                let running = all.iter().map(|(_, s)| s.running).sum::<i64>();
+                assert!(running <= i64::from(max), "{running} running, limit {max}");
+                most.fetch_max(running, AtomicOrdering::Relaxed);
+                samples += 1;
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            samples
+        })
+    };
+    let mut handles = vec![];
+    for w in 0..3 {
+        let b = db.connect_again().await;
+        let p0 = limited(&db, qn, 5, now, "");
+        handles.push(tokio::spawn(async move {
+            let mut claimers = vec![];
+            for c in 0..3 {
+                let b = b.clone();
+                let mut p = p0.clone();
+                p.owner = format!("p{w}-c{c}");
+                claimers.push(tokio::spawn(async move {
+                    let (mut mine, mut empty) = (vec![], 0);
+                    while empty < 40 {
+                        let got = match b.job_claim(&p).await {
+                            Ok(got) => got,
+                            Err(e) if e.is_transient() => continue,
+                            Err(e) => panic!("{e}"),
+                        };
+                        if got.is_empty() {
+                            empty += 1;
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                            continue;
+                        }
+                        empty = 0;
+                        assert!(got.len() <= max as usize);
+                        tokio::time::sleep(Duration::from_millis(3)).await;
+                        let refs: Vec<JobRef> = got.iter().map(|c| c.job_ref()).collect();
+                        loop {
+                            let params = JobCompleteParams {
+                                jobs: refs.clone(),
+                                now,
+                                retention: Retention::Delete,
+                            };
+                            match b.job_complete(params).await {
+                                Ok(done) => {
+                                    assert_eq!(done.len(), refs.len());
+                                    break;
+                                }
+                                Err(e) if e.is_transient() => continue,
+                                Err(e) => panic!("{e}"),
+                            }
+                        }
+                        mine.extend(got.iter().map(|c| c.id));
+                    }
+                    mine
+                }));
+            }
+            let mut mine = vec![];
+            for c in claimers {
+                mine.extend(c.await.unwrap());
+            }
+            mine
+        }));
+    }
+    let mut all = vec![];
+    for h in handles {
+        all.extend(h.await.unwrap());
+    }
+    done.store(true, AtomicOrdering::Relaxed);
+    let samples = sampler.await.unwrap();
+    let distinct: HashSet<i64> = all.iter().copied().collect();
+    assert_eq!(distinct.len(), all.len(), "a job was handed out twice");
+    assert_eq!(all.len(), n, "jobs were left");
+    assert!(samples > 10, "the sampler looked {samples} times");
+    assert!(most.load(AtomicOrdering::Relaxed) >= 1);
+}
+
+async fn global_limit_after_a_crash_and_changed_live(db: Db) {
+    let now = db.now;
+    let qn = "glive";
+    let settings = |limit| QueueSettings {
+        global_concurrency: limit,
+        ..QueueSettings::defaults(q(qn))
+    };
+    configure(&db, settings(Some(2))).await;
+    ids(&db, (0..6).map(|i| job(qn, i)).collect(), now).await;
+    let mut short = limited(&db, qn, 10, now, "crashes");
+    short.lease = Duration::from_secs(1);
+    assert_eq!(db.b.job_claim(&short).await.unwrap().len(), 2);
+    let again = limited(&db, qn, 10, now, "w");
+    assert!(db.b.job_claim(&again).await.unwrap().is_empty());
+    // The claimer dies (kill -9): its leases run out, the rescue gives the slots back.
+    let later = now + 2 * SEC;
+    let rescued =
+        db.b.job_rescue(JobRescueParams {
+            now: later,
+            limit: 100,
+        })
+        .await
+        .unwrap();
+    assert_eq!(rescued.len(), 2);
+    let mut p = limited(&db, qn, 10, later, "w");
+    let running = db.b.job_claim(&p).await.unwrap();
+    assert_eq!(running.len(), 2);
+    // Lowered to 1 while 2 run: nothing more until fewer than 1 run.
+    configure(&db, settings(Some(1))).await;
+    complete(&db, &running[..1], later).await;
+    assert!(db.b.job_claim(&p).await.unwrap().is_empty());
+    complete(&db, &running[1..], later).await;
+    p.limit = 10;
+    let one = db.b.job_claim(&p).await.unwrap();
+    assert_eq!(one.len(), 1);
+    // Lifted: claims without the limit take the rest.
+    configure(&db, settings(None)).await;
+    let rest = claimed_ids(&db, qn, later).await;
+    assert_eq!(rest.len(), 3);
+    // A claim that still thinks the queue limited works too (a setting read before the change).
+    assert!(db.b.job_claim(&p).await.unwrap().is_empty());
+}
+
+harness::conformance!(
+    groups_run_one_at_a_time_in_enqueue_order,
+    a_failing_job_lets_its_group_go_on_when_the_queue_says_so,
+    a_dead_head_lets_its_group_go_on,
+    group_concurrency_above_one,
+    the_sweep_promotes_what_no_finished_job_did,
+    enqueued_in_the_callers_transaction_groups_hold,
+    groups_hold_under_concurrent_claimers_and_producers,
+    global_concurrency_holds_across_processes,
+    global_limit_after_a_crash_and_changed_live;
+    sql_only: plain_sql_inserts_join_their_group,
+);
