@@ -821,7 +821,7 @@ WHERE id IN (
     SELECT id FROM backlog_job
     WHERE queue = ?5 AND state = 'available' AND run_at <= ?4
       AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
     ORDER BY priority, run_at, id
     LIMIT ?7
 )
@@ -846,7 +846,7 @@ WHERE id IN (
     SELECT id FROM backlog_job
     WHERE queue = ?5 AND state = 'available' AND run_at <= ?4
       AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
     ORDER BY priority, run_at DESC, id DESC
     LIMIT ?7
 )
@@ -976,7 +976,8 @@ QUERIES["sqlite/queue_get.sql"] = """\
 -- A queue's stored settings.
 -- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
-       retention, concurrency, global_concurrency, group_concurrency, group_on_failure
+       retention, concurrency, global_concurrency, group_concurrency, group_on_failure,
+       rate_limit, rate_period_ms
 FROM backlog_queue WHERE name = ?1
 """
 
@@ -995,7 +996,7 @@ WITH picked AS (
     SELECT id FROM backlog_job
     WHERE queue = $5 AND state = 'available' AND run_at <= $4
       AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
     ORDER BY priority, run_at, id
     LIMIT $7
     FOR UPDATE SKIP LOCKED
@@ -1024,7 +1025,7 @@ WITH picked AS (
     SELECT id FROM backlog_job
     WHERE queue = $5 AND state = 'available' AND run_at <= $4
       AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
     ORDER BY priority, run_at DESC, id DESC
     LIMIT $7
     FOR UPDATE SKIP LOCKED
@@ -1168,7 +1169,8 @@ RETURNING queue, state = 'dead' AS dead
 QUERIES["postgres/queue_get.sql"] = """\
 -- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
-       retention, concurrency, global_concurrency, group_concurrency, group_on_failure
+       retention, concurrency, global_concurrency, group_concurrency, group_on_failure,
+       rate_limit, rate_period_ms
 FROM backlog_queue WHERE name = $1
 """
 
@@ -1188,7 +1190,7 @@ SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS atte
 FROM backlog_job FORCE INDEX (backlog_job_claim)
 WHERE queue = ? AND state = 'available' AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
-  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL))
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
 ORDER BY priority, run_at, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED
@@ -1209,7 +1211,7 @@ SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS atte
 FROM backlog_job FORCE INDEX (backlog_job_claim)
 WHERE queue = ? AND state = 'available' AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
-  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL))
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
 ORDER BY priority, run_at DESC, id DESC
 LIMIT ?
 FOR UPDATE SKIP LOCKED
@@ -1369,7 +1371,8 @@ WHERE id IN (/*IDS*/) AND state = 'running' AND lease_expires_at < ?
 QUERIES["mysql/queue_get.sql"] = """\
 -- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
-       retention, concurrency, global_concurrency, group_concurrency, group_on_failure
+       retention, concurrency, global_concurrency, group_concurrency, group_on_failure,
+       rate_limit, rate_period_ms
 FROM backlog_queue WHERE name = ?
 """
 

@@ -236,6 +236,9 @@ pub async fn queue(client: &Client, cmd: QueueCommand) -> anyhow::Result<ExitCod
             if let Some(v) = a.group_on_failure {
                 s.group_on_failure = v.parse()?;
             }
+            if let Some(v) = a.rate_limit {
+                s.rate_limit = v.0;
+            }
             client.queue_configure(&s).await?;
             let detail = serde_json::to_value(&s)?;
             audit(client, "queue.settings", s.name.as_str(), None, detail).await;

@@ -440,6 +440,23 @@ pub struct QueueSetArgs {
     /// until it succeeds or is dead) or `next` (the group goes on; it runs again in its turn).
     #[arg(long, value_name = "block|next")]
     pub group_on_failure: Option<String>,
+    /// At most N job starts per period in the queue over every process, e.g. `100/1m`, `5/1s`;
+    /// `none` lifts the limit.
+    #[arg(long, value_parser = parse_rate_limit, value_name = "N/PERIOD|none")]
+    pub rate_limit: Option<RateLimitArg>,
+}
+
+/// `--rate-limit`: a limit, or none.
+#[derive(Debug, Clone, Copy)]
+pub struct RateLimitArg(pub Option<backlog::RateLimit>);
+
+fn parse_rate_limit(s: &str) -> Result<RateLimitArg, String> {
+    match s {
+        "none" => Ok(RateLimitArg(None)),
+        _ => backlog::RateLimit::parse(s)
+            .map(|r| RateLimitArg(Some(r)))
+            .map_err(|e| e.to_string()),
+    }
 }
 
 /// `--global-concurrency`: a limit, or none.

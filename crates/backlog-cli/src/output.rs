@@ -143,9 +143,16 @@ pub fn settings(q: &QueueSettings) -> String {
             .map(|c| c.to_string())
             .unwrap_or_else(|| "worker's setting".into())
     ) + &format!(
-        "global limit  {}\ngroups        {} at a time, on failure {}\n",
+        "global limit  {}\nrate limit    {}\ngroups        {} at a time, on failure {}\n",
         q.global_concurrency
             .map(|c| format!("{c} running at once, every process"))
+            .unwrap_or_else(|| "none".into()),
+        q.rate_limit
+            .map(|r| format!(
+                "{} starts per {}, every process",
+                r.starts,
+                format_duration(r.period)
+            ))
             .unwrap_or_else(|| "none".into()),
         q.group_concurrency,
         q.group_on_failure.as_str(),

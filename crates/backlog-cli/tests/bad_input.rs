@@ -145,6 +145,14 @@ fn bad_input_is_refused_and_changes_nothing() {
             "invalid group failure rule",
         ),
         (
+            vec!["queue", "set", "q", "--rate-limit", "0/1s"],
+            "invalid rate limit",
+        ),
+        (
+            vec!["queue", "set", "q", "--rate-limit", "5/soon"],
+            "invalid rate limit",
+        ),
+        (
             vec!["enqueue", "q", "{}", "--group", ""],
             "invalid group key: must not be empty",
         ),

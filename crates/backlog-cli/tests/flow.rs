@@ -19,8 +19,11 @@ fn flow_control_from_the_command_line() {
             "1",
             "--group-on-failure",
             "block",
+            "--rate-limit",
+            "100/1m",
         ]);
         assert!(set.contains("5 running at once, every process"), "{set}");
+        assert!(set.contains("100 starts per 1m, every process"), "{set}");
         for n in 0..3 {
             db.ok(&[
                 "enqueue",
@@ -51,8 +54,18 @@ fn flow_control_from_the_command_line() {
         let id = db.sql("SELECT MAX(id) FROM backlog_job WHERE group_key = 'acct-1'");
         let job = db.ok(&["job", "show", id.trim()]);
         assert!(job.contains("acct-1"), "{job}");
-        let lifted = db.ok(&["queue", "set", "ledger", "--global-concurrency", "none"]);
+        assert_eq!(json["rate_limit"]["starts"], 100);
+        let lifted = db.ok(&[
+            "queue",
+            "set",
+            "ledger",
+            "--global-concurrency",
+            "none",
+            "--rate-limit",
+            "none",
+        ]);
         assert!(lifted.contains("global limit  none"), "{lifted}");
+        assert!(lifted.contains("rate limit    none"), "{lifted}");
         let stored = db.sql("SELECT COUNT(*) FROM backlog_queue WHERE global_concurrency IS NULL");
         assert_eq!(stored.trim(), "1");
     }

@@ -97,9 +97,10 @@ pub struct JobClaimParams {
     pub order: Ordering,
     /// How to claim.
     pub strategy: ClaimStrategy,
-    /// The queue has a global concurrency limit: the claim takes the queue's lock, counts the
-    /// jobs running in every process, and claims at most what the limit leaves. (A claim
-    /// without it finds nothing in such a queue, so a stale setting never breaks the limit.)
+    /// The queue has a global concurrency limit or a rate limit: the claim takes the queue's
+    /// lock, counts the jobs running in every process and the rate limit's tokens, and claims at
+    /// most what the limits leave. (A claim without it finds nothing in such a queue, so a stale
+    /// setting never breaks a limit.)
     pub global_limit: bool,
 }
 

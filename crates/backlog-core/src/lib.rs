@@ -39,7 +39,7 @@ pub use error::{DbErrorKind, Error, Result};
 pub use job::{ClaimedJob, EnqueueOutcome, ErrorRecord, Job, JobRef, NewJob};
 pub use queue::{
     BlockedGroup, GroupFailure, Ordering, QueueFlow, QueueInfo, QueueSettings, QueueStats,
-    Retention,
+    RateLimit, Retention,
 };
 pub use stat::{
     AuditEntry, AuditListParams, StatCounts, StatDepth, StatRow, WAIT_BOUNDS_US, minute_of,

@@ -115,6 +115,44 @@ pub struct QueueSettings {
     pub group_concurrency: u32,
     /// What a failing job of an ordered group does to its group while it waits to retry.
     pub group_on_failure: GroupFailure,
+    /// At most this many job starts per period in the queue, over every process (`None`: no
+    /// limit).
+    pub rate_limit: Option<RateLimit>,
+}
+
+/// A rate limit: at most `starts` job starts per `period` (a token bucket of `starts` tokens
+/// that refills at `starts` per `period`, kept in the database).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RateLimit {
+    /// Starts per period.
+    pub starts: u32,
+    /// The period.
+    #[serde(serialize_with = "ser_duration")]
+    pub period: Duration,
+}
+
+impl RateLimit {
+    /// Parses `N/PERIOD`, e.g. `100/1m`, `5/1s` (a bare `N` is per second).
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        let bad = || Error::OptionInvalid {
+            what: "rate limit",
+            value: s.into(),
+            expected: "N/PERIOD such as 100/1m or 5/1s, N from 1 to 1000000",
+        };
+        let (n, period) = s.split_once('/').unwrap_or((s, "1s"));
+        let starts: u32 = n.trim().parse().map_err(|_| bad())?;
+        let period = crate::parse_duration(period.trim()).map_err(|_| bad())?;
+        if !(1..=1_000_000).contains(&starts) || period.is_zero() {
+            return Err(bad());
+        }
+        Ok(RateLimit { starts, period })
+    }
+}
+
+impl std::fmt::Display for RateLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.starts, crate::format_duration(self.period))
+    }
 }
 
 /// What a failing job of an ordered group does to its group while it waits for its retry.
@@ -180,6 +218,7 @@ impl QueueSettings {
             global_concurrency: None,
             group_concurrency: 1,
             group_on_failure: GroupFailure::Block,
+            rate_limit: None,
         }
     }
 }

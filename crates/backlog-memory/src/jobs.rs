@@ -185,21 +185,38 @@ impl State {
         }
         // `job_claim_limited_*.sql` under the limit, which `job_claim_*.sql` never claims under.
         let mut limit = p.limit as usize;
-        match (settings.and_then(|q| q.global_concurrency), p.global_limit) {
-            (Some(_), false) => return vec![],
-            (Some(max), true) => {
-                let running = (self.jobs.rows())
-                    .filter(|j| j.queue == p.queue.as_str() && j.state == JobState::Running)
-                    .count();
-                limit = limit.min((max as usize).saturating_sub(running));
+        let global = settings.and_then(|q| q.global_concurrency);
+        let rate = settings.and_then(|q| q.rate_limit);
+        if (global.is_some() || rate.is_some()) && !p.global_limit {
+            return vec![];
+        }
+        if let Some(max) = global {
+            let running = (self.jobs.rows())
+                .filter(|j| j.queue == p.queue.as_str() && j.state == JobState::Running)
+                .count();
+            limit = limit.min((max as usize).saturating_sub(running));
+        }
+        // `queue_rate_take.sql`'s token bucket.
+        let mut level = None;
+        if let Some(r) = rate {
+            let (n, period) = (f64::from(r.starts), r.period.as_micros() as f64);
+            let now_level = match self.rate.get(p.queue.as_str()) {
+                Some(&(tokens, at)) => tokens + (p.now - at).max(0) as f64 * n / period,
+                None => n,
             }
-            (None, _) => {}
+            .min(n);
+            limit = limit.min(now_level.floor() as usize);
+            level = Some(now_level);
         }
         let ids = self
             .jobs
             .claimable(p.queue.as_str(), &p.kinds, p.now, p.order, limit);
         if ids.is_empty() {
             return vec![];
+        }
+        if let Some(level) = level {
+            let left = (level - ids.len() as f64).max(0.0);
+            self.rate.insert(p.queue.as_str().to_owned(), (left, p.now));
         }
         let token = self.new_token();
         let expires = p.now + p.lease.as_micros() as i64;
@@ -521,8 +538,10 @@ impl State {
         self.jobs
             .rows()
             .filter(|j| {
-                matches!(j.state, JobState::Available | JobState::Running)
-                    && p.queues.iter().any(|q| q.as_str() == j.queue)
+                matches!(
+                    j.state,
+                    JobState::Available | JobState::Running | JobState::Waiting
+                ) && p.queues.iter().any(|q| q.as_str() == j.queue)
                     && kind_in(&p.kinds, j.kind.as_deref())
                     && p.due_by
                         .is_none_or(|t| j.state == JobState::Running || j.run_at <= t)

@@ -30,6 +30,8 @@ pub(crate) struct State {
     pub woken: Vec<String>,
     /// Claims made so far, from which each claim's lease token is drawn.
     claims: u64,
+    /// `backlog_queue.rate_tokens` and `rate_at`: each rate-limited queue's token bucket.
+    pub rate: HashMap<String, (f64, i64)>,
 }
 
 /// A `backlog_leader` row.

@@ -154,7 +154,8 @@ pub async fn metrics(State(state): State<AppState>, _who: Reader) -> ApiResult<R
 
     let jobs = Family::<Labels, Gauge>::default();
     let archived = Family::<Labels, Gauge>::default();
-    for (queue, s) in client.stats(None).await? {
+    let all_stats = client.stats(None).await?;
+    for (queue, s) in &all_stats {
         archived
             .get_or_create(&vec![("queue", queue.clone())])
             .set(s.archived);
@@ -166,6 +167,7 @@ pub async fn metrics(State(state): State<AppState>, _who: Reader) -> ApiResult<R
             ("dead", s.dead),
             ("cancelled", s.cancelled),
             ("held", s.held),
+            ("waiting", s.waiting),
         ] {
             jobs.get_or_create(&vec![("queue", queue.clone()), ("state", st.into())])
                 .set(n);
@@ -180,6 +182,38 @@ pub async fn metrics(State(state): State<AppState>, _who: Reader) -> ApiResult<R
     let lag = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
     let paused = Family::<Labels, Gauge>::default();
     let queues = client.queues().await?;
+    // Flow control: the limits, and the groups a failed job holds (read only for the queues that
+    // have a limit or jobs waiting in groups).
+    let limit = Family::<Labels, Gauge>::default();
+    let blocked = Family::<Labels, Gauge>::default();
+    let waiting: std::collections::HashSet<&str> = (all_stats.iter())
+        .filter(|(_, s)| s.waiting > 0)
+        .map(|(q, _)| q.as_str())
+        .collect();
+    for q in &queues {
+        let name = q.settings.name.as_str().to_owned();
+        if let Some(n) = q.settings.global_concurrency {
+            limit
+                .get_or_create(&vec![("queue", name.clone())])
+                .set(i64::from(n));
+        }
+        if waiting.contains(name.as_str()) {
+            let flow = client.queue_flow(&q.settings.name).await?;
+            blocked
+                .get_or_create(&vec![("queue", name)])
+                .set(flow.blocked.len() as i64);
+        }
+    }
+    registry.register(
+        "queue_global_concurrency",
+        "The queue's global concurrency limit (jobs running at once over every process), where set",
+        limit,
+    );
+    registry.register(
+        "queue_groups_blocked",
+        "Ordered groups held by a failed job waiting to retry (at most 20 counted)",
+        blocked,
+    );
     let waited: std::collections::HashMap<String, std::time::Duration> =
         client.lag().await?.into_iter().collect();
     for q in &queues {

@@ -101,6 +101,18 @@ pub struct SettingsRequest {
     pub group_concurrency: Option<u32>,
     /// `block` or `next`: what a failing job of an ordered group does to its group.
     pub group_on_failure: Option<String>,
+    /// At most N job starts per period over every process, `N/PERIOD` (e.g. `100/1m`); `null`
+    /// lifts the limit.
+    #[serde(default, deserialize_with = "present_text")]
+    #[schema(value_type = Option<String>)]
+    pub rate_limit: Option<Option<String>>,
+}
+
+/// A text field that may be `null`: absent is `None`, `null` is `Some(None)`.
+fn present_text<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
 }
 
 /// A field that may be `null`: absent is `None`, `null` is `Some(None)`.
@@ -139,6 +151,9 @@ impl SettingsRequest {
         }
         if let Some(v) = &self.group_on_failure {
             s.group_on_failure = v.parse()?;
+        }
+        if let Some(v) = &self.rate_limit {
+            s.rate_limit = v.as_deref().map(backlog::RateLimit::parse).transpose()?;
         }
         Ok(())
     }

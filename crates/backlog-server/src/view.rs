@@ -166,6 +166,8 @@ pub struct SettingsView {
     pub group_concurrency: u32,
     /// `block` or `next`: what a failing job of an ordered group does to its group.
     pub group_on_failure: String,
+    /// At most this many job starts per period over every process, `N/PERIOD` (absent: none).
+    pub rate_limit: Option<String>,
 }
 
 impl From<&QueueSettings> for SettingsView {
@@ -183,6 +185,7 @@ impl From<&QueueSettings> for SettingsView {
             global_concurrency: s.global_concurrency,
             group_concurrency: s.group_concurrency,
             group_on_failure: s.group_on_failure.as_str().to_owned(),
+            rate_limit: s.rate_limit.map(|r| r.to_string()),
         }
     }
 }

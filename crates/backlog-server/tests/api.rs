@@ -383,7 +383,7 @@ async fn queue_administration(engine: Engine) {
                 json!({"max_attempts": 2, "backoff_base": "2s", "backoff_max": "1m", "lease": "45s",
                         "order": "lifo", "retention": "archive", "concurrency": 4,
                         "global_concurrency": 7, "group_concurrency": 2,
-                        "group_on_failure": "next"}),
+                        "group_on_failure": "next", "rate_limit": "50/1m"}),
             ),
         )
         .await;
@@ -392,7 +392,7 @@ async fn queue_administration(engine: Engine) {
         json!({"name": "reports", "paused": false, "max_attempts": 2, "backoff_base": "2s",
                "backoff_max": "1m", "lease": "45s", "order": "lifo", "retention": "archive",
                "concurrency": 4, "global_concurrency": 7, "group_concurrency": 2,
-               "group_on_failure": "next"})
+               "group_on_failure": "next", "rate_limit": "50/1m"})
     );
     assert_eq!(
         q["flow"],
@@ -411,6 +411,7 @@ async fn queue_administration(engine: Engine) {
         (json!({"global_concurrency": 0}), "value_out_of_range"),
         (json!({"group_concurrency": 0}), "value_out_of_range"),
         (json!({"group_on_failure": "skip"}), "option_invalid"),
+        (json!({"rate_limit": "0/1s"}), "option_invalid"),
     ] {
         api.fails(
             Method::PATCH,

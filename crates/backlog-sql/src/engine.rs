@@ -575,6 +575,9 @@ macro_rules! sql_backend {
                     s.global_concurrency.map(|c| c as i32),
                     s.group_concurrency as i32,
                     s.group_on_failure.as_str(),
+                    s.rate_limit.map(|r| r.starts as i32),
+                    s.rate_limit
+                        .map_or(1000, |r| (r.period.as_millis() as i64).max(1)),
                     now,
                 );
                 stmt.query().execute(&self.pool).await.db()?;

@@ -311,9 +311,10 @@ async fn claim_on(
     claim_with(conn, p, limit, claim).await
 }
 
-/// A claim in a queue with a global concurrency limit, in the caller's transaction: under the
-/// queue row's lock, the running jobs counted by a statement that sees what the lock's last
-/// holder committed, and at most what the limit leaves claimed. On a Galera cluster the lock
+/// A claim in a queue with a global concurrency limit or a rate limit, in the caller's
+/// transaction: under the queue row's lock, the running jobs counted by a statement that sees
+/// what the lock's last holder committed, at most what the limits leave claimed, and the rate
+/// limit's bucket stored. On a Galera cluster the lock
 /// holds on one node only, so the claim also writes the queue row: two nodes' claims then
 /// conflict at certification, and one is retried.
 async fn claim_limited_on(
@@ -322,24 +323,21 @@ async fn claim_limited_on(
     cluster: bool,
 ) -> Result<Vec<ClaimedJob>> {
     let queue = p.queue.as_str();
-    let lock: Option<(bool, Option<i32>)> = cat::queue_lock(queue)
+    let lock: Option<shared::LockedLimits> = cat::queue_lock(queue)
         .as_()
         .fetch_optional(&mut *conn)
         .await
         .db()?;
-    let room = match lock {
-        Some((true, _)) => 0,
-        Some((false, Some(limit))) => {
-            let running: i64 = cat::queue_running(queue)
-                .scalar()
-                .fetch_one(&mut *conn)
-                .await
-                .db()?;
-            (i64::from(limit) - running).clamp(0, i64::from(p.limit))
-        }
-        // The limit was lifted since the caller read it: a claim as any other.
-        Some((false, None)) | None => i64::from(p.limit),
+    let limits = shared::Limits::at(lock, p.now);
+    let running: i64 = match limits.counts_running() {
+        true => cat::queue_running(queue)
+            .scalar()
+            .fetch_one(&mut *conn)
+            .await
+            .db()?,
+        false => 0,
     };
+    let room = limits.room(p.limit, running);
     if room == 0 {
         return Ok(vec![]);
     }
@@ -354,7 +352,15 @@ async fn claim_limited_on(
         Ordering::Fifo => cat::job_claim_limited_fifo,
         Ordering::Lifo => cat::job_claim_limited_lifo,
     };
-    claim_with(conn, p, room as u32, claim).await
+    let jobs = claim_with(conn, p, room as u32, claim).await?;
+    if let Some(tokens) = limits.bucket_after(jobs.len()) {
+        cat::queue_rate_take(tokens, p.now, queue)
+            .query()
+            .execute(&mut *conn)
+            .await
+            .db()?;
+    }
+    Ok(jobs)
 }
 
 /// Runs a claim's SELECT … FOR UPDATE SKIP LOCKED and marks what it locked as running.

@@ -140,9 +140,9 @@ impl PgBackend {
         Ok(rows)
     }
 
-    /// A claim in a queue with a global concurrency limit: under the queue row's lock, the
-    /// running jobs counted by a statement that sees what the lock's last holder committed, and
-    /// at most what the limit leaves claimed.
+    /// A claim in a queue with a global concurrency limit or a rate limit: under the queue
+    /// row's lock, the running jobs counted by a statement that sees what the lock's last holder
+    /// committed, at most what the limits leave claimed, and the rate limit's bucket stored.
     async fn claim_limited_once(
         &self,
         p: &JobClaimParams,
@@ -152,24 +152,21 @@ impl PgBackend {
     ) -> Result<Vec<sqlx::postgres::PgRow>> {
         let mut tx = self.pool.begin().await.db()?;
         let queue = p.queue.as_str();
-        let lock: Option<(bool, Option<i32>)> = cat::queue_lock(queue)
+        let lock: Option<shared::LockedLimits> = cat::queue_lock(queue)
             .as_()
             .fetch_optional(&mut *tx)
             .await
             .db()?;
-        let room = match lock {
-            Some((true, _)) => 0,
-            Some((false, Some(limit))) => {
-                let running: i64 = cat::queue_running(queue)
-                    .scalar()
-                    .fetch_one(&mut *tx)
-                    .await
-                    .db()?;
-                (i64::from(limit) - running).clamp(0, i64::from(p.limit))
-            }
-            // The limit was lifted since the caller read it: a claim as any other.
-            Some((false, None)) | None => i64::from(p.limit),
+        let limits = shared::Limits::at(lock, p.now);
+        let running: i64 = match limits.counts_running() {
+            true => cat::queue_running(queue)
+                .scalar()
+                .fetch_one(&mut *tx)
+                .await
+                .db()?,
+            false => 0,
         };
+        let room = limits.room(p.limit, running);
         if room == 0 {
             tx.rollback().await.db()?;
             return Ok(vec![]);
@@ -183,6 +180,13 @@ impl PgBackend {
             .fetch_all(&mut *tx)
             .await
             .db()?;
+        if let Some(tokens) = limits.bucket_after(rows.len()) {
+            cat::queue_rate_take(tokens, p.now, queue)
+                .query()
+                .execute(&mut *tx)
+                .await
+                .db()?;
+        }
         tx.commit().await.db()?;
         Ok(rows)
     }

@@ -107,6 +107,13 @@ macro_rules! queue_from_row {
                 .map(|c| c.max(1) as u32),
             group_concurrency: row.try_get::<i32, _>("group_concurrency").db()?.max(1) as u32,
             group_on_failure: row.try_get::<String, _>("group_on_failure").db()?.parse()?,
+            rate_limit: match row.try_get::<Option<i32>, _>("rate_limit").db()? {
+                Some(n) => Some(backlog_core::RateLimit {
+                    starts: n.max(1) as u32,
+                    period: ms(row.try_get::<i64, _>("rate_period_ms").db()?.max(1)),
+                }),
+                None => None,
+            },
         }
     }};
 }

@@ -64,6 +64,80 @@ pub(crate) fn kinds_vec(kinds: &[Kind]) -> Option<Vec<String>> {
     (!kinds.is_empty()).then(|| kinds.iter().map(|k| k.as_str().to_owned()).collect())
 }
 
+/// A queue's limits as a claim under them reads them, locked (`queue_lock.sql`): paused,
+/// global_concurrency, rate_limit, rate_period_ms, rate_tokens, rate_at.
+pub(crate) type LockedLimits = (
+    bool,
+    Option<i32>,
+    Option<i32>,
+    i64,
+    Option<f64>,
+    Option<i64>,
+);
+
+/// What a claim under a queue's limits may take.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    paused: bool,
+    global: Option<i64>,
+    /// (starts, period in µs, tokens now).
+    rate: Option<(f64, f64, f64)>,
+}
+
+impl Limits {
+    /// The limits a locked queue row gives at `now` (no row: none, the limits were lifted).
+    pub fn at(row: Option<LockedLimits>, now: i64) -> Self {
+        let Some((paused, global, rate, period_ms, tokens, at)) = row else {
+            return Limits {
+                paused: false,
+                global: None,
+                rate: None,
+            };
+        };
+        let rate = rate.map(|n| {
+            let (n, period) = (f64::from(n.max(1)), (period_ms.max(1) * 1000) as f64);
+            // A full bucket the first time; then what was left, refilled for the time since
+            // (never for time going backwards, as between two processes' clocks).
+            let level = match (tokens, at) {
+                (Some(t), Some(at)) => t + (now - at).max(0) as f64 * n / period,
+                _ => n,
+            };
+            (n, period, level.min(n))
+        });
+        Limits {
+            paused,
+            global: global.map(i64::from),
+            rate,
+        }
+    }
+
+    /// Whether the room depends on the jobs running now (a global limit, not paused).
+    pub fn counts_running(&self) -> bool {
+        !self.paused && self.global.is_some()
+    }
+
+    /// How many of `asked` jobs the limits let a claim take, with `running` running.
+    pub fn room(&self, asked: u32, running: i64) -> i64 {
+        if self.paused {
+            return 0;
+        }
+        let mut room = i64::from(asked);
+        if let Some(max) = self.global {
+            room = room.min(max - running);
+        }
+        if let Some((_, _, level)) = self.rate {
+            room = room.min(level.floor() as i64);
+        }
+        room.max(0)
+    }
+
+    /// The rate limit's bucket to store after taking `taken` tokens, if the queue has one.
+    pub fn bucket_after(&self, taken: usize) -> Option<f64> {
+        self.rate
+            .map(|(_, _, level)| (level - taken as f64).max(0.0))
+    }
+}
+
 /// Transaction claim mode cannot keep a global concurrency limit: its claims hold a row lock
 /// for as long as their job runs, and the limit's lock would have to be held as long.
 pub(crate) fn tx_claim_limited(p: &JobClaimParams) -> Result<()> {

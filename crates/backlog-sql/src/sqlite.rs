@@ -366,26 +366,26 @@ impl SqliteBackend {
         let token = shared::new_token();
         let expires = p.now + p.lease.as_micros() as i64;
         let mut limit = i64::from(p.limit);
+        let mut limits = None;
         if p.global_limit {
             // In the caller's write transaction: nobody else claims meanwhile.
             let queue = p.queue.as_str();
-            let lock: Option<(bool, Option<i32>)> = cat::queue_lock(queue)
+            let lock: Option<shared::LockedLimits> = cat::queue_lock(queue)
                 .as_()
                 .fetch_optional(&mut *conn)
                 .await
                 .db()?;
-            limit = match lock {
-                Some((true, _)) => 0,
-                Some((false, Some(max))) => {
-                    let running: i64 = cat::queue_running(queue)
-                        .scalar()
-                        .fetch_one(&mut *conn)
-                        .await
-                        .db()?;
-                    (i64::from(max) - running).clamp(0, limit)
-                }
-                Some((false, None)) | None => limit,
+            let l = shared::Limits::at(lock, p.now);
+            let running: i64 = match l.counts_running() {
+                true => cat::queue_running(queue)
+                    .scalar()
+                    .fetch_one(&mut *conn)
+                    .await
+                    .db()?,
+                false => 0,
             };
+            limit = l.room(p.limit, running);
+            limits = Some(l);
             if limit == 0 {
                 return Ok(vec![]);
             }
@@ -424,6 +424,13 @@ impl SqliteBackend {
         } else {
             query.fetch_all(&mut *conn).await.db()?
         };
+        if let Some(tokens) = limits.and_then(|l: shared::Limits| l.bucket_after(rows.len())) {
+            cat::queue_rate_take(tokens, p.now, p.queue.as_str())
+                .query()
+                .execute(&mut *conn)
+                .await
+                .db()?;
+        }
         let mut jobs = rows
             .iter()
             .map(|r| Ok(claimed_from_row!(r, 0, p, token, expires)))

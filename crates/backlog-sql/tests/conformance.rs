@@ -1517,6 +1517,10 @@ async fn queue_settings_round_trip(db: Db) {
         global_concurrency: Some(12),
         group_concurrency: 2,
         group_on_failure: GroupFailure::Next,
+        rate_limit: Some(RateLimit {
+            starts: 100,
+            period: Duration::from_secs(60),
+        }),
     };
     db.b.queue_upsert(&s, now).await.unwrap();
     assert_eq!(db.b.queue_get(&q("cfg")).await.unwrap().unwrap(), s);

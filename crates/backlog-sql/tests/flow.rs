@@ -619,6 +619,69 @@ async fn global_limit_after_a_crash_and_changed_live(db: Db) {
     assert!(db.b.job_claim(&p).await.unwrap().is_empty());
 }
 
+async fn rate_limit_holds_across_processes(db: Db) {
+    let now = db.now;
+    let qn = "grate";
+    let settings = |rate| QueueSettings {
+        rate_limit: rate,
+        ..QueueSettings::defaults(q(qn))
+    };
+    configure(
+        &db,
+        settings(Some(RateLimit {
+            starts: 5,
+            period: Duration::from_secs(1),
+        })),
+    )
+    .await;
+    ids(&db, (0..40).map(|i| job(qn, i)).collect(), now).await;
+    let take = |at: i64| {
+        let b = db.b.clone();
+        let p = limited(&db, qn, 100, at, "r");
+        async move { b.job_claim(&p).await.unwrap().len() }
+    };
+    // A claim that does not know of the limit finds nothing.
+    assert!(claimed_ids(&db, qn, now).await.is_empty());
+    // A full bucket, then nothing until tokens come back: 5 per second, 2 in 0.4 s.
+    assert_eq!(take(now).await, 5);
+    assert_eq!(take(now).await, 0);
+    assert_eq!(take(now + 400_000).await, 2);
+    assert_eq!(take(now + 400_000).await, 0);
+    // Never more than the bucket holds, however long it was left.
+    assert_eq!(take(now + 60 * SEC).await, 5);
+    // Claimers of three processes at one moment share one bucket.
+    let at = now + 120 * SEC;
+    let mut handles = vec![];
+    for w in 0..3 {
+        let b = db.connect_again().await;
+        let p = limited(&db, qn, 100, at, &format!("p{w}"));
+        handles.push(tokio::spawn(async move {
+            let mut got = 0;
+            for _ in 0..3 {
+                loop {
+                    match b.job_claim(&p).await {
+                        Ok(jobs) => {
+                            got += jobs.len();
+                            break;
+                        }
+                        Err(e) if e.is_transient() => continue,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }
+            got
+        }));
+    }
+    let mut total = 0;
+    for h in handles {
+        total += h.await.unwrap();
+    }
+    assert_eq!(total, 5, "three processes took {total} of a bucket of 5");
+    // Lifted: the rest without a limit.
+    configure(&db, settings(None)).await;
+    assert_eq!(claimed_ids(&db, qn, at).await.len(), 40 - 17);
+}
+
 harness::conformance!(
     groups_run_one_at_a_time_in_enqueue_order,
     a_failing_job_lets_its_group_go_on_when_the_queue_says_so,
@@ -628,6 +691,7 @@ harness::conformance!(
     enqueued_in_the_callers_transaction_groups_hold,
     groups_hold_under_concurrent_claimers_and_producers,
     global_concurrency_holds_across_processes,
-    global_limit_after_a_crash_and_changed_live;
+    global_limit_after_a_crash_and_changed_live,
+    rate_limit_holds_across_processes;
     sql_only: plain_sql_inserts_join_their_group,
 );

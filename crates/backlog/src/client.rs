@@ -503,7 +503,7 @@ impl Client {
             strategy: opts
                 .strategy
                 .unwrap_or_else(|| self.backend.capabilities().default_strategy()),
-            global_limit: settings.global_concurrency.is_some(),
+            global_limit: settings.global_concurrency.is_some() || settings.rate_limit.is_some(),
         }
     }
 
@@ -1129,6 +1129,15 @@ fn check_settings(s: &QueueSettings) -> Result<()> {
         range("global concurrency", c as i64, 1, 1_000_000)?;
     }
     range("group concurrency", s.group_concurrency as i64, 1, 10_000)?;
+    if let Some(r) = s.rate_limit {
+        range("rate limit (starts)", r.starts as i64, 1, 1_000_000)?;
+        range(
+            "rate limit period (ms)",
+            r.period.as_millis() as i64,
+            1,
+            7 * 24 * 3600 * 1000,
+        )?;
+    }
     if s.backoff_base > s.backoff_max {
         return Err(Error::OptionInvalid {
             what: "backoff",

@@ -44,7 +44,7 @@ macro_rules! examples {
     };
 }
 
-examples!(typed_worker, cron_fanout_wait);
+examples!(typed_worker, cron_fanout_wait, flow_control);
 
 /// This one shows the application's own SQLite pool, so it makes its own database.
 #[tokio::test]

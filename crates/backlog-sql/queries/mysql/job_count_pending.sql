@@ -5,6 +5,6 @@
 -- @param due_by: Option<i64>
 -- @bind queues, kinds, kinds, due_by, due_by
 SELECT COUNT(*) FROM backlog_job
-WHERE state IN ('available', 'running') AND queue IN (/*QUEUES*/)
+WHERE state IN ('available', 'running', 'waiting') AND queue IN (/*QUEUES*/)
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
   AND (? IS NULL OR state = 'running' OR run_at <= ?)

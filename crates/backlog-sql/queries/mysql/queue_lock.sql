@@ -1,6 +1,7 @@
--- Takes a queue's row lock for a claim under its global concurrency limit: claimers of the
+-- Takes a queue's row lock for a claim under its global concurrency limit or rate limit: claimers of the
 -- queue take it one after the other, each counting (queue_running, a later statement that sees
--- what the one before committed) and claiming what the limit leaves. No row: the queue has no
--- limit (and is not paused).
+-- what the one before committed) and claiming what the limits leave, then storing the rate
+-- limit's bucket (queue_rate_take). No row: the queue has no limit (and is not paused).
 -- @param queue: &str
-SELECT paused, global_concurrency FROM backlog_queue WHERE name = ? FOR UPDATE
+SELECT paused, global_concurrency, rate_limit, rate_period_ms, rate_tokens, rate_at
+FROM backlog_queue WHERE name = ? FOR UPDATE

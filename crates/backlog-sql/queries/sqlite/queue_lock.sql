@@ -1,5 +1,6 @@
--- A queue's limit for a claim under its global concurrency limit. No lock to take: the claim
+-- A queue's limits for a claim under its global concurrency limit or rate limit. No lock to take: the claim
 -- runs in a write transaction (BEGIN IMMEDIATE), and SQLite has one writer. No row: the queue
 -- has no limit (and is not paused).
 -- @param queue: &str
-SELECT paused, global_concurrency FROM backlog_queue WHERE name = ?1
+SELECT paused, global_concurrency, rate_limit, rate_period_ms, rate_tokens, rate_at
+FROM backlog_queue WHERE name = ?1
