@@ -185,6 +185,21 @@ pub struct BenchArgs {
     /// Jobs per second of the steady run of --grow (below what the worker can do).
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub grow_rate: u64,
+    /// Instead of the figures above: what flow control costs. --jobs jobs drained plain and
+    /// spread over --flow-groups ordered groups (rounds alternating), then --flow-limit-jobs jobs
+    /// of --s2-sleep each under a global limit of --flow-limit, worked by two workers of
+    /// --s2-concurrency slots each, the running jobs sampled every 50 ms.
+    #[arg(long, conflicts_with_all = ["grow", "overload", "soak"])]
+    pub flow: bool,
+    /// Ordered groups of --flow's grouped drain (default 10000; 500 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub flow_groups: Option<u64>,
+    /// The global limit of --flow (default 50).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub flow_limit: u64,
+    /// Jobs of --flow's global-limit part (default 500; 100 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub flow_limit_jobs: Option<u64>,
     /// Instead of the figures above: a soak this long (such as 1h). A steady producer at
     /// --soak-rate and a worker whose leader prunes completed jobs, sampled every --soak-window:
     /// memory, connections, the job table's bytes and p99 latency, with a verdict on whether each

@@ -992,12 +992,13 @@ impl batch::GroupOps for MySqlConnection {
         let list = serde_json::to_string(groups).expect("strings serialize");
         let mut promoted = 0;
         for _ in 0..batch::PROMOTE_ROUNDS {
-            let next: Vec<Option<i64>> = cat::group_next(queue, now, &list)
-                .scalar()
+            let next: Vec<(Option<i64>, i32)> = cat::group_next(queue, now, &list)
+                .as_()
                 .fetch_all(&mut *self)
                 .await
                 .db()?;
-            let ids: Vec<i64> = next.into_iter().flatten().collect();
+            let room = next.first().map_or(1, |&(_, room)| room);
+            let ids: Vec<i64> = next.into_iter().filter_map(|(id, _)| id).collect();
             if ids.is_empty() {
                 break;
             }
@@ -1007,6 +1008,10 @@ impl batch::GroupOps for MySqlConnection {
                 .await
                 .db()?
                 .rows_affected();
+            // One job per group per round: another round only where a group may hold more.
+            if room <= 1 {
+                break;
+            }
         }
         Ok(promoted)
     }

@@ -222,6 +222,10 @@ impl Waker {
             .into_iter()
             .map(|q| q.as_str().to_owned())
             .collect();
+        self.send_queues(pool, queues);
+    }
+
+    fn send_queues(&self, pool: &PgPool, queues: Vec<String>) {
         let tx = self.tx.get_or_init(|| {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
             tokio::spawn(wake_loop(pool.clone(), rx));
@@ -753,6 +757,10 @@ impl Dialect for PgBackend {
         let n =
             batch::GroupOps::group_promote_on(&mut *tx, p.queue.as_str(), &groups, p.now).await?;
         tx.commit().await.db()?;
+        // Promoted jobs are new work for every process's workers, as an insert is.
+        if let (true, Some(waker)) = (n > 0, &self.waker) {
+            waker.send_queues(&self.pool, vec![p.queue.as_str().to_owned()]);
+        }
         Ok(n)
     }
 
@@ -925,14 +933,14 @@ impl batch::GroupOps for PgConnection {
             .db()?;
         let mut promoted = 0;
         for _ in 0..batch::PROMOTE_ROUNDS {
-            let n = cat::group_promote(queue, groups.to_vec(), now)
-                .query()
-                .execute(&mut *self)
+            let rows: Vec<(i64, i32)> = cat::group_promote(queue, groups.to_vec(), now)
+                .as_()
+                .fetch_all(&mut *self)
                 .await
-                .db()?
-                .rows_affected();
-            promoted += n;
-            if n == 0 {
+                .db()?;
+            promoted += rows.len() as u64;
+            // One job per group per round: another round only where a group may hold more.
+            if rows.first().is_none_or(|&(_, room)| room <= 1) {
                 break;
             }
         }

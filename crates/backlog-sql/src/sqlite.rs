@@ -743,14 +743,14 @@ impl batch::GroupOps for SqliteConnection {
         let list = serde_json::to_string(groups).expect("strings serialize");
         let mut promoted = 0;
         for _ in 0..batch::PROMOTE_ROUNDS {
-            let n = cat::group_promote(queue, &list, now)
-                .query()
-                .execute(&mut *self)
+            let rows: Vec<(i64, i32)> = cat::group_promote(queue, &list, now)
+                .as_()
+                .fetch_all(&mut *self)
                 .await
-                .db()?
-                .rows_affected();
-            promoted += n;
-            if n == 0 {
+                .db()?;
+            promoted += rows.len() as u64;
+            // One job per group per round: another round only where a group may hold more.
+            if rows.first().is_none_or(|&(_, room)| room <= 1) {
                 break;
             }
         }

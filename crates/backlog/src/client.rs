@@ -522,9 +522,15 @@ impl Client {
                 continue;
             };
             let now = self.now();
+            let name = queue.as_str().to_owned();
             let params = GroupPromoteParams { queue, groups, now };
-            if let Err(e) = self.backend.group_promote(params).await {
-                tracing::warn!(error = %e, "promoting in ordered groups failed; the sweep will");
+            match self.backend.group_promote(params).await {
+                // The promoted jobs are new work: this process's workers take them at once.
+                Ok(n) if n > 0 => self.wakers.wake(&name),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "promoting in ordered groups failed; the sweep will")
+                }
             }
         }
     }

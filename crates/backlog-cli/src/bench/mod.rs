@@ -3,6 +3,7 @@
 //! as bare SQL ([`baseline`]), measured in the same run so the ratios hold on a noisy machine.
 
 mod baseline;
+mod flow;
 mod grow;
 mod http;
 mod s2;
@@ -153,6 +154,27 @@ pub async fn run(url: &str, a: BenchArgs) -> anyhow::Result<ExitCode> {
         soak::overload(&client, &base, &q("overload"), &op, &bar)
             .await
             .and_then(|r| json(&r))
+    } else if a.flow {
+        let fp = flow::FlowParams {
+            backend: p.backend.clone(),
+            drain_jobs: p.batch_jobs,
+            groups: a.flow_groups.unwrap_or(if a.quick { 500 } else { 10_000 }),
+            rounds: a.rounds.unwrap_or(if a.quick { 1 } else { 3 }),
+            concurrency: p.concurrency,
+            limit: a.flow_limit,
+            limit_jobs: a.flow_limit_jobs.unwrap_or(if a.quick { 100 } else { 500 }),
+            sleep_ms: p.s2_sleep_ms,
+            worker_slots: p.s2_concurrency,
+        };
+        flow::run(&client, &base, url, &q, &fp, &bar)
+            .await
+            .and_then(|r| {
+                Ok(if a.json {
+                    serde_json::to_string_pretty(&r)? + "\n"
+                } else {
+                    flow::human(&r)
+                })
+            })
     } else if a.grow {
         let gp = grow_params(&p, &a);
         grow::run(&client, &base, &q, &gp, &bar)

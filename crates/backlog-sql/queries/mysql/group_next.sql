@@ -5,10 +5,13 @@
 -- @param queue: &str
 -- @param now: i64
 -- @param groups: &str
--- @bind queue, now, groups, queue, queue
+-- The queue's group concurrency comes with each row: above 1, the caller reads again while jobs
+-- move.
+-- @bind queue, now, queue, groups, queue, queue
 SELECT (SELECT w.id FROM backlog_job w FORCE INDEX (backlog_job_group)
         WHERE w.queue = ? AND w.group_key = g.k AND w.state = 'waiting' AND w.run_at <= ?
-        ORDER BY w.id LIMIT 1) AS id
+        ORDER BY w.id LIMIT 1) AS id,
+       COALESCE((SELECT group_concurrency FROM backlog_queue WHERE name = ?), 1) AS room
 FROM JSON_TABLE(?, '$[*]' COLUMNS (k VARCHAR(255) CHARSET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS g
 WHERE (SELECT count(*) FROM backlog_job a FORCE INDEX (backlog_job_group)
        WHERE a.queue = ? AND a.group_key = g.k AND a.state IN ('available', 'running'))

@@ -1,8 +1,8 @@
 -- Makes the next waiting job of each group available where the group has room: fewer of its
 -- jobs available or running than the queue's group concurrency. The next job is the first in
 -- enqueue order that is due (one scheduled for later does not hold up the others). One job per
--- group per call; a caller with a group concurrency above 1 calls again while jobs move. Run
--- under group_lock in the same transaction.
+-- group per call; a caller with a group concurrency above 1 (returned with each row) calls again
+-- while jobs move. Run under group_lock in the same transaction.
 -- @param queue: &str
 -- @param groups: Vec<String>
 -- @param now: i64
@@ -17,4 +17,4 @@ FROM (
         < COALESCE((SELECT group_concurrency FROM backlog_queue WHERE name = $1), 1)
 ) AS next
 WHERE j.id = next.id AND j.state = 'waiting'
-RETURNING j.id
+RETURNING j.id, COALESCE((SELECT group_concurrency FROM backlog_queue WHERE name = $1), 1)

@@ -1,7 +1,8 @@
 -- Makes the next waiting job of each group available where the group has room: fewer of its
 -- jobs available or running than the queue's group concurrency. The next job is the first in
 -- enqueue order that is due (one scheduled for later does not hold up the others). One job per
--- group per call; a caller with a group concurrency above 1 calls again while jobs move. No
+-- group per call; a caller with a group concurrency above 1 (returned with each row) calls
+-- again while jobs move. No
 -- lock rows: it runs in a write transaction, and SQLite has one writer. `groups`: a JSON array.
 -- @param queue: &str
 -- @param groups: &str
@@ -17,4 +18,4 @@ WHERE state = 'waiting' AND id IN (
            WHERE a.queue = ?1 AND a.group_key = g.value AND a.state IN ('available', 'running'))
         < COALESCE((SELECT group_concurrency FROM backlog_queue WHERE name = ?1), 1)
 )
-RETURNING id
+RETURNING id, COALESCE((SELECT group_concurrency FROM backlog_queue WHERE name = ?1), 1)
