@@ -128,6 +128,9 @@ pub struct JobCompleteClaimParams {
     /// jobs and a second round trip when it finds none; what is completed and claimed is the
     /// same either way.
     pub expect_jobs: bool,
+    /// The ordered groups of the finished jobs (distinct): once they are completed, the next
+    /// jobs of these groups are promoted, in the same commit where the backend can.
+    pub groups: Vec<String>,
 }
 
 /// What [`Backend::job_complete_claim`] did.
@@ -138,6 +141,8 @@ pub struct CompleteClaimed {
     /// The jobs claimed, or why the claim failed after the completion was committed (only where
     /// the two are separate commits; a backend that does both in one commit fails as a whole).
     pub claimed: Result<Vec<ClaimedJob>>,
+    /// Jobs of the finished jobs' groups made available by the call.
+    pub promoted: u64,
 }
 
 /// [`Backend::job_complete_claim`] as two operations, [`Backend::job_complete`] and then
@@ -152,9 +157,22 @@ pub async fn complete_then_claim<B: Backend + ?Sized>(
     } else {
         backend.job_complete(params.complete).await?
     };
+    // A promotion that fails leaves the group to the leader's sweep: the completion stands.
+    let promoted = match params.groups.is_empty() {
+        true => 0,
+        false => backend
+            .group_promote(GroupPromoteParams {
+                queue: params.claim.queue.clone(),
+                groups: params.groups,
+                now: params.claim.now,
+            })
+            .await
+            .unwrap_or(0),
+    };
     Ok(CompleteClaimed {
         completed,
         claimed: backend.job_claim(&params.claim).await,
+        promoted,
     })
 }
 

@@ -26,9 +26,20 @@ pub(crate) fn one_statement(rows: &[NewJob]) -> bool {
 pub(crate) trait GroupOps {
     /// Sets the group of each job (by id) and makes it `waiting`.
     async fn group_set(&mut self, ids: &[i64], groups: &[String]) -> Result<()>;
-    /// Promotes the next waiting jobs of these groups (sorted, distinct) where there is room;
-    /// how many.
-    async fn group_promote_on(&mut self, queue: &str, groups: &[String], now: i64) -> Result<u64>;
+    /// Takes the lock rows of these groups (sorted, distinct) for the rest of the transaction.
+    async fn group_lock(&mut self, queue: &str, groups: &[String]) -> Result<()>;
+    /// Promotes the next waiting jobs of these groups, locked, where there is room; how many.
+    async fn group_promote_locked(
+        &mut self,
+        queue: &str,
+        groups: &[String],
+        now: i64,
+    ) -> Result<u64>;
+    /// Locks these groups and promotes in them.
+    async fn group_promote_on(&mut self, queue: &str, groups: &[String], now: i64) -> Result<u64> {
+        self.group_lock(queue, groups).await?;
+        self.group_promote_locked(queue, groups, now).await
+    }
 }
 
 /// Puts the rows of an inserted batch that were created with a group key in their groups, and

@@ -733,12 +733,25 @@ impl Dialect for MySqlBackend {
         // records both. They touch running rows, the claim available ones.
         shared::retry_transient(|| async {
             let mut tx = self.pool.begin().await.db()?;
+            let (queue, groups) = (p.claim.queue.as_str(), &p.groups);
+            if !groups.is_empty() {
+                batch::GroupOps::group_lock(&mut *tx, queue, groups).await?;
+            }
             let completed = complete_on(&mut tx, &p.complete).await?;
+            // The finished jobs' groups' next jobs are available to this very claim.
+            let promoted = match groups.is_empty() {
+                true => 0,
+                false => {
+                    batch::GroupOps::group_promote_locked(&mut *tx, queue, groups, p.claim.now)
+                        .await?
+                }
+            };
             let claimed = claim_on(&mut tx, &p.claim, p.claim.limit).await?;
             tx.commit().await.db()?;
             Ok(CompleteClaimed {
                 completed,
                 claimed: Ok(claimed),
+                promoted,
             })
         })
         .await
@@ -982,13 +995,22 @@ impl batch::GroupOps for MySqlConnection {
         Ok(())
     }
 
-    async fn group_promote_on(&mut self, queue: &str, groups: &[String], now: i64) -> Result<u64> {
+    async fn group_lock(&mut self, queue: &str, groups: &[String]) -> Result<()> {
         let rows: Vec<(&str, &str)> = groups.iter().map(|g| (queue, g.as_str())).collect();
         cat::group_lock(&rows)
             .query()
             .execute(&mut *self)
             .await
             .db()?;
+        Ok(())
+    }
+
+    async fn group_promote_locked(
+        &mut self,
+        queue: &str,
+        groups: &[String],
+        now: i64,
+    ) -> Result<u64> {
         let list = serde_json::to_string(groups).expect("strings serialize");
         let mut promoted = 0;
         for _ in 0..batch::PROMOTE_ROUNDS {

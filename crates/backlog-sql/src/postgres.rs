@@ -718,11 +718,22 @@ impl Dialect for PgBackend {
         let expires = c.now + c.lease.as_micros() as i64;
         let ids: Vec<i64> = p.complete.jobs.iter().map(|j| j.id).collect();
         let (expect, retention, done_now) = (p.expect_jobs, p.complete.retention, p.complete.now);
-        let rows = shared::retry_transient(|| async {
+        let (queue, groups) = (c.queue.as_str(), &p.groups);
+        let (rows, mut promoted) = shared::retry_transient(|| async {
             let stmt = complete_claim_stmt(
                 expect, c, token, expires, retention, &ids, &tokens, done_now,
             );
-            stmt.query().fetch_all(&self.pool).await.db()
+            if groups.is_empty() {
+                return Ok((stmt.query().fetch_all(&self.pool).await.db()?, 0));
+            }
+            // Jobs of ordered groups: their groups' next jobs are promoted in the same commit,
+            // under the groups' locks taken first.
+            let mut tx = self.pool.begin().await.db()?;
+            batch::GroupOps::group_lock(&mut *tx, queue, groups).await?;
+            let rows = stmt.query().fetch_all(&mut *tx).await.db()?;
+            let n = batch::GroupOps::group_promote_locked(&mut *tx, queue, groups, c.now).await?;
+            tx.commit().await.db()?;
+            Ok((rows, n))
         })
         .await?;
         // A row for each claimed job (its id in column 1) and done_ids (column 0) on one row:
@@ -740,12 +751,27 @@ impl Dialect for PgBackend {
         crate::rows::sort_claimed(&mut claimed, c.order);
         let completed = match rows.is_empty() && p.expect_jobs {
             // The claim found nothing, so the completion changed nothing: it goes alone.
-            true => Dialect::job_complete(self, p.complete).await?,
+            true => {
+                let completed = Dialect::job_complete(self, p.complete).await?;
+                if !p.groups.is_empty() {
+                    let params = GroupPromoteParams {
+                        queue: p.claim.queue.clone(),
+                        groups: p.groups.clone(),
+                        now: p.claim.now,
+                    };
+                    promoted += Dialect::group_promote(self, params).await?;
+                }
+                completed
+            }
             false => shared::refs_with_ids(&p.complete.jobs, &done),
         };
+        if let (true, Some(waker)) = (promoted > 0, &self.waker) {
+            waker.send_queues(&self.pool, vec![p.claim.queue.as_str().to_owned()]);
+        }
         Ok(CompleteClaimed {
             completed,
             claimed: Ok(claimed),
+            promoted,
         })
     }
 
@@ -925,12 +951,21 @@ impl batch::GroupOps for PgConnection {
         Ok(())
     }
 
-    async fn group_promote_on(&mut self, queue: &str, groups: &[String], now: i64) -> Result<u64> {
+    async fn group_lock(&mut self, queue: &str, groups: &[String]) -> Result<()> {
         cat::group_lock(queue, groups.to_vec())
             .query()
             .execute(&mut *self)
             .await
             .db()?;
+        Ok(())
+    }
+
+    async fn group_promote_locked(
+        &mut self,
+        queue: &str,
+        groups: &[String],
+        now: i64,
+    ) -> Result<u64> {
         let mut promoted = 0;
         for _ in 0..batch::PROMOTE_ROUNDS {
             let rows: Vec<(i64, i32)> = cat::group_promote(queue, groups.to_vec(), now)

@@ -586,11 +586,20 @@ impl Dialect for SqliteBackend {
                 }
             }
         };
+        // The finished jobs' groups' next jobs are available to this very claim.
+        let promoted = match p.groups.is_empty() {
+            true => 0,
+            false => {
+                let (queue, now) = (p.claim.queue.as_str(), p.claim.now);
+                batch::GroupOps::group_promote_locked(&mut *tx, queue, &p.groups, now).await?
+            }
+        };
         let claimed = self.claim_on(&mut tx, &p.claim).await?;
         tx.commit().await.db()?;
         Ok(CompleteClaimed {
             completed,
             claimed: Ok(claimed),
+            promoted,
         })
     }
 
@@ -738,8 +747,17 @@ impl batch::GroupOps for SqliteConnection {
         Ok(())
     }
 
-    async fn group_promote_on(&mut self, queue: &str, groups: &[String], now: i64) -> Result<u64> {
+    async fn group_lock(&mut self, _queue: &str, _groups: &[String]) -> Result<()> {
         // No lock rows: this runs in a write transaction, and SQLite has one writer.
+        Ok(())
+    }
+
+    async fn group_promote_locked(
+        &mut self,
+        queue: &str,
+        groups: &[String],
+        now: i64,
+    ) -> Result<u64> {
         let list = serde_json::to_string(groups).expect("strings serialize");
         let mut promoted = 0;
         for _ in 0..batch::PROMOTE_ROUNDS {

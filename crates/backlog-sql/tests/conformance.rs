@@ -533,6 +533,7 @@ async fn complete_claim_completes_then_claims(db: Db) {
                     },
                     claim: claim(&qn, 3, now + 1, strategy),
                     expect_jobs,
+                    groups: vec![],
                 })
                 .await
                 .unwrap();
@@ -573,6 +574,7 @@ async fn complete_claim_completes_then_claims(db: Db) {
                     },
                     claim: claim(&qn, 5, now + 2, strategy),
                     expect_jobs,
+                    groups: vec![],
                 })
                 .await
                 .unwrap();
@@ -592,6 +594,7 @@ async fn complete_claim_completes_then_claims(db: Db) {
                     },
                     claim: claim(&qn, 5, now + 3, strategy),
                     expect_jobs,
+                    groups: vec![],
                 })
                 .await
                 .unwrap();
@@ -659,6 +662,7 @@ async fn one_claims_batch_is_fenced_job_by_job(db: Db) {
                     },
                     claim: claim(&qn, 5, now + 3, strategy),
                     expect_jobs,
+                    groups: vec![],
                 })
                 .await
                 .unwrap();
@@ -1700,6 +1704,7 @@ async fn concurrent_complete_claim_loops(db: Db) {
                             claim: p,
                             // As a client does: the last claim was full.
                             expect_jobs: full,
+                            groups: vec![],
                         })
                         .await
                         .unwrap();
@@ -2196,6 +2201,7 @@ async fn trace_context_travels_with_the_job(db: Db) {
                 },
                 claim: claim(&qn, 10, now + 1, strategy),
                 expect_jobs: true,
+                groups: vec![],
             })
             .await
             .unwrap();

@@ -467,6 +467,59 @@ async fn groups_hold_under_concurrent_claimers_and_producers(db: Db) {
     }
 }
 
+/// A worker's completion with its next claim promotes in the finished jobs' groups in the same
+/// call (and commit, where the backend folds the two).
+async fn completing_with_the_next_claim_promotes(db: Db) {
+    let now = db.now;
+    let qn = "gcc";
+    let id = ids(
+        &db,
+        vec![
+            grouped(qn, "a", 1),
+            grouped(qn, "a", 2),
+            grouped(qn, "b", 1),
+        ],
+        now,
+    )
+    .await;
+    let first = claimed_ids(&db, qn, now).await;
+    assert_eq!(sorted(&first), vec![id[0], id[2]]);
+    let a1: Vec<JobRef> = first
+        .iter()
+        .filter(|j| j.id == id[0])
+        .map(|j| j.job_ref())
+        .collect();
+    for expect_jobs in [true, false] {
+        let r =
+            db.b.job_complete_claim(JobCompleteClaimParams {
+                complete: JobCompleteParams {
+                    jobs: a1.clone(),
+                    now,
+                    retention: Retention::Delete,
+                },
+                claim: claim(&db, qn, 10, now),
+                expect_jobs,
+                groups: vec!["a".into()],
+            })
+            .await
+            .unwrap();
+        if !expect_jobs {
+            // Done already: nothing to promote the second time (a2 runs).
+            assert_eq!(r.promoted, 0);
+            break;
+        }
+        assert_eq!(r.completed, a1);
+        assert_eq!(r.promoted, 1);
+        let mut got = r.claimed.unwrap();
+        got.extend(claimed_ids(&db, qn, now).await);
+        assert_eq!(
+            sorted(&got),
+            vec![id[1]],
+            "a2 runs next, in this claim or the next"
+        );
+    }
+}
+
 fn limited(db: &Db, queue: &str, limit: u32, now: i64, owner: &str) -> JobClaimParams {
     JobClaimParams {
         global_limit: true,
@@ -690,6 +743,7 @@ harness::conformance!(
     the_sweep_promotes_what_no_finished_job_did,
     enqueued_in_the_callers_transaction_groups_hold,
     groups_hold_under_concurrent_claimers_and_producers,
+    completing_with_the_next_claim_promotes,
     global_concurrency_holds_across_processes,
     global_limit_after_a_crash_and_changed_live,
     rate_limit_holds_across_processes;

@@ -568,6 +568,9 @@ impl Client {
         let claim = self.claim_params(opts, &settings);
         let limit = claim.limit as usize;
         let expect_jobs = self.busy.lock().expect("lock").contains(&opts.queue);
+        let mut groups: Vec<String> = finished.iter().filter_map(|j| j.group.clone()).collect();
+        groups.sort_unstable();
+        groups.dedup();
         let r = self
             .backend
             .job_complete_claim(JobCompleteClaimParams {
@@ -578,13 +581,18 @@ impl Client {
                 },
                 claim,
                 expect_jobs,
+                groups,
             })
             .await?;
         if !r.completed.is_empty() {
             let n = r.completed.len() as i64;
             self.record(opts.queue.as_str(), self.now(), |c| c.completed += n);
         }
-        self.promote_after(finished).await;
+        // The finished jobs' groups were promoted with the completion: new work for this
+        // process's workers.
+        if r.promoted > 0 {
+            self.wakers.wake(opts.queue.as_str());
+        }
         if let Ok(claimed) = &r.claimed {
             self.record_started(&opts.queue, claimed);
         }

@@ -494,7 +494,11 @@ mod tests {
                 Some(Answer::ClaimFails(e)) => Err(e),
                 Some(Answer::Fails(e)) => return Err(e),
             };
-            Ok(CompleteClaimed { completed, claimed })
+            Ok(CompleteClaimed {
+                completed,
+                claimed,
+                promoted: 0,
+            })
         }
 
         async fn queue_settings(&self, _: &QueueName) -> Result<QueueSettings> {
