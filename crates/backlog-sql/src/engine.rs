@@ -181,6 +181,48 @@ macro_rules! returning_methods {
 
 pub(crate) use returning_methods;
 
+/// The limits of a claim under a queue's global concurrency or rate limit, and the room they
+/// leave it, read in the claim's transaction on `$conn` (`&mut` a connection): the queue row
+/// locked (`queue_lock`), its running jobs counted (`queue_running`, a later statement, which
+/// sees what the lock's last holder committed) when it has a global limit. Expands to
+/// `(Limits, i64)`.
+macro_rules! limited_room {
+    ($cat:ident, $conn:expr, $p:expr) => {{
+        let queue = $p.queue.as_str();
+        let lock: Option<$crate::shared::LockedLimits> = $cat::queue_lock(queue)
+            .as_()
+            .fetch_optional(&mut *$conn)
+            .await
+            .db()?;
+        let limits = $crate::shared::Limits::at(lock, $p.now);
+        let running: i64 = match limits.counts_running() {
+            true => $cat::queue_running(queue)
+                .scalar()
+                .fetch_one(&mut *$conn)
+                .await
+                .db()?,
+            false => 0,
+        };
+        (limits, limits.room($p.limit, running))
+    }};
+}
+
+/// Stores a rate-limited queue's token bucket after a claim under its limits took `$taken` jobs
+/// (`queue_rate_take`, in the claim's transaction on `$conn`); nothing without a rate limit.
+macro_rules! store_bucket {
+    ($cat:ident, $conn:expr, $p:expr, $limits:expr, $taken:expr) => {
+        if let Some(tokens) = $limits.bucket_after($taken) {
+            $cat::queue_rate_take(tokens, $p.now, $p.queue.as_str())
+                .query()
+                .execute(&mut *$conn)
+                .await
+                .db()?;
+        }
+    };
+}
+
+pub(crate) use {limited_room, store_bucket};
+
 /// Most groups one sweep promotes in (the next sweep takes the rest).
 pub(crate) const SWEEP_GROUPS: i64 = 1000;
 

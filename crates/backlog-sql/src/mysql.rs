@@ -323,21 +323,7 @@ async fn claim_limited_on(
     cluster: bool,
 ) -> Result<Vec<ClaimedJob>> {
     let queue = p.queue.as_str();
-    let lock: Option<shared::LockedLimits> = cat::queue_lock(queue)
-        .as_()
-        .fetch_optional(&mut *conn)
-        .await
-        .db()?;
-    let limits = shared::Limits::at(lock, p.now);
-    let running: i64 = match limits.counts_running() {
-        true => cat::queue_running(queue)
-            .scalar()
-            .fetch_one(&mut *conn)
-            .await
-            .db()?,
-        false => 0,
-    };
-    let room = limits.room(p.limit, running);
+    let (limits, room) = crate::engine::limited_room!(cat, conn, p);
     if room == 0 {
         return Ok(vec![]);
     }
@@ -353,13 +339,7 @@ async fn claim_limited_on(
         Ordering::Lifo => cat::job_claim_limited_lifo,
     };
     let jobs = claim_with(conn, p, room as u32, claim).await?;
-    if let Some(tokens) = limits.bucket_after(jobs.len()) {
-        cat::queue_rate_take(tokens, p.now, queue)
-            .query()
-            .execute(&mut *conn)
-            .await
-            .db()?;
-    }
+    crate::engine::store_bucket!(cat, conn, p, limits, jobs.len());
     Ok(jobs)
 }
 

@@ -152,21 +152,7 @@ impl PgBackend {
     ) -> Result<Vec<sqlx::postgres::PgRow>> {
         let mut tx = self.pool.begin().await.db()?;
         let queue = p.queue.as_str();
-        let lock: Option<shared::LockedLimits> = cat::queue_lock(queue)
-            .as_()
-            .fetch_optional(&mut *tx)
-            .await
-            .db()?;
-        let limits = shared::Limits::at(lock, p.now);
-        let running: i64 = match limits.counts_running() {
-            true => cat::queue_running(queue)
-                .scalar()
-                .fetch_one(&mut *tx)
-                .await
-                .db()?,
-            false => 0,
-        };
-        let room = limits.room(p.limit, running);
+        let (limits, room) = crate::engine::limited_room!(cat, tx, p);
         if room == 0 {
             tx.rollback().await.db()?;
             return Ok(vec![]);
@@ -180,13 +166,7 @@ impl PgBackend {
             .fetch_all(&mut *tx)
             .await
             .db()?;
-        if let Some(tokens) = limits.bucket_after(rows.len()) {
-            cat::queue_rate_take(tokens, p.now, queue)
-                .query()
-                .execute(&mut *tx)
-                .await
-                .db()?;
-        }
+        crate::engine::store_bucket!(cat, tx, p, limits, rows.len());
         tx.commit().await.db()?;
         Ok(rows)
     }

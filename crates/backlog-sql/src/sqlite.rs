@@ -369,22 +369,8 @@ impl SqliteBackend {
         let mut limits = None;
         if p.global_limit {
             // In the caller's write transaction: nobody else claims meanwhile.
-            let queue = p.queue.as_str();
-            let lock: Option<shared::LockedLimits> = cat::queue_lock(queue)
-                .as_()
-                .fetch_optional(&mut *conn)
-                .await
-                .db()?;
-            let l = shared::Limits::at(lock, p.now);
-            let running: i64 = match l.counts_running() {
-                true => cat::queue_running(queue)
-                    .scalar()
-                    .fetch_one(&mut *conn)
-                    .await
-                    .db()?,
-                false => 0,
-            };
-            limit = l.room(p.limit, running);
+            let (l, room) = crate::engine::limited_room!(cat, conn, p);
+            limit = room;
             limits = Some(l);
             if limit == 0 {
                 return Ok(vec![]);
@@ -424,12 +410,8 @@ impl SqliteBackend {
         } else {
             query.fetch_all(&mut *conn).await.db()?
         };
-        if let Some(tokens) = limits.and_then(|l: shared::Limits| l.bucket_after(rows.len())) {
-            cat::queue_rate_take(tokens, p.now, p.queue.as_str())
-                .query()
-                .execute(&mut *conn)
-                .await
-                .db()?;
+        if let Some(l) = limits {
+            crate::engine::store_bucket!(cat, conn, p, l, rows.len());
         }
         let mut jobs = rows
             .iter()
