@@ -17,7 +17,12 @@
 //! - The core types re-exported from `backlog-core`: [`NewJob`], [`ClaimedJob`], [`Job`],
 //!   [`JobState`], [`QueueSettings`], [`Error`] …
 //!
-//! Programs in `examples/`: `typed_worker`, `transactions`, `cron_fanout_wait`.
+//! - Flow control over every process: a queue's [`QueueSettings::global_concurrency`] (at most
+//!   N running at once), [`QueueSettings::rate_limit`] (at most N starts per period), and
+//!   ordered groups ([`NewJob::in_group`]: a group's jobs run in enqueue order, at most
+//!   [`QueueSettings::group_concurrency`] at a time); see `docs/state-machine.md`.
+//!
+//! Programs in `examples/`: `typed_worker`, `transactions`, `cron_fanout_wait`, `flow_control`.
 //!
 //! # Enqueue, claim, complete by hand
 //! ```
@@ -71,6 +76,38 @@
 //! let report = worker.drain().await?;
 //! assert_eq!(report.completed, 1);
 //! # let _ = CancellationToken::new();
+//! # Ok(()) }
+//! ```
+//!
+//! # Flow control
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> backlog::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let url = format!("sqlite://{}", dir.path().join("doc.db").display());
+//! use backlog::{ClaimOpts, Client, GroupKey, QueueName, QueueSettings, RateLimit};
+//! use std::time::Duration;
+//!
+//! let client = Client::connect(&url).await?;
+//! client.migrate().await?;
+//! // At most 5 ledger jobs running at once, and 100 started a minute, over every process.
+//! client
+//!     .queue_configure(&QueueSettings {
+//!         global_concurrency: Some(5),
+//!         rate_limit: Some(RateLimit { starts: 100, period: Duration::from_secs(60) }),
+//!         ..QueueSettings::defaults(QueueName::new("ledger")?)
+//!     })
+//!     .await?;
+//! // One account's entries run one at a time, in the order they were enqueued.
+//! for n in 1..=3 {
+//!     let entry = client.new_job("ledger", &serde_json::json!({ "n": n }))?;
+//!     client.enqueue(entry.in_group(GroupKey::new("account-42")?)).await?;
+//! }
+//! let first = client.claim(&ClaimOpts::new("ledger")?.limit(10)).await?;
+//! assert_eq!(first.len(), 1, "the group's next entry waits for this one");
+//! client.complete(&first[0]).await?;
+//! let second = client.claim(&ClaimOpts::new("ledger")?.limit(10)).await?;
+//! assert_eq!(second.len(), 1);
 //! # Ok(()) }
 //! ```
 
