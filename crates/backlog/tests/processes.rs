@@ -148,6 +148,14 @@ async fn child_process() {
                 Ok(Outcome::CompleteInTx(tx))
             })
             .configure(|c| c.drain = Some(DrainMode::All)),
+        // Jobs of a queue with a global limit of 3, each taking 100-300 ms, 8 slots a process.
+        "limited" => builder
+            .queue("limited", 8)
+            .fallback_handler(|_ctx: JobContext| async move {
+                tokio::time::sleep(Duration::from_millis(rand::random_range(100..300))).await;
+                Ok(Outcome::Complete)
+            })
+            .configure(|c| c.drain = Some(DrainMode::All)),
         "leader" => builder
             .queue("idle", 1)
             .fallback_handler(|_ctx: JobContext| async { Ok(Outcome::Complete) })
@@ -202,6 +210,72 @@ async fn transactional_completion_under_fire(engine: Engine) {
     each_done_once(&db, JOBS).await;
     eprintln!(
         "{engine:?}: {JOBS} jobs, {kills} SIGKILLs, {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    db.drop_db().await;
+}
+
+/// Three worker processes of 8 slots each work a queue whose global limit is 3, and one is
+/// SIGKILLed while it holds jobs: the jobs running, sampled every 10 ms from the database, never
+/// pass 3, the killed process's slots come back once its leases (1 s) are rescued, and every job
+/// is done.
+async fn global_limit_under_sigkill(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let limit = 3;
+    db.client
+        .queue_configure(&backlog::QueueSettings {
+            global_concurrency: Some(limit),
+            ..backlog::QueueSettings::defaults(backlog::QueueName::new("limited").unwrap())
+        })
+        .await
+        .unwrap();
+    db.enqueue_numbered("limited", 60).await;
+    let running = "SELECT COUNT(*) FROM backlog_job WHERE queue = 'limited' AND state = 'running'";
+    let mut procs = Children(
+        (0..3)
+            .map(|i| spawn_child("limited", &db.url, &format!("limited-{i}")))
+            .collect(),
+    );
+    let started = Instant::now();
+    let (mut most, mut killed, mut samples) = (0, false, 0);
+    loop {
+        let n = db.scalar(running).await;
+        assert!(n <= i64::from(limit), "{n} running, limit {limit}");
+        most = most.max(n);
+        samples += 1;
+        // Kill one process once it holds a job (its jobs stay running until rescued).
+        if !killed && started.elapsed() > Duration::from_millis(500) {
+            let held = db
+                .scalar(
+                    "SELECT COUNT(*) FROM backlog_job WHERE queue = 'limited' \
+                     AND state = 'running' AND lease_owner LIKE 'limited-0%'",
+                )
+                .await;
+            if held > 0 {
+                procs.kill(0);
+                killed = true;
+            }
+        }
+        let left = db
+            .scalar(
+                "SELECT COUNT(*) FROM backlog_job WHERE queue = 'limited' AND state <> 'completed'",
+            )
+            .await;
+        if left == 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no progress: {left} jobs left"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(killed, "no process held a job to kill");
+    assert_eq!(most, i64::from(limit), "the limit was never full");
+    let _ = procs.0.remove(0).wait(); // killed and reaped above
+    procs.wait_drained(Duration::from_secs(60)).await;
+    eprintln!(
+        "{engine:?}: 60 jobs under a global limit of {limit}, one process killed, {samples} samples, {:.1}s",
         started.elapsed().as_secs_f64()
     );
     db.drop_db().await;
@@ -283,4 +357,8 @@ async fn leader_failover(engine: Engine) {
     db.drop_db().await;
 }
 
-backlog_testdb::on_every_backend!(transactional_completion_under_fire, leader_failover);
+backlog_testdb::on_every_backend!(
+    transactional_completion_under_fire,
+    leader_failover,
+    global_limit_under_sigkill
+);
