@@ -128,8 +128,11 @@ pub struct JobCompleteClaimParams {
     /// jobs and a second round trip when it finds none; what is completed and claimed is the
     /// same either way.
     pub expect_jobs: bool,
-    /// The ordered groups of the finished jobs (distinct): once they are completed, the next
-    /// jobs of these groups are promoted, in the same commit where the backend can.
+    /// The ordered group of each finished job that has one, once per such job (a group twice
+    /// when two of its jobs finished). Each completed job's turn in its group goes to the
+    /// group's next job: claimed at once by this call where the backend can hand it over
+    /// (its count of running jobs unchanged), otherwise promoted, in the same commit where the
+    /// backend can.
     pub groups: Vec<String>,
 }
 

@@ -374,6 +374,55 @@ async fn claim_with(
     Ok(jobs)
 }
 
+/// Hands the turns of a worker's finished jobs in their ordered groups straight to each group's
+/// next job, in the caller's transaction before the completion (`job_handoff_next.sql`, then
+/// `job_handoff_take.sql`): the next jobs, claimed under a new lease.
+async fn hand_off(
+    conn: &mut MySqlConnection,
+    p: &JobCompleteClaimParams,
+) -> Result<Vec<ClaimedJob>> {
+    let c = &p.claim;
+    let ids: Vec<i64> = p.complete.jobs.iter().map(|j| j.id).collect();
+    let rows: Vec<(i64, Option<i64>, Option<i64>)> = cat::job_handoff_next(c.now, &ids)
+        .as_()
+        .fetch_all(&mut *conn)
+        .await
+        .db()?;
+    // Only the turns of jobs still running under the caller's own leases.
+    let held = |id: i64, token: Option<i64>| {
+        (p.complete.jobs.iter()).any(|j| j.id == id && Some(j.token) == token)
+    };
+    let mut next: Vec<i64> = (rows.into_iter())
+        .filter(|&(id, token, _)| held(id, token))
+        .filter_map(|(_, _, next)| next)
+        .collect();
+    next.sort_unstable();
+    next.dedup();
+    next.truncate(c.limit as usize);
+    if next.is_empty() {
+        return Ok(vec![]);
+    }
+    let kinds = shared::kinds_json(&c.kinds);
+    let rows = cat::job_handoff_take(&next, kinds.as_deref(), c.queue.as_str())
+        .query()
+        .fetch_all(&mut *conn)
+        .await
+        .db()?;
+    let (token, expires) = (shared::new_token(), c.now + c.lease.as_micros() as i64);
+    let jobs = (rows.iter())
+        .map(|r| Ok(claimed_from_row!(r, 0, c, token, expires)))
+        .collect::<Result<Vec<_>>>()?;
+    if !jobs.is_empty() {
+        let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
+        cat::job_claim_update(token, &c.owner, expires, c.now, &ids)
+            .query()
+            .execute(&mut *conn)
+            .await
+            .db()?;
+    }
+    Ok(jobs)
+}
+
 /// Completes the jobs whose token is current, on a connection inside a transaction.
 async fn complete_on(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Result<Vec<JobRef>> {
     if p.jobs.is_empty() {
@@ -714,19 +763,31 @@ impl Dialect for MySqlBackend {
         shared::retry_transient(|| async {
             let mut tx = self.pool.begin().await.db()?;
             let (queue, groups) = (p.claim.queue.as_str(), &p.groups);
-            if !groups.is_empty() {
-                batch::GroupOps::group_lock(&mut *tx, queue, groups).await?;
-            }
-            let completed = complete_on(&mut tx, &p.complete).await?;
-            // The finished jobs' groups' next jobs are available to this very claim.
-            let promoted = match groups.is_empty() {
-                true => 0,
-                false => {
-                    batch::GroupOps::group_promote_locked(&mut *tx, queue, groups, p.claim.now)
-                        .await?
-                }
+            // Each finished job's turn in its ordered group straight to the group's next job,
+            // before the completion (which may delete the rows that name the groups).
+            let mut claimed = match groups.is_empty() {
+                true => vec![],
+                false => hand_off(&mut tx, &p).await?,
             };
-            let claimed = claim_on(&mut tx, &p.claim, p.claim.limit).await?;
+            let completed = complete_on(&mut tx, &p.complete).await?;
+            // The groups whose turn no job took, under their locks: their next jobs are
+            // available to this very claim.
+            let left = shared::groups_left(groups, &claimed);
+            let mut promoted = 0;
+            if !left.is_empty() {
+                batch::GroupOps::group_lock(&mut *tx, queue, &left).await?;
+                promoted =
+                    batch::GroupOps::group_promote_locked(&mut *tx, queue, &left, p.claim.now)
+                        .await?;
+            }
+            let limit = p.claim.limit.saturating_sub(claimed.len() as u32);
+            if limit > 0 {
+                let handed = claimed.len();
+                claimed.extend(claim_on(&mut tx, &p.claim, limit).await?);
+                if handed > 0 {
+                    crate::rows::sort_claimed(&mut claimed, p.claim.order);
+                }
+            }
             tx.commit().await.db()?;
             Ok(CompleteClaimed {
                 completed,

@@ -171,6 +171,81 @@ impl PgBackend {
         Ok(rows)
     }
 
+    /// [`Dialect::job_complete_claim`] for finished jobs of ordered groups, in one transaction:
+    /// each group's turn handed straight to its next job (`job_handoff.sql`, claimed here), the
+    /// completion and the claim of the rest, then, under their locks, the usual promotion in the
+    /// groups whose turn found no job to take it.
+    async fn complete_claim_grouped(
+        &self,
+        p: JobCompleteClaimParams,
+        token: i64,
+        expires: i64,
+        ids: Vec<i64>,
+        tokens: Tokens,
+    ) -> Result<CompleteClaimed> {
+        let c = &p.claim;
+        let (queue, kinds) = (c.queue.as_str(), shared::kinds_vec(&c.kinds));
+        let each: Vec<i64> = match &tokens {
+            Tokens::One(t) => vec![*t; ids.len()],
+            Tokens::Each(t) => t.clone(),
+        };
+        let (retention, done_now) = (p.complete.retention, p.complete.now);
+        let (rows, mut handed, promoted) = shared::retry_transient(|| async {
+            let mut tx = self.pool.begin().await.db()?;
+            let (owner, limit) = (c.owner.as_str(), c.limit as i64);
+            let handed = cat::job_handoff(
+                token,
+                owner,
+                expires,
+                c.now,
+                queue,
+                kinds.clone(),
+                limit,
+                &ids,
+                &each,
+            )
+            .query()
+            .fetch_all(&mut *tx)
+            .await
+            .db()?
+            .iter()
+            .map(|r| Ok(claimed_from_row!(r, 0, c, token, expires)))
+            .collect::<Result<Vec<_>>>()?;
+            // The rest of the claim; the completion whatever it finds (the form that does not
+            // expect jobs), as the hand-offs count on it.
+            let mut rest = c.clone();
+            rest.limit = c.limit.saturating_sub(handed.len() as u32);
+            let rows = complete_claim_stmt(
+                false, &rest, token, expires, retention, &ids, &tokens, done_now,
+            )
+            .query()
+            .fetch_all(&mut *tx)
+            .await
+            .db()?;
+            let left = shared::groups_left(&p.groups, &handed);
+            let mut promoted = 0;
+            if !left.is_empty() {
+                batch::GroupOps::group_lock(&mut *tx, queue, &left).await?;
+                promoted =
+                    batch::GroupOps::group_promote_locked(&mut *tx, queue, &left, c.now).await?;
+            }
+            tx.commit().await.db()?;
+            Ok((rows, handed, promoted))
+        })
+        .await?;
+        let (done, claimed) = folded_rows(&rows, c, token, expires)?;
+        handed.extend(claimed);
+        crate::rows::sort_claimed(&mut handed, c.order);
+        if let (true, Some(waker)) = (promoted > 0, &self.waker) {
+            waker.send_queues(&self.pool, vec![queue.to_owned()]);
+        }
+        Ok(CompleteClaimed {
+            completed: shared::refs_with_ids(&p.complete.jobs, &done),
+            claimed: Ok(handed),
+            promoted,
+        })
+    }
+
     /// The pool.
     pub fn pool(&self) -> &PgPool {
         &self.pool
@@ -460,6 +535,30 @@ fn complete_stmt(retention: Retention, ids: &[i64], tokens: &Tokens, now: i64) -
     }
 }
 
+/// The rows of a folded completion and claim (`complete_claim_stmt`): the completed ids (column
+/// 0, on one row) and the claimed jobs (from column 1), in the claim's order.
+fn folded_rows(
+    rows: &[sqlx::postgres::PgRow],
+    c: &JobClaimParams,
+    token: i64,
+    expires: i64,
+) -> Result<(Vec<i64>, Vec<ClaimedJob>)> {
+    // A row for each claimed job (its id in column 1) and done_ids (column 0) on one row:
+    // its own, with NULL for the claimed columns, or (expecting jobs) the first claimed one.
+    let mut done: Vec<i64> = vec![];
+    let mut claimed = Vec::with_capacity(rows.len());
+    for r in rows {
+        if r.try_get::<Option<i64>, _>(1).db()?.is_some() {
+            claimed.push(claimed_from_row!(r, 1, c, token, expires));
+        }
+        if let Some(ids) = r.try_get::<Option<Vec<i64>>, _>(0).db()? {
+            done = ids;
+        }
+    }
+    crate::rows::sort_claimed(&mut claimed, c.order);
+    Ok((done, claimed))
+}
+
 /// A completion and a SKIP LOCKED claim as one statement: `job_complete_with_claim_*` for a queue
 /// expected to have jobs, `job_complete_then_claim_*` otherwise. Never for archiving, a
 /// data-modifying WITH of its own, which cannot nest in another (`job_complete_claim` sends it
@@ -698,60 +797,28 @@ impl Dialect for PgBackend {
         let expires = c.now + c.lease.as_micros() as i64;
         let ids: Vec<i64> = p.complete.jobs.iter().map(|j| j.id).collect();
         let (expect, retention, done_now) = (p.expect_jobs, p.complete.retention, p.complete.now);
-        let (queue, groups) = (c.queue.as_str(), &p.groups);
-        let (rows, mut promoted) = shared::retry_transient(|| async {
+        if !p.groups.is_empty() {
+            return self
+                .complete_claim_grouped(p, token, expires, ids, tokens)
+                .await;
+        }
+        let rows = shared::retry_transient(|| async {
             let stmt = complete_claim_stmt(
                 expect, c, token, expires, retention, &ids, &tokens, done_now,
             );
-            if groups.is_empty() {
-                return Ok((stmt.query().fetch_all(&self.pool).await.db()?, 0));
-            }
-            // Jobs of ordered groups: their groups' next jobs are promoted in the same commit,
-            // under the groups' locks taken first.
-            let mut tx = self.pool.begin().await.db()?;
-            batch::GroupOps::group_lock(&mut *tx, queue, groups).await?;
-            let rows = stmt.query().fetch_all(&mut *tx).await.db()?;
-            let n = batch::GroupOps::group_promote_locked(&mut *tx, queue, groups, c.now).await?;
-            tx.commit().await.db()?;
-            Ok((rows, n))
+            stmt.query().fetch_all(&self.pool).await.db()
         })
         .await?;
-        // A row for each claimed job (its id in column 1) and done_ids (column 0) on one row:
-        // its own, with NULL for the claimed columns, or (expecting jobs) the first claimed one.
-        let mut done: Vec<i64> = vec![];
-        let mut claimed = Vec::with_capacity(rows.len());
-        for r in &rows {
-            if r.try_get::<Option<i64>, _>(1).db()?.is_some() {
-                claimed.push(claimed_from_row!(r, 1, c, token, expires));
-            }
-            if let Some(ids) = r.try_get::<Option<Vec<i64>>, _>(0).db()? {
-                done = ids;
-            }
-        }
-        crate::rows::sort_claimed(&mut claimed, c.order);
+        let (done, claimed) = folded_rows(&rows, c, token, expires)?;
         let completed = match rows.is_empty() && p.expect_jobs {
             // The claim found nothing, so the completion changed nothing: it goes alone.
-            true => {
-                let completed = Dialect::job_complete(self, p.complete).await?;
-                if !p.groups.is_empty() {
-                    let params = GroupPromoteParams {
-                        queue: p.claim.queue.clone(),
-                        groups: p.groups.clone(),
-                        now: p.claim.now,
-                    };
-                    promoted += Dialect::group_promote(self, params).await?;
-                }
-                completed
-            }
+            true => Dialect::job_complete(self, p.complete).await?,
             false => shared::refs_with_ids(&p.complete.jobs, &done),
         };
-        if let (true, Some(waker)) = (promoted > 0, &self.waker) {
-            waker.send_queues(&self.pool, vec![p.claim.queue.as_str().to_owned()]);
-        }
         Ok(CompleteClaimed {
             completed,
             claimed: Ok(claimed),
-            promoted,
+            promoted: 0,
         })
     }
 

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use backlog_core::{
-    AdminAction, Backend, DbErrorKind, Error, JobClaimParams, JobFailParams, JobRef, JobState,
-    Kind, QueueInfo, QueueName, QueueSettings, QueueStats, Result, StateFilter,
+    AdminAction, Backend, ClaimedJob, DbErrorKind, Error, JobClaimParams, JobFailParams, JobRef,
+    JobState, Kind, QueueInfo, QueueName, QueueSettings, QueueStats, Result, StateFilter,
 };
 use rand::Rng;
 
@@ -181,6 +181,22 @@ impl Tokens {
             _ => Tokens::Each(jobs.iter().map(|j| j.token).collect()),
         }
     }
+}
+
+/// The groups of a worker's finished jobs (`groups`: one entry per grouped finished job) whose
+/// turn was not handed straight to the group's next job (`handed`, the jobs it went to): promoted
+/// the usual way, under their locks. Sorted and distinct, the order group locks are taken in.
+pub(crate) fn groups_left(groups: &[String], handed: &[ClaimedJob]) -> Vec<String> {
+    let mut left: Vec<&str> = groups.iter().map(String::as_str).collect();
+    for group in handed.iter().filter_map(|j| j.group.as_deref()) {
+        if let Some(i) = left.iter().position(|g| *g == group) {
+            left.swap_remove(i);
+        }
+    }
+    let mut left: Vec<String> = left.into_iter().map(str::to_owned).collect();
+    left.sort_unstable();
+    left.dedup();
+    left
 }
 
 /// The jobs among `refs` whose ids are in `ids`.

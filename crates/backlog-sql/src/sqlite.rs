@@ -468,6 +468,28 @@ impl SqliteBackend {
         let n = stmt.query().execute(conn).await.db()?;
         Ok((n.rows_affected() == p.jobs.len() as u64).then(|| p.jobs.clone()))
     }
+
+    /// `job_handoff.sql` for a worker's finished jobs, in the caller's write transaction: the
+    /// next jobs of their groups, claimed under a new lease.
+    async fn hand_off(
+        conn: &mut SqliteConnection,
+        p: &JobCompleteClaimParams,
+    ) -> Result<Vec<ClaimedJob>> {
+        let c = &p.claim;
+        let (token, expires) = (shared::new_token(), c.now + c.lease.as_micros() as i64);
+        let pairs: Vec<[i64; 2]> = p.complete.jobs.iter().map(|j| [j.id, j.token]).collect();
+        let pairs = serde_json::to_string(&pairs).expect("integers serialize");
+        let kinds = shared::kinds_json(&c.kinds);
+        let (queue, limit) = (c.queue.as_str(), i64::from(c.limit));
+        let rows = cat::job_handoff(token, &c.owner, expires, c.now, queue, kinds, limit, &pairs)
+            .query()
+            .fetch_all(&mut *conn)
+            .await
+            .db()?;
+        rows.iter()
+            .map(|r| Ok(claimed_from_row!(r, 0, c, token, expires)))
+            .collect()
+    }
 }
 
 impl Dialect for SqliteBackend {
@@ -553,6 +575,12 @@ impl Dialect for SqliteBackend {
         let mut conn = self.pool.acquire().await.db()?;
         // One transaction: its commit, one fsync, records the completions and the claim.
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+        // Each finished job's turn in its ordered group straight to the group's next job,
+        // before the completion (which may delete the rows that name the groups).
+        let mut handed = match p.groups.is_empty() {
+            true => vec![],
+            false => Self::hand_off(&mut tx, &p).await?,
+        };
         let completed = match p.complete.retention {
             Retention::Archive => Self::complete_on(&mut tx, &p.complete).await?,
             Retention::Delete | Retention::Keep => {
@@ -563,20 +591,34 @@ impl Dialect for SqliteBackend {
                         // jobs were completed.
                         tx.rollback().await.db()?;
                         tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+                        if !p.groups.is_empty() {
+                            handed = Self::hand_off(&mut tx, &p).await?;
+                        }
                         Self::complete_on(&mut tx, &p.complete).await?
                     }
                 }
             }
         };
-        // The finished jobs' groups' next jobs are available to this very claim.
-        let promoted = match p.groups.is_empty() {
+        // The groups whose turn no job took: their next jobs are available to this very claim.
+        let left = shared::groups_left(&p.groups, &handed);
+        let promoted = match left.is_empty() {
             true => 0,
             false => {
                 let (queue, now) = (p.claim.queue.as_str(), p.claim.now);
-                batch::GroupOps::group_promote_locked(&mut *tx, queue, &p.groups, now).await?
+                batch::GroupOps::group_promote_locked(&mut *tx, queue, &left, now).await?
             }
         };
-        let claimed = self.claim_on(&mut tx, &p.claim).await?;
+        let mut claimed = handed;
+        if claimed.is_empty() {
+            claimed = self.claim_on(&mut tx, &p.claim).await?;
+        } else {
+            let mut rest = p.claim.clone();
+            rest.limit = rest.limit.saturating_sub(claimed.len() as u32);
+            if rest.limit > 0 {
+                claimed.extend(self.claim_on(&mut tx, &rest).await?);
+                crate::rows::sort_claimed(&mut claimed, p.claim.order);
+            }
+        }
         tx.commit().await.db()?;
         Ok(CompleteClaimed {
             completed,

@@ -509,14 +509,226 @@ async fn completing_with_the_next_claim_promotes(db: Db) {
             break;
         }
         assert_eq!(r.completed, a1);
-        assert_eq!(r.promoted, 1);
         let mut got = r.claimed.unwrap();
+        // a2's turn: handed straight over (then claimed here), or promoted.
+        let handed = got.iter().any(|j| j.id == id[1]);
+        assert!(handed || r.promoted == 1);
         got.extend(claimed_ids(&db, qn, now).await);
         assert_eq!(
             sorted(&got),
             vec![id[1]],
             "a2 runs next, in this claim or the next"
         );
+    }
+}
+
+/// `job_complete_claim` of finished jobs of ordered groups with the claim's `limit` and `kinds`.
+async fn complete_claim(
+    db: &Db,
+    qn: &str,
+    finished: &[JobRef],
+    groups: &[&str],
+    limit: u32,
+    kinds: &[&str],
+) -> CompleteClaimed {
+    let now = db.now;
+    db.b.job_complete_claim(JobCompleteClaimParams {
+        complete: JobCompleteParams {
+            jobs: finished.to_vec(),
+            now,
+            retention: Retention::Delete,
+        },
+        claim: JobClaimParams {
+            kinds: kinds.iter().map(|k| Kind::new(*k).unwrap()).collect(),
+            ..claim(db, qn, limit, now)
+        },
+        expect_jobs: false,
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+    })
+    .await
+    .unwrap()
+}
+
+/// A finished job's turn in its group goes to the group's next job in the call that completes
+/// it, whether handed straight over or promoted and claimed; and never where the finished job's
+/// lease was lost, where the claim takes no more, where the next job is of a kind the claimer does
+/// not run, or where the queue is paused: the next job is then available for the next claim.
+async fn a_finished_jobs_turn_goes_to_its_groups_next_job(db: Db) {
+    let now = db.now;
+    let qn = "gturn";
+    let mut jobs = vec![
+        grouped(qn, "a", 1),
+        grouped(qn, "a", 2),
+        grouped(qn, "a", 3),
+        grouped(qn, "b", 1),
+        grouped(qn, "b", 2),
+        grouped(qn, "c", 1),
+        grouped(qn, "c", 2),
+    ];
+    for j in &mut jobs {
+        j.kind = Some(Kind::new("k").unwrap());
+    }
+    jobs[6].kind = Some(Kind::new("other").unwrap());
+    let id = ids(&db, jobs, now).await;
+    let first = claimed_ids(&db, qn, now).await;
+    assert_eq!(sorted(&first), vec![id[0], id[3], id[5]]);
+    let held = |n: i64| first.iter().find(|j| j.id == n).unwrap().job_ref();
+    // a1 done: a2 runs, in this very call; a3 waits its turn.
+    let r = complete_claim(&db, qn, &[held(id[0])], &["a"], 1, &[]).await;
+    assert_eq!(r.completed, vec![held(id[0])]);
+    let a2 = r.claimed.unwrap();
+    assert_eq!(sorted(&a2), vec![id[1]]);
+    assert_eq!(a2[0].group.as_deref(), Some("a"));
+    assert_eq!(a2[0].attempt, 1);
+    assert_eq!(state_of(&db, id[1]).await, JobState::Running);
+    assert_eq!(state_of(&db, id[2]).await, JobState::Waiting);
+    // a2's lease lost (another token): nothing completed, nothing handed over.
+    let mut lost = a2[0].job_ref();
+    lost.token = lost.token.wrapping_add(1);
+    let r = complete_claim(&db, qn, &[lost], &["a"], 5, &[]).await;
+    assert!(r.completed.is_empty());
+    assert!(r.claimed.unwrap().is_empty());
+    assert_eq!(state_of(&db, id[1]).await, JobState::Running);
+    assert_eq!(state_of(&db, id[2]).await, JobState::Waiting);
+    // No room in the claim: a2 done, a3 made available for the next claim.
+    let r = complete_claim(&db, qn, &[a2[0].job_ref()], &["a"], 0, &[]).await;
+    assert_eq!(r.completed.len(), 1);
+    assert!(r.claimed.unwrap().is_empty());
+    assert_eq!(state_of(&db, id[2]).await, JobState::Available);
+    // c2 is of a kind this claimer does not run: c1 done, c2 available to others.
+    let r = complete_claim(&db, qn, &[held(id[5])], &["c"], 5, &["k"]).await;
+    assert_eq!(r.completed.len(), 1);
+    assert_eq!(sorted(&r.claimed.unwrap()), vec![id[2]], "a3, not c2");
+    assert_eq!(state_of(&db, id[6]).await, JobState::Available);
+    // Paused: b1 done, b2 available for when the queue resumes.
+    db.b.queue_set_paused(&q(qn), true, now).await.unwrap();
+    let r = complete_claim(&db, qn, &[held(id[3])], &["b"], 5, &[]).await;
+    assert_eq!(r.completed.len(), 1);
+    assert!(r.claimed.unwrap().is_empty());
+    assert_eq!(state_of(&db, id[4]).await, JobState::Available);
+    db.b.queue_set_paused(&q(qn), false, now).await.unwrap();
+    assert_eq!(sorted(&claimed_ids(&db, qn, now).await), vec![id[4], id[6]]);
+}
+
+/// Workers that complete each batch with their next claim (`job_complete_claim`, so turns are
+/// handed straight over), in several processes, while producers add to the groups: a group never
+/// has two jobs running, its jobs start in enqueue order, and every job runs once.
+async fn turns_hold_under_concurrent_completing_claimers(db: Db) {
+    let now = db.now;
+    let qn = "gturns";
+    let (groups, per_group) = (12usize, 10usize);
+    let name = |g: usize| format!("g{g}");
+    let first: Vec<NewJob> = (0..per_group / 2)
+        .flat_map(|n| (0..groups).map(move |g| (g, n)))
+        .map(|(g, n)| grouped(qn, &name(g), n))
+        .collect();
+    ids(&db, first, now).await;
+    type Log = std::sync::Mutex<(HashSet<String>, Vec<(String, i64)>)>;
+    let log: Arc<Log> = Arc::default();
+    let mut handles = vec![];
+    for w in 0..3 {
+        let b = db.connect_again().await;
+        let p0 = JobClaimParams {
+            owner: format!("p{w}"),
+            ..claim(&db, qn, 4, now)
+        };
+        let producer = {
+            let b = b.clone();
+            tokio::spawn(async move {
+                for n in per_group / 2..per_group {
+                    for g in (w..groups).step_by(3) {
+                        let jobs = vec![grouped(qn, &name(g), n)];
+                        while let Err(e) = (b.job_insert(JobInsertParams {
+                            jobs: jobs.clone(),
+                            now,
+                        }))
+                        .await
+                        {
+                            assert!(e.is_transient(), "{e}");
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(3)).await;
+                }
+            })
+        };
+        let mut claimers = vec![];
+        for _ in 0..3 {
+            let (b, p, log) = (b.clone(), p0.clone(), log.clone());
+            claimers.push(tokio::spawn(async move {
+                let (mut empty, mut got) = (0, vec![]);
+                while empty < 60 {
+                    if got.is_empty() {
+                        got = match b.job_claim(&p).await {
+                            Ok(got) => got,
+                            Err(e) if e.is_transient() => continue,
+                            Err(e) => panic!("{e}"),
+                        };
+                    }
+                    if got.is_empty() {
+                        empty += 1;
+                        if empty % 10 == 0 {
+                            let _ = b.group_sweep(now).await;
+                        }
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        continue;
+                    }
+                    empty = 0;
+                    for j in &got {
+                        let g = j.group.clone().expect("every job has a group");
+                        let mut l = log.lock().unwrap();
+                        assert!(l.0.insert(g.clone()), "two jobs of group {g} run at once");
+                        l.1.push((g, j.id));
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    {
+                        let mut l = log.lock().unwrap();
+                        for j in &got {
+                            l.0.remove(j.group.as_deref().unwrap());
+                        }
+                    }
+                    let params = JobCompleteClaimParams {
+                        complete: JobCompleteParams {
+                            jobs: got.iter().map(|c| c.job_ref()).collect(),
+                            now,
+                            retention: Retention::Delete,
+                        },
+                        claim: p.clone(),
+                        expect_jobs: true,
+                        groups: got.iter().filter_map(|j| j.group.clone()).collect(),
+                    };
+                    got = loop {
+                        match b.job_complete_claim(params.clone()).await {
+                            Ok(r) => {
+                                assert_eq!(r.completed.len(), params.complete.jobs.len());
+                                break r.claimed.unwrap();
+                            }
+                            Err(e) if e.is_transient() => continue,
+                            Err(e) => panic!("{e}"),
+                        }
+                    };
+                }
+            }));
+        }
+        handles.push(tokio::spawn(async move {
+            producer.await.unwrap();
+            for c in claimers {
+                c.await.unwrap();
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let l = log.lock().unwrap();
+    assert_eq!(l.1.len(), groups * per_group, "every job ran once");
+    for g in 0..groups {
+        let order: Vec<i64> = (l.1.iter())
+            .filter(|(name_of, _)| *name_of == name(g))
+            .map(|(_, id)| *id)
+            .collect();
+        let mut want = order.clone();
+        want.sort_unstable();
+        assert_eq!(order, want, "group g{g} ran out of enqueue order");
     }
 }
 
@@ -744,6 +956,8 @@ harness::conformance!(
     enqueued_in_the_callers_transaction_groups_hold,
     groups_hold_under_concurrent_claimers_and_producers,
     completing_with_the_next_claim_promotes,
+    a_finished_jobs_turn_goes_to_its_groups_next_job,
+    turns_hold_under_concurrent_completing_claimers,
     global_concurrency_holds_across_processes,
     global_limit_after_a_crash_and_changed_live,
     rate_limit_holds_across_processes;

@@ -568,9 +568,7 @@ impl Client {
         let claim = self.claim_params(opts, &settings);
         let limit = claim.limit as usize;
         let expect_jobs = self.busy.lock().expect("lock").contains(&opts.queue);
-        let mut groups: Vec<String> = finished.iter().filter_map(|j| j.group.clone()).collect();
-        groups.sort_unstable();
-        groups.dedup();
+        let groups: Vec<String> = finished.iter().filter_map(|j| j.group.clone()).collect();
         let r = self
             .backend
             .job_complete_claim(JobCompleteClaimParams {
@@ -588,8 +586,8 @@ impl Client {
             let n = r.completed.len() as i64;
             self.record(opts.queue.as_str(), self.now(), |c| c.completed += n);
         }
-        // The finished jobs' groups were promoted with the completion: new work for this
-        // process's workers.
+        // Jobs of the finished jobs' groups were promoted with the completion: new work for
+        // this process's workers.
         if r.promoted > 0 {
             self.wakers.wake(opts.queue.as_str());
         }
