@@ -331,119 +331,126 @@ async fn plain_sql_inserts_join_their_group(db: Db) {
     assert_eq!(first[0].group.as_deref(), Some("p"));
     assert_eq!(stats(&db, qn).await.waiting, 1);
 }
+/// What several processes' workers ran in the ordered groups of a concurrency test: the groups
+/// running now and every start in order.
+#[derive(Default)]
+struct GroupLog(std::sync::Mutex<Runs>);
+
+#[derive(Default)]
+struct Runs {
+    running: HashSet<String>,
+    started: Vec<(String, i64)>,
+}
+
+impl GroupLog {
+    /// Records the starts of `jobs`: no group may already have one running.
+    fn start(&self, jobs: &[ClaimedJob]) {
+        let mut l = self.0.lock().unwrap();
+        for j in jobs {
+            let g = j.group.clone().expect("every job has a group");
+            assert!(
+                l.running.insert(g.clone()),
+                "two jobs of group {g} run at once"
+            );
+            l.started.push((g, j.id));
+        }
+    }
+
+    /// Records the ends of `jobs`.
+    fn finish(&self, jobs: &[ClaimedJob]) {
+        let mut l = self.0.lock().unwrap();
+        for j in jobs {
+            l.running.remove(j.group.as_deref().unwrap());
+        }
+    }
+
+    /// Every job of the `groups` groups of `per_group` ran once, each group in enqueue order.
+    fn check(&self, groups: usize, per_group: usize) {
+        let l = self.0.lock().unwrap();
+        assert_eq!(l.started.len(), groups * per_group, "every job ran once");
+        for g in 0..groups {
+            let order: Vec<i64> = (l.started.iter())
+                .filter(|(name_of, _)| *name_of == group_name(g))
+                .map(|(_, id)| *id)
+                .collect();
+            let mut want = order.clone();
+            want.sort_unstable();
+            assert_eq!(order, want, "group g{g} ran out of enqueue order");
+        }
+    }
+}
+
+fn group_name(g: usize) -> String {
+    format!("g{g}")
+}
+
+/// The first half of each group's jobs, enqueued before the workers start.
+async fn seed_groups(db: &Db, qn: &'static str, groups: usize, per_group: usize) {
+    let first: Vec<NewJob> = (0..per_group / 2)
+        .flat_map(|n| (0..groups).map(move |g| (g, n)))
+        .map(|(g, n)| grouped(qn, &group_name(g), n))
+        .collect();
+    ids(db, first, db.now).await;
+}
+
+/// Process `w` of 3 adds the second half of groups w, w + 3, …, while the workers run: one
+/// producer per group keeps its order.
+fn produce(
+    b: Arc<dyn Backend>,
+    qn: &'static str,
+    w: usize,
+    (groups, per_group): (usize, usize),
+    now: i64,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        for n in per_group / 2..per_group {
+            for g in (w..groups).step_by(3) {
+                let jobs = vec![grouped(qn, &group_name(g), n)];
+                while let Err(e) = (b.job_insert(JobInsertParams {
+                    jobs: jobs.clone(),
+                    now,
+                }))
+                .await
+                {
+                    assert!(e.is_transient(), "{e}");
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(3)).await;
+        }
+    })
+}
 
 /// Workers in several processes and producers adding to the groups meanwhile: a group never has
 /// two jobs running, and its jobs start in enqueue order.
 async fn groups_hold_under_concurrent_claimers_and_producers(db: Db) {
+    groups_under_concurrency(db, "gmany", false).await;
+}
+
+/// As above, with workers that complete each batch with their next claim (`job_complete_claim`,
+/// so turns are handed straight over).
+async fn turns_hold_under_concurrent_completing_claimers(db: Db) {
+    groups_under_concurrency(db, "gturns", true).await;
+}
+
+/// 3 processes of 3 workers each, and a producer in each process adding to the groups while they
+/// run; each worker completes its batch and promotes in its groups, or (`fold`) completes it
+/// with its next claim. Every job runs once, and the groups hold.
+async fn groups_under_concurrency(db: Db, qn: &'static str, fold: bool) {
     let now = db.now;
-    let qn = "gmany";
     let (groups, per_group) = (12usize, 10usize);
-    let name = |g: usize| format!("g{g}");
-    // Half of each group now, the other half from producers while the workers run.
-    let first: Vec<NewJob> = (0..per_group / 2)
-        .flat_map(|n| (0..groups).map(move |g| (g, n)))
-        .map(|(g, n)| grouped(qn, &name(g), n))
-        .collect();
-    ids(&db, first, now).await;
-    type Log = std::sync::Mutex<(HashSet<String>, Vec<(String, i64)>)>;
-    let log: Arc<Log> = Arc::default();
+    seed_groups(&db, qn, groups, per_group).await;
+    let log: Arc<GroupLog> = Arc::default();
     let mut handles = vec![];
     for w in 0..3 {
         let b = db.connect_again().await;
-        let p0 = JobClaimParams {
+        let p = JobClaimParams {
             owner: format!("p{w}"),
             ..claim(&db, qn, 4, now)
         };
-        let producer = {
-            let b = b.clone();
-            tokio::spawn(async move {
-                // Process w adds to groups w, w + 3, …: one producer per group keeps its order.
-                for n in per_group / 2..per_group {
-                    for g in (w..groups).step_by(3) {
-                        let jobs = vec![grouped(qn, &name(g), n)];
-                        loop {
-                            match b
-                                .job_insert(JobInsertParams {
-                                    jobs: jobs.clone(),
-                                    now,
-                                })
-                                .await
-                            {
-                                Ok(_) => break,
-                                Err(e) if e.is_transient() => continue,
-                                Err(e) => panic!("{e}"),
-                            }
-                        }
-                    }
-                    tokio::time::sleep(Duration::from_millis(3)).await;
-                }
-            })
-        };
-        let mut claimers = vec![];
-        for _ in 0..3 {
-            let (b, p, log) = (b.clone(), p0.clone(), log.clone());
-            claimers.push(tokio::spawn(async move {
-                let mut empty = 0;
-                while empty < 60 {
-                    let got = match b.job_claim(&p).await {
-                        Ok(got) => got,
-                        Err(e) if e.is_transient() => continue,
-                        Err(e) => panic!("{e}"),
-                    };
-                    if got.is_empty() {
-                        empty += 1;
-                        // What a worker's rescue pass does: promotions a crash or a race left.
-                        if empty % 10 == 0 {
-                            let _ = b.group_sweep(now).await;
-                        }
-                        tokio::time::sleep(Duration::from_millis(5)).await;
-                        continue;
-                    }
-                    empty = 0;
-                    for j in &got {
-                        let g = j.group.clone().expect("every job has a group");
-                        let mut l = log.lock().unwrap();
-                        assert!(l.0.insert(g.clone()), "two jobs of group {g} run at once");
-                        l.1.push((g, j.id));
-                    }
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                    let mut names = vec![];
-                    {
-                        let mut l = log.lock().unwrap();
-                        for j in &got {
-                            let g = j.group.clone().unwrap();
-                            l.0.remove(&g);
-                            names.push(g);
-                        }
-                    }
-                    let refs: Vec<JobRef> = got.iter().map(|c| c.job_ref()).collect();
-                    loop {
-                        let params = JobCompleteParams {
-                            jobs: refs.clone(),
-                            now,
-                            retention: Retention::Delete,
-                        };
-                        match b.job_complete(params).await {
-                            Ok(_) => break,
-                            Err(e) if e.is_transient() => continue,
-                            Err(e) => panic!("{e}"),
-                        }
-                    }
-                    loop {
-                        let params = GroupPromoteParams {
-                            queue: q(qn),
-                            groups: names.clone(),
-                            now,
-                        };
-                        match b.group_promote(params).await {
-                            Ok(_) => break,
-                            Err(e) if e.is_transient() => continue,
-                            Err(e) => panic!("{e}"),
-                        }
-                    }
-                }
-            }));
-        }
+        let producer = produce(b.clone(), qn, w, (groups, per_group), now);
+        let claimers: Vec<_> = (0..3)
+            .map(|_| tokio::spawn(group_worker(b.clone(), p.clone(), log.clone(), fold)))
+            .collect();
         handles.push(tokio::spawn(async move {
             producer.await.unwrap();
             for c in claimers {
@@ -454,16 +461,71 @@ async fn groups_hold_under_concurrent_claimers_and_producers(db: Db) {
     for h in handles {
         h.await.unwrap();
     }
-    let l = log.lock().unwrap();
-    assert_eq!(l.1.len(), groups * per_group, "every job ran once");
-    for g in 0..groups {
-        let order: Vec<i64> = (l.1.iter())
-            .filter(|(name_of, _)| *name_of == name(g))
-            .map(|(_, id)| *id)
-            .collect();
-        let mut want = order.clone();
-        want.sort_unstable();
-        assert_eq!(order, want, "group g{g} ran out of enqueue order");
+    log.check(groups, per_group);
+}
+
+/// One worker of `groups_under_concurrency`: until its claims find nothing 60 times in a row.
+async fn group_worker(b: Arc<dyn Backend>, p: JobClaimParams, log: Arc<GroupLog>, fold: bool) {
+    let (now, qn) = (p.now, p.queue.clone());
+    let (mut empty, mut got) = (0, vec![]);
+    while empty < 60 {
+        if got.is_empty() {
+            got = match b.job_claim(&p).await {
+                Ok(got) => got,
+                Err(e) if e.is_transient() => continue,
+                Err(e) => panic!("{e}"),
+            };
+        }
+        if got.is_empty() {
+            empty += 1;
+            // What a worker's rescue pass does: promotions a crash or a race left.
+            if empty % 10 == 0 {
+                let _ = b.group_sweep(now).await;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            continue;
+        }
+        empty = 0;
+        log.start(&got);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        log.finish(&got);
+        let complete = JobCompleteParams {
+            jobs: got.iter().map(|c| c.job_ref()).collect(),
+            now,
+            retention: Retention::Delete,
+        };
+        let groups: Vec<String> = got.iter().filter_map(|j| j.group.clone()).collect();
+        if fold {
+            let params = JobCompleteClaimParams {
+                complete,
+                claim: p.clone(),
+                expect_jobs: true,
+                groups,
+            };
+            got = loop {
+                match b.job_complete_claim(params.clone()).await {
+                    Ok(r) => {
+                        assert_eq!(r.completed.len(), params.complete.jobs.len());
+                        break r.claimed.unwrap();
+                    }
+                    Err(e) if e.is_transient() => continue,
+                    Err(e) => panic!("{e}"),
+                }
+            };
+            continue;
+        }
+        got = vec![];
+        while let Err(e) = b.job_complete(complete.clone()).await {
+            assert!(e.is_transient(), "{e}");
+        }
+        let promote = GroupPromoteParams {
+            queue: qn.clone(),
+            groups,
+            now,
+        };
+        while let Err(e) = b.group_promote(promote.clone()).await {
+            assert!(e.is_transient(), "{e}");
+        }
     }
 }
 
@@ -608,128 +670,6 @@ async fn a_finished_jobs_turn_goes_to_its_groups_next_job(db: Db) {
     assert_eq!(state_of(&db, id[4]).await, JobState::Available);
     db.b.queue_set_paused(&q(qn), false, now).await.unwrap();
     assert_eq!(sorted(&claimed_ids(&db, qn, now).await), vec![id[4], id[6]]);
-}
-
-/// Workers that complete each batch with their next claim (`job_complete_claim`, so turns are
-/// handed straight over), in several processes, while producers add to the groups: a group never
-/// has two jobs running, its jobs start in enqueue order, and every job runs once.
-async fn turns_hold_under_concurrent_completing_claimers(db: Db) {
-    let now = db.now;
-    let qn = "gturns";
-    let (groups, per_group) = (12usize, 10usize);
-    let name = |g: usize| format!("g{g}");
-    let first: Vec<NewJob> = (0..per_group / 2)
-        .flat_map(|n| (0..groups).map(move |g| (g, n)))
-        .map(|(g, n)| grouped(qn, &name(g), n))
-        .collect();
-    ids(&db, first, now).await;
-    type Log = std::sync::Mutex<(HashSet<String>, Vec<(String, i64)>)>;
-    let log: Arc<Log> = Arc::default();
-    let mut handles = vec![];
-    for w in 0..3 {
-        let b = db.connect_again().await;
-        let p0 = JobClaimParams {
-            owner: format!("p{w}"),
-            ..claim(&db, qn, 4, now)
-        };
-        let producer = {
-            let b = b.clone();
-            tokio::spawn(async move {
-                for n in per_group / 2..per_group {
-                    for g in (w..groups).step_by(3) {
-                        let jobs = vec![grouped(qn, &name(g), n)];
-                        while let Err(e) = (b.job_insert(JobInsertParams {
-                            jobs: jobs.clone(),
-                            now,
-                        }))
-                        .await
-                        {
-                            assert!(e.is_transient(), "{e}");
-                        }
-                    }
-                    tokio::time::sleep(Duration::from_millis(3)).await;
-                }
-            })
-        };
-        let mut claimers = vec![];
-        for _ in 0..3 {
-            let (b, p, log) = (b.clone(), p0.clone(), log.clone());
-            claimers.push(tokio::spawn(async move {
-                let (mut empty, mut got) = (0, vec![]);
-                while empty < 60 {
-                    if got.is_empty() {
-                        got = match b.job_claim(&p).await {
-                            Ok(got) => got,
-                            Err(e) if e.is_transient() => continue,
-                            Err(e) => panic!("{e}"),
-                        };
-                    }
-                    if got.is_empty() {
-                        empty += 1;
-                        if empty % 10 == 0 {
-                            let _ = b.group_sweep(now).await;
-                        }
-                        tokio::time::sleep(Duration::from_millis(5)).await;
-                        continue;
-                    }
-                    empty = 0;
-                    for j in &got {
-                        let g = j.group.clone().expect("every job has a group");
-                        let mut l = log.lock().unwrap();
-                        assert!(l.0.insert(g.clone()), "two jobs of group {g} run at once");
-                        l.1.push((g, j.id));
-                    }
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                    {
-                        let mut l = log.lock().unwrap();
-                        for j in &got {
-                            l.0.remove(j.group.as_deref().unwrap());
-                        }
-                    }
-                    let params = JobCompleteClaimParams {
-                        complete: JobCompleteParams {
-                            jobs: got.iter().map(|c| c.job_ref()).collect(),
-                            now,
-                            retention: Retention::Delete,
-                        },
-                        claim: p.clone(),
-                        expect_jobs: true,
-                        groups: got.iter().filter_map(|j| j.group.clone()).collect(),
-                    };
-                    got = loop {
-                        match b.job_complete_claim(params.clone()).await {
-                            Ok(r) => {
-                                assert_eq!(r.completed.len(), params.complete.jobs.len());
-                                break r.claimed.unwrap();
-                            }
-                            Err(e) if e.is_transient() => continue,
-                            Err(e) => panic!("{e}"),
-                        }
-                    };
-                }
-            }));
-        }
-        handles.push(tokio::spawn(async move {
-            producer.await.unwrap();
-            for c in claimers {
-                c.await.unwrap();
-            }
-        }));
-    }
-    for h in handles {
-        h.await.unwrap();
-    }
-    let l = log.lock().unwrap();
-    assert_eq!(l.1.len(), groups * per_group, "every job ran once");
-    for g in 0..groups {
-        let order: Vec<i64> = (l.1.iter())
-            .filter(|(name_of, _)| *name_of == name(g))
-            .map(|(_, id)| *id)
-            .collect();
-        let mut want = order.clone();
-        want.sort_unstable();
-        assert_eq!(order, want, "group g{g} ran out of enqueue order");
-    }
 }
 
 fn limited(db: &Db, queue: &str, limit: u32, now: i64, owner: &str) -> JobClaimParams {
