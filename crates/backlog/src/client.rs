@@ -486,8 +486,11 @@ impl Client {
             });
         }
         // With the rescue, whose dead jobs leave their group's running set: the ordered groups
-        // whose next job no finished job promoted (see `Backend::group_sweep`).
-        self.backend.group_sweep(now).await?;
+        // whose next job no finished job promoted (see `Backend::group_sweep`). The rescue
+        // stands when the sweep fails; the next pass sweeps again.
+        if let Err(e) = self.backend.group_sweep(now).await {
+            tracing::warn!(error = %e, "sweeping ordered groups failed; the next rescue pass will");
+        }
         Ok(rescued.len() as u64)
     }
 
