@@ -778,13 +778,12 @@ impl Dialect for MySqlBackend {
             // The groups whose turn no job took, under their locks: their next jobs are
             // available to this very claim.
             let left = shared::groups_left(groups, &claimed);
-            let mut promoted = 0;
-            if !left.is_empty() {
-                batch::GroupOps::group_lock(&mut *tx, queue, &left).await?;
-                promoted =
-                    batch::GroupOps::group_promote_locked(&mut *tx, queue, &left, p.claim.now)
-                        .await?;
-            }
+            let promoted = match left.is_empty() {
+                true => 0,
+                false => {
+                    batch::GroupOps::group_promote_on(&mut *tx, queue, &left, p.claim.now).await?
+                }
+            };
             let limit = p.claim.limit.saturating_sub(claimed.len() as u32);
             if limit > 0 {
                 let handed = claimed.len();

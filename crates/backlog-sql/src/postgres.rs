@@ -223,12 +223,10 @@ impl PgBackend {
             .await
             .db()?;
             let left = shared::groups_left(&p.groups, &handed);
-            let mut promoted = 0;
-            if !left.is_empty() {
-                batch::GroupOps::group_lock(&mut *tx, queue, &left).await?;
-                promoted =
-                    batch::GroupOps::group_promote_locked(&mut *tx, queue, &left, c.now).await?;
-            }
+            let promoted = match left.is_empty() {
+                true => 0,
+                false => batch::GroupOps::group_promote_on(&mut *tx, queue, &left, c.now).await?,
+            };
             tx.commit().await.db()?;
             Ok((rows, handed, promoted))
         })
