@@ -4,8 +4,7 @@ use backlog::{Job, QueueInfo, QueueSettings, QueueStats, format_duration};
 
 /// A time in microseconds since the epoch, as RFC 3339 UTC.
 pub fn time(us: i64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_micros(us.max(0) as u64);
-    humantime::format_rfc3339_millis(t).to_string()
+    humantime::format_rfc3339_millis(backlog::view::system_time(us)).to_string()
 }
 
 /// `job show`.
@@ -143,20 +142,28 @@ pub fn settings(q: &QueueSettings) -> String {
             .map(|c| c.to_string())
             .unwrap_or_else(|| "worker's setting".into())
     ) + &format!(
-        "global limit  {}\nrate limit    {}\ngroups        {} at a time, on failure {}\n",
+        "global limit  {}\nrate limit    {}\ngroups        {} at a time, on failure {}\ngroup rate    {}\n",
         q.global_concurrency
             .map(|c| format!("{c} running at once, every process"))
             .unwrap_or_else(|| "none".into()),
-        q.rate_limit
-            .map(|r| format!(
-                "{} starts per {}, every process",
-                r.starts,
-                format_duration(r.period)
-            ))
-            .unwrap_or_else(|| "none".into()),
+        rate(q.rate_limit, "every process"),
         q.group_concurrency,
         q.group_on_failure.as_str(),
+        rate(q.group_rate_limit, "in each group, every process"),
     )
+}
+
+/// A rate limit as `queue show` tells it.
+fn rate(limit: Option<backlog::RateLimit>, scope: &str) -> String {
+    limit
+        .map(|r| {
+            format!(
+                "{} starts per {}, {scope}",
+                r.starts,
+                format_duration(r.period)
+            )
+        })
+        .unwrap_or_else(|| "none".into())
 }
 
 /// `queue show`, after the settings: what runs against the limits, and the groups held up.
@@ -171,10 +178,14 @@ pub fn flow(q: &QueueSettings, f: &backlog::QueueFlow) -> String {
         f.waiting_groups,
     );
     if !f.blocked.is_empty() {
-        s.push_str("blocked groups (a failed job holds each until it succeeds or is dead):\n");
+        s.push_str("blocked groups (a failed job holds each until it succeeds or is dead; a group's rate limit holds the rest):\n");
         for b in &f.blocked {
+            let when = match b.reason {
+                backlog::BlockReason::Retry => "retries at",
+                backlog::BlockReason::Rate => "rate limit, starts at",
+            };
             s.push_str(&format!(
-                "  {:<24} job {} retries at {}; {} waiting behind it\n",
+                "  {:<24} job {} {when} {}; {} waiting behind it\n",
                 b.group,
                 b.job_id,
                 time(b.retry_at),

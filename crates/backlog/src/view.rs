@@ -16,8 +16,18 @@ use crate::{Error, ErrorRecord, Job, Result};
 
 /// A time in microseconds since the epoch as RFC 3339 UTC, to the microsecond.
 pub fn rfc3339(us: i64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_micros(us.max(0) as u64);
-    humantime::format_rfc3339_micros(t).to_string()
+    humantime::format_rfc3339_micros(system_time(us)).to_string()
+}
+
+/// The last microsecond RFC 3339 can write (9999-12-31T23:59:59.999999Z).
+const RFC3339_LAST_US: i64 = 253_402_300_799_999_999;
+
+/// A stored time (µs since the epoch) as a `SystemTime` that RFC 3339 can write: a time before
+/// the epoch or after the year 9999 (a row written by hand) is shown at the nearest end rather
+/// than failing the whole answer.
+pub fn system_time(us: i64) -> std::time::SystemTime {
+    let us = us.clamp(0, RFC3339_LAST_US) as u64;
+    std::time::UNIX_EPOCH + std::time::Duration::from_micros(us)
 }
 
 /// Stored JSON text as JSON, verbatim.
