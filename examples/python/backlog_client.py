@@ -821,7 +821,8 @@ WHERE id IN (
     SELECT id FROM backlog_job
     WHERE queue = ?5 AND state = 'available' AND run_at <= ?4
       AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL
+                                                                       OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
     ORDER BY priority, run_at, id
     LIMIT ?7
 )
@@ -846,7 +847,8 @@ WHERE id IN (
     SELECT id FROM backlog_job
     WHERE queue = ?5 AND state = 'available' AND run_at <= ?4
       AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL
+                                                                       OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
     ORDER BY priority, run_at DESC, id DESC
     LIMIT ?7
 )
@@ -977,7 +979,7 @@ QUERIES["sqlite/queue_get.sql"] = """\
 -- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
        retention, concurrency, global_concurrency, group_concurrency, group_on_failure,
-       rate_limit, rate_period_ms
+       rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms
 FROM backlog_queue WHERE name = ?1
 """
 
@@ -996,7 +998,8 @@ WITH picked AS (
     SELECT id FROM backlog_job
     WHERE queue = $5 AND state = 'available' AND run_at <= $4
       AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL
+                                                                       OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
     ORDER BY priority, run_at, id
     LIMIT $7
     FOR UPDATE SKIP LOCKED
@@ -1025,7 +1028,8 @@ WITH picked AS (
     SELECT id FROM backlog_job
     WHERE queue = $5 AND state = 'available' AND run_at <= $4
       AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL
+                                                                       OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
     ORDER BY priority, run_at DESC, id DESC
     LIMIT $7
     FOR UPDATE SKIP LOCKED
@@ -1170,7 +1174,7 @@ QUERIES["postgres/queue_get.sql"] = """\
 -- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
        retention, concurrency, global_concurrency, group_concurrency, group_on_failure,
-       rate_limit, rate_period_ms
+       rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms
 FROM backlog_queue WHERE name = $1
 """
 
@@ -1190,7 +1194,8 @@ SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS atte
 FROM backlog_job FORCE INDEX (backlog_job_claim)
 WHERE queue = ? AND state = 'available' AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
-  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
+                                                                  OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
 ORDER BY priority, run_at, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED
@@ -1211,7 +1216,8 @@ SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS atte
 FROM backlog_job FORCE INDEX (backlog_job_claim)
 WHERE queue = ? AND state = 'available' AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
-  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
+                                                                  OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
 ORDER BY priority, run_at DESC, id DESC
 LIMIT ?
 FOR UPDATE SKIP LOCKED
@@ -1372,7 +1378,7 @@ QUERIES["mysql/queue_get.sql"] = """\
 -- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
        retention, concurrency, global_concurrency, group_concurrency, group_on_failure,
-       rate_limit, rate_period_ms
+       rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms
 FROM backlog_queue WHERE name = ?
 """
 

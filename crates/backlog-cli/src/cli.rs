@@ -459,9 +459,14 @@ pub struct QueueSetArgs {
     /// `none` lifts the limit.
     #[arg(long, value_parser = parse_rate_limit, value_name = "N/PERIOD|none")]
     pub rate_limit: Option<RateLimitArg>,
+    /// At most N job starts per period in each ordered group of the queue, over every process,
+    /// e.g. `10/1m`; `none` lifts the limit. A job whose turn comes beyond its group's limit
+    /// waits, available, until the limit lets it start.
+    #[arg(long, value_parser = parse_rate_limit, value_name = "N/PERIOD|none")]
+    pub group_rate_limit: Option<RateLimitArg>,
 }
 
-/// `--rate-limit`: a limit, or none.
+/// `--rate-limit`, `--group-rate-limit`: a limit, or none.
 #[derive(Debug, Clone, Copy)]
 pub struct RateLimitArg(pub Option<backlog::RateLimit>);
 

@@ -71,6 +71,58 @@ fn flow_control_from_the_command_line() {
     }
 }
 
+/// `--group-rate-limit`: set, shown, held-up groups told apart by why, lifted, and refused when
+/// bad without changing anything.
+#[test]
+fn group_rate_limit_from_the_command_line() {
+    for db in TestDb::all() {
+        let set = db.ok(&["queue", "set", "sync", "--group-rate-limit", "10/1m"]);
+        assert!(
+            set.contains("group rate    10 starts per 1m, in each group, every process"),
+            "{set}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&db.ok(&["queue", "show", "sync", "--json"])).unwrap();
+        assert_eq!(json["group_rate_limit"]["starts"], 10, "{json}");
+        assert_eq!(json["group_rate_limit"]["period"], "1m", "{json}");
+        for (bad, needle) in [
+            ("0/1s", "rate limit"),
+            ("ten/1m", "rate limit"),
+            ("5/0s", "rate limit"),
+        ] {
+            db.fails(&["queue", "set", "sync", "--group-rate-limit", bad], needle);
+        }
+        let kept = db.sql("SELECT group_rate_limit FROM backlog_queue WHERE name = 'sync'");
+        assert_eq!(kept.trim(), "10");
+        // A group whose next job its rate limit holds back (one not run yet, due later) shows as
+        // held by the limit, beside one held by a failed job's retry.
+        db.ok(&["enqueue", "sync", "{}", "--group", "acct-9"]);
+        db.ok(&["enqueue", "sync", "{}", "--group", "acct-9"]);
+        db.ok(&["enqueue", "sync", "{}", "--group", "acct-7"]);
+        let far = i64::MAX / 4;
+        db.sql(&format!(
+            "UPDATE backlog_job SET run_at = {far} WHERE queue = 'sync' AND state = 'available'"
+        ));
+        db.sql(&format!(
+            "UPDATE backlog_job SET attempt = 1 WHERE queue = 'sync' AND group_key = 'acct-7'"
+        ));
+        let show = db.ok(&["queue", "show", "sync"]);
+        let line = |group: &str| {
+            show.lines()
+                .find(|l| l.trim_start().starts_with(group))
+                .unwrap_or_else(|| panic!("no {group} in {show}"))
+                .to_owned()
+        };
+        assert!(line("acct-9").contains("rate limit, starts at"), "{show}");
+        assert!(line("acct-9").contains("1 waiting behind it"), "{show}");
+        assert!(line("acct-7").contains("retries at"), "{show}");
+        let lifted = db.ok(&["queue", "set", "sync", "--group-rate-limit", "none"]);
+        assert!(lifted.contains("group rate    none"), "{lifted}");
+        let stored = db.sql("SELECT COUNT(*) FROM backlog_queue WHERE group_rate_limit IS NULL");
+        assert_eq!(stored.trim(), "1");
+    }
+}
+
 /// `bench --flow` runs on every backend: both drains complete every job, and the global limit's
 /// samples never pass it.
 #[test]

@@ -38,8 +38,8 @@ pub use duration::{format_duration, parse_duration};
 pub use error::{DbErrorKind, Error, Result};
 pub use job::{ClaimedJob, EnqueueOutcome, ErrorRecord, Job, JobRef, NewJob};
 pub use queue::{
-    BlockedGroup, GroupFailure, Ordering, QueueFlow, QueueInfo, QueueSettings, QueueStats,
-    RateLimit, Retention,
+    BlockReason, BlockedGroup, GroupFailure, Ordering, QueueFlow, QueueInfo, QueueSettings,
+    QueueStats, RateLimit, Retention,
 };
 pub use stat::{
     AuditEntry, AuditListParams, StatCounts, StatDepth, StatRow, WAIT_BOUNDS_US, minute_of,

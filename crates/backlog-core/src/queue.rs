@@ -118,6 +118,10 @@ pub struct QueueSettings {
     /// At most this many job starts per period in the queue, over every process (`None`: no
     /// limit).
     pub rate_limit: Option<RateLimit>,
+    /// At most this many job starts per period in each ordered group of the queue, over every
+    /// process (`None`: no limit). Counted as a group's jobs take their turns: a job made ready
+    /// beyond its group's limit waits, available and not due, until the limit lets it start.
+    pub group_rate_limit: Option<RateLimit>,
 }
 
 /// A rate limit: at most `starts` job starts per `period` (a token bucket of `starts` tokens
@@ -146,6 +150,30 @@ impl RateLimit {
             return Err(bad());
         }
         Ok(RateLimit { starts, period })
+    }
+}
+
+impl RateLimit {
+    /// The time one start takes from the bucket, in microseconds: `period / starts`, rounded up
+    /// (so that a period never holds one start more than the limit).
+    pub fn step(&self) -> i64 {
+        let period = self.period.as_micros().min(i64::MAX as u128) as u64;
+        period.div_ceil(u64::from(self.starts.max(1))).max(1) as i64
+    }
+
+    /// Paces one start under this limit by the generic cell rate algorithm (a token bucket
+    /// told as one time): `at` is the limit's theoretical arrival time as stored (`None` at
+    /// first), `now` the time of the start. Returns when the start may happen (`now`, or later
+    /// when the bucket is empty) and the arrival time to store. Starts spread evenly at
+    /// `period / starts` apart once a burst of `starts` is spent; times in microseconds. A
+    /// stored time ahead of `now` by more than the limit allows (another process's clock) is
+    /// trusted: the start waits rather than the limit break.
+    pub fn pace(&self, at: Option<i64>, now: i64) -> (i64, i64) {
+        let step = self.step();
+        let tolerance = step * (i64::from(self.starts.max(1)) - 1);
+        // A bucket of `starts` tokens: a start may come `tolerance` before its arrival time.
+        let tat = at.map_or(now, |at| at.max(now));
+        ((tat - tolerance).max(now), tat + step)
     }
 }
 
@@ -219,6 +247,7 @@ impl QueueSettings {
             group_concurrency: 1,
             group_on_failure: GroupFailure::Block,
             rate_limit: None,
+            group_rate_limit: None,
         }
     }
 }
@@ -237,17 +266,50 @@ pub struct QueueFlow {
     pub blocked: Vec<BlockedGroup>,
 }
 
-/// An ordered group held up by a failed job that waits to retry.
+/// An ordered group held up by its next job not being due: a failed job waiting to retry, or a
+/// job its group's rate limit holds back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BlockedGroup {
     /// The group key.
     pub group: String,
-    /// The failed job that holds the group.
+    /// The job that holds the group.
     pub job_id: i64,
-    /// When it is retried.
+    /// When it runs (is retried, or its group's rate limit lets it start).
     pub retry_at: i64,
+    /// Why: `retry` (it failed and waits out its backoff) or `rate` (it has not run yet, and
+    /// its group's rate limit holds it back).
+    pub reason: BlockReason,
     /// Jobs of the group waiting behind it.
     pub waiting: i64,
+}
+
+/// Why an ordered group is held up ([`BlockedGroup`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BlockReason {
+    /// A failed job waits out its backoff before its retry (`group_on_failure = block`).
+    Retry,
+    /// A job not run yet waits for its group's rate limit.
+    Rate,
+}
+
+impl BlockReason {
+    /// The reason for a held job that has made `attempts` attempts so far.
+    pub fn of_attempts(attempts: i32) -> Self {
+        if attempts > 0 {
+            BlockReason::Retry
+        } else {
+            BlockReason::Rate
+        }
+    }
+
+    /// The name shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockReason::Retry => "retry",
+            BlockReason::Rate => "rate",
+        }
+    }
 }
 
 /// A queue in the queue list.
@@ -299,5 +361,53 @@ impl QueueStats {
             JobState::Waiting => &mut self.waiting,
         };
         *slot += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEC: i64 = 1_000_000;
+
+    #[test]
+    fn pace_lets_a_burst_through_then_spaces_starts_evenly() {
+        let limit = RateLimit::parse("3/1s").unwrap();
+        let now = 100 * SEC;
+        let mut at = None;
+        let mut starts = vec![];
+        for _ in 0..6 {
+            let (start, next) = limit.pace(at, now);
+            starts.push(start - now);
+            at = Some(next);
+        }
+        // Three at once (a full bucket), then one every third of a second as it refills: the
+        // queue-wide limit's token bucket, told as one time.
+        assert_eq!(starts, [0, 0, 0, 333_334, 666_668, 1_000_002]);
+    }
+
+    #[test]
+    fn pace_refills_with_time_and_never_beyond_the_burst() {
+        let limit = RateLimit::parse("2/1s").unwrap();
+        let now = 100 * SEC;
+        let (_, at) = limit.pace(None, now);
+        let (_, at) = limit.pace(Some(at), now);
+        // Empty: the next start waits half a second.
+        assert_eq!(limit.pace(Some(at), now).0, now + SEC / 2);
+        // An hour later the bucket is full again, and holds two, not thousands.
+        let later = now + 3600 * SEC;
+        let (s1, at) = limit.pace(Some(at), later);
+        let (s2, at) = limit.pace(Some(at), later);
+        let (s3, _) = limit.pace(Some(at), later);
+        assert_eq!((s1, s2, s3), (later, later, later + SEC / 2));
+    }
+
+    #[test]
+    fn pace_with_one_start_per_period_spaces_every_start() {
+        let limit = RateLimit::parse("1/1m").unwrap();
+        let (s1, at) = limit.pace(None, 0);
+        let (s2, at) = limit.pace(Some(at), 0);
+        let (s3, _) = limit.pace(Some(at), 10 * SEC);
+        assert_eq!((s1, s2, s3), (0, 60 * SEC, 120 * SEC));
     }
 }

@@ -46,9 +46,11 @@ impl State {
     }
 
     /// `group_promote.sql`: in each group, the first due waiting jobs (in enqueue order) made
-    /// available while fewer than the queue's group concurrency are available or running.
+    /// available while fewer than the queue's group concurrency are available or running; under
+    /// a group rate limit, each paced (`group_pace.sql`): due when the limit lets it start.
     pub fn group_promote(&mut self, queue: &str, groups: &[String], now: i64) -> u64 {
         let room = self.queues.get(queue).map_or(1, |q| q.group_concurrency) as usize;
+        let rate = self.queues.get(queue).and_then(|q| q.group_rate_limit);
         let mut promoted = 0;
         for group in groups {
             let of_group = |j: &&Job| j.queue == queue && j.group.as_deref() == Some(group);
@@ -63,8 +65,21 @@ impl State {
                 let Some(id) = next.filter(|_| active < room) else {
                     break;
                 };
-                self.jobs.update(id, |j| j.state = JobState::Available);
-                self.woke(queue);
+                let key = (queue.to_owned(), group.clone());
+                let start = rate.map_or(now, |r| {
+                    let (start, at) = r.pace(self.group_rate.get(&key).copied(), now);
+                    self.group_rate.insert(key, at);
+                    start
+                });
+                self.jobs.update(id, |j| {
+                    j.state = JobState::Available;
+                    if start > now {
+                        j.run_at = start;
+                    }
+                });
+                if start <= now {
+                    self.woke(queue);
+                }
                 promoted += 1;
             }
         }
@@ -107,6 +122,7 @@ impl State {
                     group,
                     job_id: j.id,
                     retry_at: j.run_at,
+                    reason: backlog_core::BlockReason::of_attempts(j.attempt),
                 })
             })
             .collect();
@@ -187,7 +203,8 @@ impl State {
         let mut limit = p.limit as usize;
         let global = settings.and_then(|q| q.global_concurrency);
         let rate = settings.and_then(|q| q.rate_limit);
-        if (global.is_some() || rate.is_some()) && !p.global_limit {
+        let group_rate = settings.and_then(|q| q.group_rate_limit);
+        if (global.is_some() || rate.is_some() || group_rate.is_some()) && !p.global_limit {
             return vec![];
         }
         if let Some(max) = global {
@@ -220,7 +237,8 @@ impl State {
         }
         let token = self.new_token();
         let expires = p.now + p.lease.as_micros() as i64;
-        ids.into_iter()
+        let claimed: Vec<ClaimedJob> = ids
+            .into_iter()
             .filter_map(|id| {
                 self.jobs.update(id, |j| {
                     j.state = JobState::Running;
@@ -246,7 +264,21 @@ impl State {
                     }
                 })
             })
-            .collect()
+            .collect();
+        // `group_rate_started.sql`: each group's rate-limit time at least this start's.
+        if let Some(r) = group_rate {
+            let by = p.now + r.step();
+            for group in claimed.iter().filter_map(|j| j.group.clone()) {
+                // Only a group paced before has a time to move (its promotion made it).
+                if let Some(at) = self
+                    .group_rate
+                    .get_mut(&(p.queue.as_str().to_owned(), group))
+                {
+                    *at = (*at).max(by);
+                }
+            }
+        }
+        claimed
     }
 
     /// Whether a job is running under this lease.

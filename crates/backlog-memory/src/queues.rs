@@ -33,6 +33,14 @@ fn stored(s: &QueueSettings) -> Result<QueueSettings> {
             "rate_period_ms >= 1",
             s.rate_limit.is_none_or(|r| ms(r.period) >= 1),
         ),
+        (
+            "group_rate_limit >= 1",
+            s.group_rate_limit.is_none_or(|r| r.starts as i32 >= 1),
+        ),
+        (
+            "group_rate_period_ms >= 1",
+            s.group_rate_limit.is_none_or(|r| ms(r.period) >= 1),
+        ),
     ];
     if let Some((check, _)) = checks.iter().find(|(_, ok)| !ok) {
         return Err(check_violation(format!("{check} (queue {})", s.name)));

@@ -32,6 +32,8 @@ pub(crate) struct State {
     claims: u64,
     /// `backlog_queue.rate_tokens` and `rate_at`: each rate-limited queue's token bucket.
     pub rate: HashMap<String, (f64, i64)>,
+    /// `backlog_group.rate_at`, by (queue, group): each group's rate-limit arrival time.
+    pub group_rate: HashMap<(String, String), i64>,
 }
 
 /// A `backlog_leader` row.

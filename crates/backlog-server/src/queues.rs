@@ -106,6 +106,11 @@ pub struct SettingsRequest {
     #[serde(default, deserialize_with = "present_text")]
     #[schema(value_type = Option<String>)]
     pub rate_limit: Option<Option<String>>,
+    /// At most N job starts per period in each ordered group over every process, `N/PERIOD`
+    /// (e.g. `10/1m`); `null` lifts the limit.
+    #[serde(default, deserialize_with = "present_text")]
+    #[schema(value_type = Option<String>)]
+    pub group_rate_limit: Option<Option<String>>,
 }
 
 /// A text field that may be `null`: absent is `None`, `null` is `Some(None)`.
@@ -154,6 +159,9 @@ impl SettingsRequest {
         }
         if let Some(v) = &self.rate_limit {
             s.rate_limit = v.as_deref().map(backlog::RateLimit::parse).transpose()?;
+        }
+        if let Some(v) = &self.group_rate_limit {
+            s.group_rate_limit = v.as_deref().map(backlog::RateLimit::parse).transpose()?;
         }
         Ok(())
     }

@@ -168,6 +168,9 @@ pub struct SettingsView {
     pub group_on_failure: String,
     /// At most this many job starts per period over every process, `N/PERIOD` (absent: none).
     pub rate_limit: Option<String>,
+    /// At most this many job starts per period in each ordered group over every process,
+    /// `N/PERIOD` (absent: none).
+    pub group_rate_limit: Option<String>,
 }
 
 impl From<&QueueSettings> for SettingsView {
@@ -186,6 +189,7 @@ impl From<&QueueSettings> for SettingsView {
             group_concurrency: s.group_concurrency,
             group_on_failure: s.group_on_failure.as_str().to_owned(),
             rate_limit: s.rate_limit.map(|r| r.to_string()),
+            group_rate_limit: s.group_rate_limit.map(|r| r.to_string()),
         }
     }
 }
@@ -199,19 +203,22 @@ pub struct FlowView {
     pub waiting: i64,
     /// Groups with jobs waiting.
     pub waiting_groups: i64,
-    /// Groups held by a failed job waiting to retry, most jobs behind it first (at most 20).
+    /// Groups held up by their next job not being due (a failed job waiting to retry, or the
+    /// group's rate limit), most jobs behind it first (at most 20).
     pub blocked: Vec<BlockedView>,
 }
 
-/// An ordered group held by a failed job that waits to retry.
+/// An ordered group held up by its next job not being due.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct BlockedView {
     /// The group key.
     pub group: String,
-    /// The failed job holding it.
+    /// The job holding it.
     pub job_id: i64,
-    /// When that job is retried (RFC 3339).
+    /// When that job runs: is retried, or its group's rate limit lets it start (RFC 3339).
     pub retry_at: String,
+    /// `retry` (a failed job waits out its backoff) or `rate` (the group's rate limit).
+    pub reason: String,
     /// Jobs of the group waiting behind it.
     pub waiting: i64,
 }
@@ -227,6 +234,7 @@ impl From<&backlog::QueueFlow> for FlowView {
                     group: b.group.clone(),
                     job_id: b.job_id,
                     retry_at: rfc3339(b.retry_at),
+                    reason: b.reason.as_str().to_owned(),
                     waiting: b.waiting,
                 })
                 .collect(),

@@ -383,7 +383,8 @@ async fn queue_administration(engine: Engine) {
                 json!({"max_attempts": 2, "backoff_base": "2s", "backoff_max": "1m", "lease": "45s",
                         "order": "lifo", "retention": "archive", "concurrency": 4,
                         "global_concurrency": 7, "group_concurrency": 2,
-                        "group_on_failure": "next", "rate_limit": "50/1m"}),
+                        "group_on_failure": "next", "rate_limit": "50/1m",
+                        "group_rate_limit": "5/1s"}),
             ),
         )
         .await;
@@ -392,7 +393,7 @@ async fn queue_administration(engine: Engine) {
         json!({"name": "reports", "paused": false, "max_attempts": 2, "backoff_base": "2s",
                "backoff_max": "1m", "lease": "45s", "order": "lifo", "retention": "archive",
                "concurrency": 4, "global_concurrency": 7, "group_concurrency": 2,
-               "group_on_failure": "next", "rate_limit": "50/1m"})
+               "group_on_failure": "next", "rate_limit": "50/1m", "group_rate_limit": "5/1s"})
     );
     assert_eq!(
         q["flow"],
@@ -412,6 +413,8 @@ async fn queue_administration(engine: Engine) {
         (json!({"group_concurrency": 0}), "value_out_of_range"),
         (json!({"group_on_failure": "skip"}), "option_invalid"),
         (json!({"rate_limit": "0/1s"}), "option_invalid"),
+        (json!({"group_rate_limit": "5/never"}), "option_invalid"),
+        (json!({"group_rate_limit": 5}), "body_invalid"),
     ] {
         api.fails(
             Method::PATCH,
@@ -424,6 +427,7 @@ async fn queue_administration(engine: Engine) {
     }
     let unchanged = api.ok(Method::GET, "/api/v1/queues/reports", None).await;
     assert_eq!(unchanged["settings"]["group_concurrency"], json!(2));
+    assert_eq!(unchanged["settings"]["group_rate_limit"], json!("5/1s"));
     // A partial change keeps the rest.
     let q = api
         .ok(

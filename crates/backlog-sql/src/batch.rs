@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use backlog_core::{EnqueueOutcome, NewJob, Result};
+use backlog_core::{EnqueueOutcome, NewJob, RateLimit, Result};
 
 use crate::rows::unique_slot;
 
@@ -35,6 +35,57 @@ pub(crate) trait GroupOps {
         groups: &[String],
         now: i64,
     ) -> Result<u64>;
+    /// The stored rate-limit times of these groups (sorted, distinct), locked.
+    async fn group_rate_get(
+        &mut self,
+        queue: &str,
+        groups: &[String],
+    ) -> Result<Vec<(String, Option<i64>)>>;
+    /// Stores the rate-limit times of groups, and moves paced jobs' run_at: `rates` are
+    /// (group, rate_at), `paced` (job id, run_at).
+    async fn group_rate_set(
+        &mut self,
+        queue: &str,
+        rates: &[(String, i64)],
+        paced: &[(i64, i64)],
+    ) -> Result<()>;
+    /// Paces jobs just promoted (`promoted`: id and group, one job per group) under the queue's
+    /// group rate limit: each group's start taken from its bucket (`RateLimit::pace`), and a job
+    /// the bucket does not let start yet made due when it does. Under the groups' locks.
+    async fn group_pace(
+        &mut self,
+        queue: &str,
+        promoted: &[(i64, String)],
+        rate: RateLimit,
+        now: i64,
+    ) -> Result<()> {
+        let mut groups: Vec<String> = promoted.iter().map(|(_, g)| g.clone()).collect();
+        groups.sort_unstable();
+        groups.dedup();
+        let stored: HashMap<String, Option<i64>> = self
+            .group_rate_get(queue, &groups)
+            .await?
+            .into_iter()
+            .collect();
+        let mut rates: HashMap<String, i64> = HashMap::new();
+        let mut paced = vec![];
+        let mut jobs = promoted.to_vec();
+        jobs.sort_unstable();
+        for (id, group) in jobs {
+            let at = rates
+                .get(&group)
+                .copied()
+                .or(stored.get(&group).copied().flatten());
+            let (start, next) = rate.pace(at, now);
+            rates.insert(group, next);
+            if start > now {
+                paced.push((id, start));
+            }
+        }
+        let mut rates: Vec<(String, i64)> = rates.into_iter().collect();
+        rates.sort_unstable();
+        self.group_rate_set(queue, &rates, &paced).await
+    }
     /// Locks these groups and promotes in them.
     async fn group_promote_on(&mut self, queue: &str, groups: &[String], now: i64) -> Result<u64> {
         self.group_lock(queue, groups).await?;
@@ -195,4 +246,33 @@ pub(crate) async fn insert_all<O: InsertOps>(
         })?);
     }
     Ok(out)
+}
+
+/// A promotion's rows as the dialects' `group_promote` return them: (id, group, the queue's group
+/// concurrency, its group rate limit's starts and period in milliseconds).
+pub(crate) type Promoted = (i64, String, i32, Option<i32>, i64);
+
+/// The group rate limit the rows of a promotion carry (the queue's, the same on every row).
+pub(crate) fn group_rate_of(rows: &[Promoted]) -> Option<RateLimit> {
+    let &(_, _, _, starts, period_ms) = rows.first()?;
+    Some(RateLimit {
+        starts: starts?.max(1) as u32,
+        period: std::time::Duration::from_millis(period_ms.max(1) as u64),
+    })
+}
+
+/// Paces the jobs of one promotion round where the queue has a group rate limit; whether another
+/// round may promote more (a group concurrency above 1).
+pub(crate) async fn after_round<G: GroupOps>(
+    conn: &mut G,
+    queue: &str,
+    rows: Vec<Promoted>,
+    now: i64,
+) -> Result<bool> {
+    let more = rows.first().is_some_and(|r| r.2 > 1);
+    if let Some(rate) = group_rate_of(&rows) {
+        let promoted: Vec<(i64, String)> = rows.into_iter().map(|r| (r.0, r.1)).collect();
+        conn.group_pace(queue, &promoted, rate, now).await?;
+    }
+    Ok(more)
 }

@@ -221,7 +221,29 @@ macro_rules! store_bucket {
     };
 }
 
-pub(crate) use {limited_room, store_bucket};
+/// Records the starts of a claim under a queue's limits in the ordered groups of the jobs it
+/// took (`$groups`: their group keys, any order, repeats allowed), where the queue has a group
+/// rate limit (`group_rate_started`, in the claim's transaction on `$conn`). `$list` turns the
+/// sorted keys (`Vec<String>`, named `$g`) into the statement's argument.
+macro_rules! store_group_starts {
+    ($cat:ident, $conn:expr, $p:expr, $limits:expr, $groups:expr, |$g:ident| $list:expr) => {
+        if let Some(by) = $limits.group_started_by($p.now) {
+            let mut groups: Vec<String> = $groups;
+            groups.sort_unstable();
+            groups.dedup();
+            if !groups.is_empty() {
+                let $g = groups;
+                $cat::group_rate_started($p.queue.as_str(), $list, by)
+                    .query()
+                    .execute(&mut *$conn)
+                    .await
+                    .db()?;
+            }
+        }
+    };
+}
+
+pub(crate) use {limited_room, store_bucket, store_group_starts};
 
 /// Most groups one sweep promotes in (the next sweep takes the rest).
 pub(crate) const SWEEP_GROUPS: i64 = 1000;
@@ -488,7 +510,7 @@ macro_rules! sql_backend {
                         .fetch_one(&self.pool)
                         .await
                         .db()?;
-                let blocked: Vec<(String, i64, i64, i64)> =
+                let blocked: Vec<(String, i64, i64, i32, i64)> =
                     $cat::group_blocked(queue.as_str(), now, 20)
                         .as_()
                         .fetch_all(&self.pool)
@@ -500,11 +522,14 @@ macro_rules! sql_backend {
                     waiting_groups,
                     blocked: blocked
                         .into_iter()
-                        .map(|(group, job_id, retry_at, waiting)| backlog_core::BlockedGroup {
-                            group,
-                            job_id,
-                            retry_at,
-                            waiting,
+                        .map(|(group, job_id, retry_at, attempts, waiting)| {
+                            backlog_core::BlockedGroup {
+                                group,
+                                job_id,
+                                retry_at,
+                                reason: backlog_core::BlockReason::of_attempts(attempts),
+                                waiting,
+                            }
                         })
                         .collect(),
                 })
@@ -619,6 +644,9 @@ macro_rules! sql_backend {
                     s.group_on_failure.as_str(),
                     s.rate_limit.map(|r| r.starts as i32),
                     s.rate_limit
+                        .map_or(1000, |r| (r.period.as_millis() as i64).max(1)),
+                    s.group_rate_limit.map(|r| r.starts as i32),
+                    s.group_rate_limit
                         .map_or(1000, |r| (r.period.as_millis() as i64).max(1)),
                     now,
                 );

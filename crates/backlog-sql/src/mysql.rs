@@ -345,6 +345,8 @@ async fn claim_limited_on(
     };
     let jobs = claim_with(conn, p, room as u32, claim).await?;
     crate::engine::store_bucket!(cat, conn, p, limits, jobs.len());
+    let groups = jobs.iter().filter_map(|j| j.group.clone()).collect();
+    crate::engine::store_group_starts!(cat, conn, p, limits, groups, |g| &shared::json_list(&g));
     Ok(jobs)
 }
 
@@ -1059,16 +1061,21 @@ impl batch::GroupOps for MySqlConnection {
         let list = serde_json::to_string(groups).expect("strings serialize");
         let mut promoted = 0;
         for _ in 0..batch::PROMOTE_ROUNDS {
-            let next: Vec<(Option<i64>, i32)> = cat::group_next(queue, now, &list)
-                .as_()
-                .fetch_all(&mut *self)
-                .await
-                .db()?;
-            let room = next.first().map_or(1, |&(_, room)| room);
-            let ids: Vec<i64> = next.into_iter().filter_map(|(id, _)| id).collect();
-            if ids.is_empty() {
+            let next: Vec<(Option<i64>, String, i32, Option<i32>, i64)> =
+                cat::group_next(queue, now, &list)
+                    .as_()
+                    .fetch_all(&mut *self)
+                    .await
+                    .db()?;
+            let rows: Vec<batch::Promoted> = (next.into_iter())
+                .filter_map(|(id, group, room, rate, period)| {
+                    Some((id?, group, room, rate, period))
+                })
+                .collect();
+            if rows.is_empty() {
                 break;
             }
+            let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
             promoted += cat::group_make_available(&ids)
                 .query()
                 .execute(&mut *self)
@@ -1076,10 +1083,48 @@ impl batch::GroupOps for MySqlConnection {
                 .db()?
                 .rows_affected();
             // One job per group per round: another round only where a group may hold more.
-            if room <= 1 {
+            if !batch::after_round(self, queue, rows, now).await? {
                 break;
             }
         }
         Ok(promoted)
+    }
+
+    async fn group_rate_get(
+        &mut self,
+        queue: &str,
+        groups: &[String],
+    ) -> Result<Vec<(String, Option<i64>)>> {
+        let list = serde_json::to_string(groups).expect("strings serialize");
+        cat::group_rate_get(queue, &list)
+            .as_()
+            .fetch_all(&mut *self)
+            .await
+            .db()
+    }
+
+    async fn group_rate_set(
+        &mut self,
+        queue: &str,
+        rates: &[(String, i64)],
+        paced: &[(i64, i64)],
+    ) -> Result<()> {
+        let rows: Vec<(&str, &str, i64)> = rates
+            .iter()
+            .map(|(g, at)| (queue, g.as_str(), *at))
+            .collect();
+        cat::group_rate_set(&rows)
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        for &(id, run_at) in paced {
+            cat::job_pace(run_at, id)
+                .query()
+                .execute(&mut *self)
+                .await
+                .db()?;
+        }
+        Ok(())
     }
 }

@@ -167,6 +167,10 @@ impl PgBackend {
             .await
             .db()?;
         crate::engine::store_bucket!(cat, tx, p, limits, rows.len());
+        let groups = (rows.iter())
+            .filter_map(|r| r.try_get::<Option<String>, _>("group_key").ok().flatten())
+            .collect();
+        crate::engine::store_group_starts!(cat, tx, p, limits, groups, |g| g);
         tx.commit().await.db()?;
         Ok(rows)
     }
@@ -1013,17 +1017,52 @@ impl batch::GroupOps for PgConnection {
     ) -> Result<u64> {
         let mut promoted = 0;
         for _ in 0..batch::PROMOTE_ROUNDS {
-            let rows: Vec<(i64, i32)> = cat::group_promote(queue, groups.to_vec(), now)
+            let rows: Vec<batch::Promoted> = cat::group_promote(queue, groups.to_vec(), now)
                 .as_()
                 .fetch_all(&mut *self)
                 .await
                 .db()?;
             promoted += rows.len() as u64;
             // One job per group per round: another round only where a group may hold more.
-            if rows.first().is_none_or(|&(_, room)| room <= 1) {
+            if !batch::after_round(self, queue, rows, now).await? {
                 break;
             }
         }
         Ok(promoted)
+    }
+
+    async fn group_rate_get(
+        &mut self,
+        queue: &str,
+        groups: &[String],
+    ) -> Result<Vec<(String, Option<i64>)>> {
+        cat::group_rate_get(queue, groups.to_vec())
+            .as_()
+            .fetch_all(&mut *self)
+            .await
+            .db()
+    }
+
+    async fn group_rate_set(
+        &mut self,
+        queue: &str,
+        rates: &[(String, i64)],
+        paced: &[(i64, i64)],
+    ) -> Result<()> {
+        let (groups, ats): (Vec<String>, Vec<i64>) = rates.iter().cloned().unzip();
+        cat::group_rate_set(queue, groups, &ats)
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        if !paced.is_empty() {
+            let (ids, run_ats): (Vec<i64>, Vec<i64>) = paced.iter().copied().unzip();
+            cat::job_pace(&ids, &run_ats)
+                .query()
+                .execute(&mut *self)
+                .await
+                .db()?;
+        }
+        Ok(())
     }
 }

@@ -88,6 +88,15 @@ macro_rules! queue_from_row {
         use sqlx::Row as _;
         let row = $row;
         let ms = |v: i64| std::time::Duration::from_millis(v.max(0) as u64);
+        let rate_limit = |starts: &str, period: &str| -> backlog_core::Result<_> {
+            Ok(match row.try_get::<Option<i32>, _>(starts).db()? {
+                Some(n) => Some(backlog_core::RateLimit {
+                    starts: n.max(1) as u32,
+                    period: ms(row.try_get::<i64, _>(period).db()?.max(1)),
+                }),
+                None => None,
+            })
+        };
         backlog_core::QueueSettings {
             name: backlog_core::QueueName::new(row.try_get::<String, _>("name").db()?)?,
             paused: row.try_get("paused").db()?,
@@ -107,13 +116,8 @@ macro_rules! queue_from_row {
                 .map(|c| c.max(1) as u32),
             group_concurrency: row.try_get::<i32, _>("group_concurrency").db()?.max(1) as u32,
             group_on_failure: row.try_get::<String, _>("group_on_failure").db()?.parse()?,
-            rate_limit: match row.try_get::<Option<i32>, _>("rate_limit").db()? {
-                Some(n) => Some(backlog_core::RateLimit {
-                    starts: n.max(1) as u32,
-                    period: ms(row.try_get::<i64, _>("rate_period_ms").db()?.max(1)),
-                }),
-                None => None,
-            },
+            rate_limit: rate_limit("rate_limit", "rate_period_ms")?,
+            group_rate_limit: rate_limit("group_rate_limit", "group_rate_period_ms")?,
         }
     }};
 }

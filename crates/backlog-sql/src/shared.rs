@@ -59,13 +59,19 @@ pub(crate) fn kinds_json(kinds: &[Kind]) -> Option<String> {
     Some(serde_json::to_string(&names).expect("strings serialize"))
 }
 
+/// Strings as a JSON array (the list argument of SQLite's `json_each` and MySQL's `JSON_TABLE`).
+pub(crate) fn json_list(items: &[String]) -> String {
+    serde_json::to_string(items).expect("strings serialize")
+}
+
 /// The kinds as owned strings (`None` for "any kind").
 pub(crate) fn kinds_vec(kinds: &[Kind]) -> Option<Vec<String>> {
     (!kinds.is_empty()).then(|| kinds.iter().map(|k| k.as_str().to_owned()).collect())
 }
 
 /// A queue's limits as a claim under them reads them, locked (`queue_lock.sql`): paused,
-/// global_concurrency, rate_limit, rate_period_ms, rate_tokens, rate_at.
+/// global_concurrency, rate_limit, rate_period_ms, rate_tokens, rate_at, group_rate_limit,
+/// group_rate_period_ms.
 pub(crate) type LockedLimits = (
     bool,
     Option<i32>,
@@ -73,6 +79,8 @@ pub(crate) type LockedLimits = (
     i64,
     Option<f64>,
     Option<i64>,
+    Option<i32>,
+    i64,
 );
 
 /// What a claim under a queue's limits may take.
@@ -82,18 +90,26 @@ pub(crate) struct Limits {
     global: Option<i64>,
     /// (starts, period in µs, tokens now).
     rate: Option<(f64, f64, f64)>,
+    /// The rate limit of each ordered group.
+    group_rate: Option<backlog_core::RateLimit>,
 }
 
 impl Limits {
     /// The limits a locked queue row gives at `now` (no row: none, the limits were lifted).
     pub fn at(row: Option<LockedLimits>, now: i64) -> Self {
-        let Some((paused, global, rate, period_ms, tokens, at)) = row else {
+        let Some((paused, global, rate, period_ms, tokens, at, group_rate, group_period_ms)) = row
+        else {
             return Limits {
                 paused: false,
                 global: None,
                 rate: None,
+                group_rate: None,
             };
         };
+        let group_rate = group_rate.map(|n| backlog_core::RateLimit {
+            starts: n.max(1) as u32,
+            period: std::time::Duration::from_millis(group_period_ms.max(1) as u64),
+        });
         let rate = rate.map(|n| {
             let (n, period) = (f64::from(n.max(1)), (period_ms.max(1) * 1000) as f64);
             // A full bucket the first time; then what was left, refilled for the time since
@@ -108,7 +124,14 @@ impl Limits {
             paused,
             global: global.map(i64::from),
             rate,
+            group_rate,
         }
+    }
+
+    /// Under a group rate limit, the rate-limit time the groups of jobs a claim at `now` took
+    /// move to at least (`group_rate_started.sql`).
+    pub fn group_started_by(&self, now: i64) -> Option<i64> {
+        self.group_rate.map(|r| now + r.step())
     }
 
     /// Whether the room depends on the jobs running now (a global limit, not paused).

@@ -410,13 +410,15 @@ impl SqliteBackend {
         } else {
             query.fetch_all(&mut *conn).await.db()?
         };
-        if let Some(l) = limits {
-            crate::engine::store_bucket!(cat, conn, p, l, rows.len());
-        }
         let mut jobs = rows
             .iter()
             .map(|r| Ok(claimed_from_row!(r, 0, p, token, expires)))
             .collect::<Result<Vec<_>>>()?;
+        if let Some(l) = limits {
+            crate::engine::store_bucket!(cat, conn, p, l, rows.len());
+            let groups = jobs.iter().filter_map(|j| j.group.clone()).collect();
+            crate::engine::store_group_starts!(cat, conn, p, l, groups, |g| &shared::json_list(&g));
+        }
         crate::rows::sort_claimed(&mut jobs, p.order);
         Ok(jobs)
     }
@@ -785,17 +787,53 @@ impl batch::GroupOps for SqliteConnection {
         let list = serde_json::to_string(groups).expect("strings serialize");
         let mut promoted = 0;
         for _ in 0..batch::PROMOTE_ROUNDS {
-            let rows: Vec<(i64, i32)> = cat::group_promote(queue, &list, now)
+            let rows: Vec<batch::Promoted> = cat::group_promote(queue, &list, now)
                 .as_()
                 .fetch_all(&mut *self)
                 .await
                 .db()?;
             promoted += rows.len() as u64;
             // One job per group per round: another round only where a group may hold more.
-            if rows.first().is_none_or(|&(_, room)| room <= 1) {
+            if !batch::after_round(self, queue, rows, now).await? {
                 break;
             }
         }
         Ok(promoted)
+    }
+
+    async fn group_rate_get(
+        &mut self,
+        queue: &str,
+        groups: &[String],
+    ) -> Result<Vec<(String, Option<i64>)>> {
+        let list = serde_json::to_string(groups).expect("strings serialize");
+        cat::group_rate_get(queue, &list)
+            .as_()
+            .fetch_all(&mut *self)
+            .await
+            .db()
+    }
+
+    async fn group_rate_set(
+        &mut self,
+        queue: &str,
+        rates: &[(String, i64)],
+        paced: &[(i64, i64)],
+    ) -> Result<()> {
+        let rates = serde_json::to_string(rates).expect("pairs serialize");
+        cat::group_rate_set(queue, &rates)
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        if !paced.is_empty() {
+            let paced = serde_json::to_string(paced).expect("pairs serialize");
+            cat::job_pace(&paced)
+                .query()
+                .execute(&mut *self)
+                .await
+                .db()?;
+        }
+        Ok(())
     }
 }

@@ -1525,6 +1525,10 @@ async fn queue_settings_round_trip(db: Db) {
             starts: 100,
             period: Duration::from_secs(60),
         }),
+        group_rate_limit: Some(RateLimit {
+            starts: 3,
+            period: Duration::from_millis(1500),
+        }),
     };
     db.b.queue_upsert(&s, now).await.unwrap();
     assert_eq!(db.b.queue_get(&q("cfg")).await.unwrap().unwrap(), s);

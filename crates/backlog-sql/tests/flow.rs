@@ -887,6 +887,226 @@ async fn rate_limit_holds_across_processes(db: Db) {
     assert_eq!(claimed_ids(&db, qn, at).await.len(), 40 - 17);
 }
 
+fn group_rate(starts: u32, period: Duration) -> Option<RateLimit> {
+    Some(RateLimit { starts, period })
+}
+
+async fn a_group_rate_limit_paces_each_group(db: Db) {
+    let now = db.now;
+    let qn = "grpace";
+    let settings = |rate| QueueSettings {
+        group_rate_limit: rate,
+        ..QueueSettings::defaults(q(qn))
+    };
+    configure(&db, settings(group_rate(2, Duration::from_secs(1)))).await;
+    let id = ids(
+        &db,
+        vec![
+            grouped(qn, "a", 1),
+            grouped(qn, "b", 1),
+            grouped(qn, "a", 2),
+            grouped(qn, "a", 3),
+            grouped(qn, "b", 2),
+            grouped(qn, "a", 4),
+            job(qn, 0),
+        ],
+        now,
+    )
+    .await;
+    let (a3, a4) = (id[3], id[5]);
+    let take = |at: i64| {
+        let b = db.b.clone();
+        let p = limited(&db, qn, 100, at, "r");
+        async move { b.job_claim(&p).await.unwrap() }
+    };
+    // A claim that does not know of the limit finds nothing.
+    assert!(claimed_ids(&db, qn, now).await.is_empty());
+    // Each group's bucket holds two starts: its first two jobs run at once, one after the other.
+    let first = take(now).await;
+    assert_eq!(sorted(&first), vec![id[0], id[1], id[6]]);
+    complete(&db, &first, now).await;
+    assert_eq!(promote(&db, qn, &["a", "b"], now).await, 2);
+    let second = take(now).await;
+    assert_eq!(sorted(&second), vec![id[2], id[4]]);
+    complete(&db, &second, now).await;
+    // Group a's bucket is empty: its third job is made available, due when a token is back
+    // (half a second: two per second), and shown as held by the rate limit.
+    assert_eq!(promote(&db, qn, &["a", "b"], now).await, 1);
+    assert!(take(now).await.is_empty());
+    let held = db.b.job_get(a3).await.unwrap().unwrap();
+    assert_eq!(
+        (held.state, held.run_at),
+        (JobState::Available, now + SEC / 2)
+    );
+    assert_eq!(stats(&db, qn).await.scheduled, 1);
+    let flow = db.b.queue_flow(&q(qn), now).await.unwrap();
+    assert_eq!(flow.blocked.len(), 1, "{flow:?}");
+    let b = &flow.blocked[0];
+    assert_eq!(
+        (b.group.as_str(), b.job_id, b.retry_at, b.reason, b.waiting),
+        ("a", a3, now + SEC / 2, BlockReason::Rate, 1)
+    );
+    assert!(take(now + SEC / 2 - 1).await.is_empty());
+    let third = take(now + SEC / 2).await;
+    assert_eq!(sorted(&third), vec![a3]);
+    complete(&db, &third, now + SEC / 2).await;
+    promote(&db, qn, &["a"], now + SEC / 2).await;
+    assert_eq!(db.b.job_get(a4).await.unwrap().unwrap().run_at, now + SEC);
+    assert_eq!(sorted(&take(now + SEC).await), vec![a4]);
+
+    // A job claimed later than it was due started then: its group's next jobs are paced from
+    // that start, not from when it was due (or two would start at once beside it).
+    let c = ids(&db, (1..=3).map(|i| grouped(qn, "c", i)).collect(), now).await;
+    let late = now + 3 * SEC;
+    let c1 = take(late).await;
+    assert_eq!(sorted(&c1), vec![c[0]]);
+    complete(&db, &c1, late).await;
+    promote(&db, qn, &["c"], late).await;
+    let c2 = take(late).await;
+    assert_eq!(sorted(&c2), vec![c[1]]);
+    complete(&db, &c2, late).await;
+    promote(&db, qn, &["c"], late).await;
+    assert!(take(late).await.is_empty());
+    assert_eq!(
+        db.b.job_get(c[2]).await.unwrap().unwrap().run_at,
+        late + SEC / 2
+    );
+
+    // Lifted: the next turn is not paced, and claims without the limit take it.
+    configure(&db, settings(None)).await;
+    let d = ids(&db, (1..=3).map(|i| grouped(qn, "d", i)).collect(), late).await;
+    for (i, &id) in d.iter().enumerate() {
+        let got = claimed_ids(&db, qn, late).await;
+        let mine: Vec<i64> = got.iter().map(|j| j.id).filter(|j| d.contains(j)).collect();
+        assert_eq!(mine, vec![id], "turn {i}");
+        complete(&db, &got, late).await;
+        promote(&db, qn, &["c", "d"], late).await;
+    }
+}
+
+/// Three processes claim and complete in eight groups under a group rate limit of 3 per second,
+/// on a shared clock that moves on with every step: in each group, the starts keep the limit's
+/// token bucket (in any stretch of time t, at most 3 + t × 3/s) and enqueue order.
+async fn group_rate_limit_holds_across_processes(db: Db) {
+    let qn = "grpar";
+    let limit = RateLimit {
+        starts: 3,
+        period: Duration::from_secs(1),
+    };
+    configure(
+        &db,
+        QueueSettings {
+            group_rate_limit: Some(limit),
+            ..QueueSettings::defaults(q(qn))
+        },
+    )
+    .await;
+    let (groups, each) = (8, 12);
+    let jobs = (0..each)
+        .flat_map(|i| (0..groups).map(move |g| grouped(qn, &format!("g{g}"), i)))
+        .collect();
+    ids(&db, jobs, db.now).await;
+    let clock = Arc::new(AtomicI64::new(db.now));
+    let log = Arc::new(std::sync::Mutex::new(Vec::<(String, i64, i64)>::new()));
+    let done = Arc::new(AtomicBool::new(false));
+    let mut handles = vec![];
+    for w in 0..3 {
+        let b = db.connect_again().await;
+        let (clock, log, done) = (clock.clone(), log.clone(), done.clone());
+        let base = limited(&db, qn, 4, 0, &format!("p{w}"));
+        handles.push(tokio::spawn(async move {
+            let mut steps = 0;
+            while !done.load(AtomicOrdering::SeqCst) {
+                steps += 1;
+                assert!(steps < 20_000, "no end in sight");
+                let now = clock.fetch_add(5_000, AtomicOrdering::SeqCst);
+                let p = JobClaimParams {
+                    now,
+                    ..base.clone()
+                };
+                let got = match b.job_claim(&p).await {
+                    Ok(got) => got,
+                    Err(e) if e.is_transient() => continue,
+                    Err(e) => panic!("{e}"),
+                };
+                if got.is_empty() {
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                for j in &got {
+                    let group = j.group.clone().expect("grouped");
+                    log.lock().unwrap().push((group, j.id, now));
+                }
+                let refs: Vec<JobRef> = got.iter().map(|j| j.job_ref()).collect();
+                let mut groups: Vec<String> = got.iter().filter_map(|j| j.group.clone()).collect();
+                groups.sort_unstable();
+                groups.dedup();
+                loop {
+                    let complete = b.job_complete(JobCompleteParams {
+                        jobs: refs.clone(),
+                        now,
+                        retention: Retention::Keep,
+                    });
+                    match complete.await {
+                        Ok(_) => break,
+                        Err(e) if e.is_transient() => continue,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                loop {
+                    let promote = b.group_promote(GroupPromoteParams {
+                        queue: q(qn),
+                        groups: groups.clone(),
+                        now,
+                    });
+                    match promote.await {
+                        Ok(_) => break,
+                        Err(e) if e.is_transient() => continue,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }
+        }));
+    }
+    let total = (groups * each) as usize;
+    let started = std::time::Instant::now();
+    while log.lock().unwrap().len() < total {
+        assert!(started.elapsed() < Duration::from_secs(120), "stalled");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    done.store(true, AtomicOrdering::SeqCst);
+    for h in handles {
+        h.await.unwrap();
+    }
+    let log = log.lock().unwrap().clone();
+    let step = limit.step();
+    for g in 0..groups {
+        let name = format!("g{g}");
+        let starts: Vec<(i64, i64)> = (log.iter())
+            .filter(|(group, _, _)| *group == name)
+            .map(|&(_, id, at)| (id, at))
+            .collect();
+        assert_eq!(starts.len(), each as usize, "{name}");
+        assert!(
+            starts.windows(2).all(|w| w[0].0 < w[1].0),
+            "{name} out of order: {starts:?}"
+        );
+        for k in 0..starts.len() {
+            for m in k + 1..starts.len() {
+                let n = (m - k + 1) as i64;
+                assert!(
+                    (n - i64::from(limit.starts)) * step <= starts[m].1 - starts[k].1,
+                    "{name}: {n} starts in {} µs: {starts:?}",
+                    starts[m].1 - starts[k].1
+                );
+            }
+        }
+        // The limit held them back: twelve starts at three a second take three seconds.
+        let span = starts.last().unwrap().1 - starts[0].1;
+        assert!(span >= 3 * SEC - step, "{name}: {span} µs");
+    }
+}
+
 harness::conformance!(
     groups_run_one_at_a_time_in_enqueue_order,
     a_failing_job_lets_its_group_go_on_when_the_queue_says_so,
@@ -900,6 +1120,8 @@ harness::conformance!(
     turns_hold_under_concurrent_completing_claimers,
     global_concurrency_holds_across_processes,
     global_limit_after_a_crash_and_changed_live,
-    rate_limit_holds_across_processes;
+    rate_limit_holds_across_processes,
+    a_group_rate_limit_paces_each_group,
+    group_rate_limit_holds_across_processes;
     sql_only: plain_sql_inserts_join_their_group,
 );

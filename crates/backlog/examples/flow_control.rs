@@ -1,9 +1,11 @@
 //! Flow control across processes: a ledger queue whose entries of one account must be booked one
-//! at a time and in order, and whose bank allows 3 calls at once over every worker.
+//! at a time and in order, and whose bank allows 3 calls at once over every worker and 2 calls a
+//! second per account.
 //!
 //! Two workers (as two processes would, each with its own connection pool) of 4 slots each work
-//! 6 accounts × 5 entries: never more than 3 entries run at once, and each account's entries run
-//! in the order they were enqueued.
+//! 6 accounts × 5 entries: never more than 3 entries run at once, each account's entries run in
+//! the order they were enqueued, and each account's fifth entry starts no sooner than 1.5 s after
+//! its first (two at once, then one every half second).
 //!
 //!     cargo run -p backlog --example flow_control
 //!
@@ -12,9 +14,11 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use backlog::{Client, DrainMode, GroupKey, JobContext, Outcome, QueueName, QueueSettings, Worker};
+use backlog::{
+    Client, DrainMode, GroupKey, JobContext, Outcome, QueueName, QueueSettings, RateLimit, Worker,
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -23,11 +27,11 @@ struct Entry {
     seq: u32,
 }
 
-/// What the handlers saw: each account's entries in the order they ran, and the most that ran
-/// at once.
+/// What the handlers saw: each account's entries in the order they ran (and when each started),
+/// and the most that ran at once.
 #[derive(Default)]
 struct Seen {
-    booked: Mutex<BTreeMap<String, Vec<u32>>>,
+    booked: Mutex<BTreeMap<String, Vec<(u32, Instant)>>>,
     running: AtomicUsize,
     most: AtomicUsize,
 }
@@ -41,10 +45,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     client.migrate().await?;
 
     // At most 3 running at once over every process; one entry per account at a time (the
-    // default group concurrency).
+    // default group concurrency), and at most 2 started a second per account.
     client
         .queue_configure(&QueueSettings {
             global_concurrency: Some(3),
+            group_rate_limit: Some(RateLimit {
+                starts: 2,
+                period: Duration::from_secs(1),
+            }),
             ..QueueSettings::defaults(QueueName::new("ledger")?)
         })
         .await?;
@@ -79,7 +87,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     (seen.booked.lock().unwrap())
                         .entry(entry.account)
                         .or_default()
-                        .push(entry.seq);
+                        .push((entry.seq, Instant::now()));
                     tokio::time::sleep(Duration::from_millis(5)).await; // the bank's call
                     seen.running.fetch_sub(1, Ordering::SeqCst);
                     Ok(Outcome::Complete)
@@ -97,9 +105,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let booked = seen.booked.lock().unwrap();
-    for (account, seqs) in booked.iter() {
-        println!("{account}: {seqs:?}");
-        assert_eq!(seqs, &[1, 2, 3, 4, 5], "{account} ran out of order");
+    for (account, runs) in booked.iter() {
+        let seqs: Vec<u32> = runs.iter().map(|r| r.0).collect();
+        let span = runs[runs.len() - 1].1 - runs[0].1;
+        println!("{account}: {seqs:?} over {:.2}s", span.as_secs_f64());
+        assert_eq!(seqs, [1, 2, 3, 4, 5], "{account} ran out of order");
+        // Two at once, then one each half second: the fifth 1.5 s after the first (less the
+        // clock's millisecond grain).
+        assert!(
+            span >= Duration::from_millis(1490),
+            "{account}: 5 starts in {span:?}"
+        );
     }
     let most = seen.most.load(Ordering::SeqCst);
     println!("completed {completed} entries, at most {most} at once");

@@ -506,7 +506,9 @@ impl Client {
             strategy: opts
                 .strategy
                 .unwrap_or_else(|| self.backend.capabilities().default_strategy()),
-            global_limit: settings.global_concurrency.is_some() || settings.rate_limit.is_some(),
+            global_limit: settings.global_concurrency.is_some()
+                || settings.rate_limit.is_some()
+                || settings.group_rate_limit.is_some(),
         }
     }
 

@@ -216,6 +216,20 @@ async fn queue_settings_are_checked_and_kept_in_whole_milliseconds() {
             group_concurrency: 0,
             ..good.clone()
         },
+        QueueSettings {
+            group_rate_limit: Some(RateLimit {
+                starts: 0,
+                period: Duration::from_secs(1),
+            }),
+            ..good.clone()
+        },
+        QueueSettings {
+            group_rate_limit: Some(RateLimit {
+                starts: 1,
+                period: Duration::ZERO,
+            }),
+            ..good.clone()
+        },
     ];
     for s in &bad {
         constraint(b.queue_upsert(s, NOW).await);

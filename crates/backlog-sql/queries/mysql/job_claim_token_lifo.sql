@@ -15,6 +15,7 @@ SET state = 'running', attempt = attempt + 1, lease_token = ?, lease_owner = ?,
     lease_expires_at = ?, attempted_at = ?
 WHERE queue = ? AND state = 'available' AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
-  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
+                                                                  OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
 ORDER BY priority, run_at DESC, id DESC
 LIMIT ?

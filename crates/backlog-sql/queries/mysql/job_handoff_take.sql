@@ -2,8 +2,8 @@
 -- marks them running under the worker's new lease): one move (waiting to running) where a
 -- promotion and then a claim make two. A group's count of active jobs does not change (one
 -- leaves, one starts), so no group lock is needed. Only jobs still waiting, of a kind the
--- caller runs, and not in a paused queue nor in one with a rate limit (each start takes a
--- token): those groups promote as usual.
+-- caller runs, and not in a paused queue nor in one with a rate limit, its own or its groups'
+-- (each start is counted): those groups promote as usual.
 -- @list IDS ids: i64
 -- @param kinds: Option<&str>
 -- @param queue: &str
@@ -13,5 +13,6 @@ SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS atte
 FROM backlog_job FORCE INDEX (PRIMARY)
 WHERE id IN (/*IDS*/) AND state = 'waiting'
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
-  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR rate_limit IS NOT NULL))
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR rate_limit IS NOT NULL
+                                                           OR group_rate_limit IS NOT NULL))
 FOR UPDATE

@@ -2,7 +2,9 @@
 -- jobs available or running than the queue's group concurrency. The next job is the first in
 -- enqueue order that is due (one scheduled for later does not hold up the others). One job per
 -- group per call; a caller with a group concurrency above 1 (returned with each row) calls again
--- while jobs move. Run under group_lock in the same transaction.
+-- while jobs move. Each row carries the queue's group rate limit too: under one, the caller paces
+-- the promoted jobs (group_rate_get, group_rate_set, job_pace). Run under group_lock in the same
+-- transaction.
 -- @param queue: &str
 -- @param groups: Vec<String>
 -- @param now: i64
@@ -17,4 +19,7 @@ FROM (
         < COALESCE((SELECT group_concurrency FROM backlog_queue WHERE name = $1), 1)
 ) AS next
 WHERE j.id = next.id AND j.state = 'waiting'
-RETURNING j.id, COALESCE((SELECT group_concurrency FROM backlog_queue WHERE name = $1), 1)
+RETURNING j.id, j.group_key,
+          COALESCE((SELECT group_concurrency FROM backlog_queue WHERE name = $1), 1),
+          (SELECT group_rate_limit FROM backlog_queue WHERE name = $1),
+          COALESCE((SELECT group_rate_period_ms FROM backlog_queue WHERE name = $1), 1000)

@@ -18,7 +18,8 @@ WITH picked AS (
     SELECT id FROM backlog_job
     WHERE queue = $5 AND state = 'available' AND run_at <= $4
       AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL
+                                                                       OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
     ORDER BY priority, run_at, id
     LIMIT $7
     FOR UPDATE SKIP LOCKED

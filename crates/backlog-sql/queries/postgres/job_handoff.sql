@@ -4,9 +4,9 @@
 -- before the completion: their rows are locked (no rescue takes them in between) and must still
 -- be running under the caller's tokens. A group's count of active jobs does not change (one
 -- leaves, one starts), so no group lock is needed. Not in a paused queue, nor in one with a rate
--- limit (each start takes a token): those promote as usual. The next job is the group's first
--- due waiting job in enqueue order; when it is of a kind the caller does not run, nothing is
--- handed over and the group is promoted as usual.
+-- limit, its own or its groups' (each start is counted): those promote as usual. The next job
+-- is the group's first due waiting job in enqueue order; when it is of a kind the caller does
+-- not run, nothing is handed over and the group is promoted as usual.
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
@@ -25,7 +25,8 @@ WITH done AS (
     JOIN backlog_job d ON d.id = f.id
     WHERE d.lease_token = f.token AND d.state = 'running' AND d.queue = $5
       AND d.group_key IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR rate_limit IS NOT NULL))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR rate_limit IS NOT NULL
+                                                               OR group_rate_limit IS NOT NULL))
     FOR UPDATE OF d
 ), next AS MATERIALIZED (
     SELECT DISTINCT (SELECT w.id FROM backlog_job w

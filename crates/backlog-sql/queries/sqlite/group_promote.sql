@@ -2,8 +2,9 @@
 -- jobs available or running than the queue's group concurrency. The next job is the first in
 -- enqueue order that is due (one scheduled for later does not hold up the others). One job per
 -- group per call; a caller with a group concurrency above 1 (returned with each row) calls
--- again while jobs move. No
--- lock rows: it runs in a write transaction, and SQLite has one writer. `groups`: a JSON array.
+-- again while jobs move. Each row carries the queue's group rate limit too: under one, the
+-- caller paces the promoted jobs (group_rate_get, group_rate_set, job_pace). No lock rows: it
+-- runs in a write transaction, and SQLite has one writer. `groups`: a JSON array.
 -- @param queue: &str
 -- @param groups: &str
 -- @param now: i64
@@ -18,4 +19,7 @@ WHERE state = 'waiting' AND id IN (
            WHERE a.queue = ?1 AND a.group_key = g.value AND a.state IN ('available', 'running'))
         < COALESCE((SELECT group_concurrency FROM backlog_queue WHERE name = ?1), 1)
 )
-RETURNING id, COALESCE((SELECT group_concurrency FROM backlog_queue WHERE name = ?1), 1)
+RETURNING id, group_key,
+          COALESCE((SELECT group_concurrency FROM backlog_queue WHERE name = ?1), 1),
+          (SELECT group_rate_limit FROM backlog_queue WHERE name = ?1),
+          COALESCE((SELECT group_rate_period_ms FROM backlog_queue WHERE name = ?1), 1000)

@@ -15,7 +15,8 @@ WHERE id IN (
     SELECT id FROM backlog_job
     WHERE queue = ?5 AND state = 'available' AND run_at <= ?4
       AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL
+                                                                       OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
     ORDER BY priority, run_at DESC, id DESC
     LIMIT ?7
 )

@@ -3,9 +3,9 @@
 -- promotion and then a claim make two. Run in the transaction that completes the finished jobs,
 -- before the completion: they must still be running under the caller's tokens. A group's count
 -- of active jobs does not change (one leaves, one starts). Not in a paused queue, nor in one
--- with a rate limit (each start takes a token): those promote as usual. The next job is the
--- group's first due waiting job in enqueue order; when it is of a kind the caller does not run,
--- nothing is handed over and the group is promoted as usual.
+-- with a rate limit, its own or its groups' (each start is counted): those promote as usual.
+-- The next job is the group's first due waiting job in enqueue order; when it is of a kind the
+-- caller does not run, nothing is handed over and the group is promoted as usual.
 -- `pairs`: the finished jobs' (id, lease_token) pairs as a JSON array of two-element arrays,
 -- each looked up by primary key: CROSS JOIN keeps that join order (without it, the planner scanned
 -- the queue's whole group index for the finished jobs, 4.5 ms a call on 5,000 grouped jobs).
@@ -27,7 +27,8 @@ WITH turns AS MATERIALIZED (
     CROSS JOIN backlog_job AS b ON b.id = p.value ->> 0
     WHERE b.lease_token = p.value ->> 1 AND b.state = 'running' AND b.queue = ?5
       AND b.group_key IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR rate_limit IS NOT NULL))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR rate_limit IS NOT NULL
+                                                                OR group_rate_limit IS NOT NULL))
 )
 UPDATE backlog_job
 SET state = 'running', attempt = attempt + 1, lease_token = ?1, lease_owner = ?2,
