@@ -103,9 +103,7 @@ fn group_rate_limit_from_the_command_line() {
         db.sql(&format!(
             "UPDATE backlog_job SET run_at = {far} WHERE queue = 'sync' AND state = 'available'"
         ));
-        db.sql(&format!(
-            "UPDATE backlog_job SET attempt = 1 WHERE queue = 'sync' AND group_key = 'acct-7'"
-        ));
+        db.sql("UPDATE backlog_job SET attempt = 1 WHERE queue = 'sync' AND group_key = 'acct-7'");
         let show = db.ok(&["queue", "show", "sync"]);
         let line = |group: &str| {
             show.lines()
