@@ -629,28 +629,33 @@ macro_rules! sql_backend {
                 s: &backlog_core::QueueSettings,
                 now: i64,
             ) -> backlog_core::Result<()> {
-                let stmt = $cat::queue_upsert(
-                    s.name.as_str(),
-                    s.paused,
-                    s.max_attempts,
-                    s.backoff_base.as_millis() as i64,
-                    s.backoff_max.as_millis() as i64,
-                    s.lease.as_millis() as i64,
-                    s.order.as_str(),
-                    s.retention.as_str(),
-                    s.concurrency.map(|c| c as i32),
-                    s.global_concurrency.map(|c| c as i32),
-                    s.group_concurrency as i32,
-                    s.group_on_failure.as_str(),
-                    s.rate_limit.map(|r| r.starts as i32),
-                    s.rate_limit
-                        .map_or(1000, |r| (r.period.as_millis() as i64).max(1)),
-                    s.group_rate_limit.map(|r| r.starts as i32),
-                    s.group_rate_limit
-                        .map_or(1000, |r| (r.period.as_millis() as i64).max(1)),
-                    now,
-                );
-                stmt.query().execute(&self.pool).await.db()?;
+                // Claims under a limit write the queue row: on a Galera cluster a change of
+                // settings beside them can lose certification, and is simply tried again.
+                $crate::shared::retry_transient(|| async {
+                    let stmt = $cat::queue_upsert(
+                        s.name.as_str(),
+                        s.paused,
+                        s.max_attempts,
+                        s.backoff_base.as_millis() as i64,
+                        s.backoff_max.as_millis() as i64,
+                        s.lease.as_millis() as i64,
+                        s.order.as_str(),
+                        s.retention.as_str(),
+                        s.concurrency.map(|c| c as i32),
+                        s.global_concurrency.map(|c| c as i32),
+                        s.group_concurrency as i32,
+                        s.group_on_failure.as_str(),
+                        s.rate_limit.map(|r| r.starts as i32),
+                        s.rate_limit
+                            .map_or(1000, |r| (r.period.as_millis() as i64).max(1)),
+                        s.group_rate_limit.map(|r| r.starts as i32),
+                        s.group_rate_limit
+                            .map_or(1000, |r| (r.period.as_millis() as i64).max(1)),
+                        now,
+                    );
+                    stmt.query().execute(&self.pool).await.db()
+                })
+                .await?;
                 Ok(())
             }
 
@@ -660,11 +665,14 @@ macro_rules! sql_backend {
                 paused: bool,
                 now: i64,
             ) -> backlog_core::Result<()> {
-                $cat::queue_set_paused(name.as_str(), paused, now)
-                    .query()
-                    .execute(&self.pool)
-                    .await
-                    .db()?;
+                $crate::shared::retry_transient(|| async {
+                    $cat::queue_set_paused(name.as_str(), paused, now)
+                        .query()
+                        .execute(&self.pool)
+                        .await
+                        .db()
+                })
+                .await?;
                 Ok(())
             }
 

@@ -323,17 +323,30 @@ async fn claim_limited_on(
     cluster: bool,
 ) -> Result<Vec<ClaimedJob>> {
     let queue = p.queue.as_str();
-    // On Galera the write comes first, before the limits are read and the running jobs counted:
-    // a transaction that had only read the row FOR UPDATE when another node's claim was applied
-    // was not always aborted, and went on to claim on a stale count (6 running under a limit of
-    // 3 in 4 of 24 runs of galera::global_concurrency_holds_across_processes alone; 0 of 30
-    // written first, but still 1 in a run of the whole flow suite: not the whole cause).
+    // On Galera the write comes first, before the limits are read and the running jobs counted,
+    // and it is streamed: written at commit only, two nodes' claims could each count before the
+    // other's was applied and both commit (6 running under a limit of 3 in 4 of 24 runs of
+    // galera::global_concurrency_holds_across_processes alone; written first, in 3 of 22 runs of
+    // the Galera flow suite, each time two claims of different nodes holding 3).
+    // The write is streamed (replicated and certified as it runs), which locks the row on every
+    // node: see session_stream_each_statement.sql.
     if cluster {
-        cat::queue_lock_write(p.now, queue)
-            .query()
+        sqlx::raw_sql(cat::SESSION_STREAM_EACH_STATEMENT)
             .execute(&mut *conn)
             .await
             .db()?;
+        let written = cat::queue_lock_write(p.now, queue)
+            .query()
+            .execute(&mut *conn)
+            .await
+            .db();
+        // Off again whatever the write did: the connection goes back to the pool.
+        let off = sqlx::raw_sql(cat::SESSION_STREAM_OFF)
+            .execute(&mut *conn)
+            .await
+            .db();
+        written?;
+        off?;
     }
     let (limits, room) = crate::engine::limited_room!(cat, conn, p);
     if room == 0 {
@@ -1030,6 +1043,10 @@ impl crate::tx::JobConnection for MySqlConnection {
 
 crate::engine::conn_ops!(MySqlConnection, cat);
 
+/// A row of `group_next.sql`: a group's next job (none when the group has no due waiting one),
+/// its group, and the queue's group concurrency and rate limit, as [`batch::Promoted`] has them.
+type NextInGroup = (Option<i64>, String, i32, Option<i32>, i64);
+
 impl batch::GroupOps for MySqlConnection {
     async fn group_set(&mut self, ids: &[i64], groups: &[String]) -> Result<()> {
         for (id, group) in ids.iter().zip(groups) {
@@ -1061,12 +1078,11 @@ impl batch::GroupOps for MySqlConnection {
         let list = serde_json::to_string(groups).expect("strings serialize");
         let mut promoted = 0;
         for _ in 0..batch::PROMOTE_ROUNDS {
-            let next: Vec<(Option<i64>, String, i32, Option<i32>, i64)> =
-                cat::group_next(queue, now, &list)
-                    .as_()
-                    .fetch_all(&mut *self)
-                    .await
-                    .db()?;
+            let next: Vec<NextInGroup> = cat::group_next(queue, now, &list)
+                .as_()
+                .fetch_all(&mut *self)
+                .await
+                .db()?;
             let rows: Vec<batch::Promoted> = (next.into_iter())
                 .filter_map(|(id, group, room, rate, period)| {
                     Some((id?, group, room, rate, period))
