@@ -401,6 +401,7 @@ fn produce(
     w: usize,
     (groups, per_group): (usize, usize),
     now: i64,
+    producing: Arc<AtomicI64>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         for n in per_group / 2..per_group {
@@ -417,6 +418,7 @@ fn produce(
             }
             tokio::time::sleep(Duration::from_millis(3)).await;
         }
+        producing.fetch_sub(1, AtomicOrdering::SeqCst);
     })
 }
 
@@ -440,6 +442,9 @@ async fn groups_under_concurrency(db: Db, qn: &'static str, fold: bool) {
     let (groups, per_group) = (12usize, 10usize);
     seed_groups(&db, qn, groups, per_group).await;
     let log: Arc<GroupLog> = Arc::default();
+    // Workers stop only once every producer is done and they then find nothing for a while: on
+    // a loaded Galera cluster a producer's inserts can take longer than the workers' patience.
+    let producing = Arc::new(AtomicI64::new(3));
     let mut handles = vec![];
     for w in 0..3 {
         let b = db.connect_again().await;
@@ -447,9 +452,19 @@ async fn groups_under_concurrency(db: Db, qn: &'static str, fold: bool) {
             owner: format!("p{w}"),
             ..claim(&db, qn, 4, now)
         };
-        let producer = produce(b.clone(), qn, w, (groups, per_group), now);
+        let producer = produce(
+            b.clone(),
+            qn,
+            w,
+            (groups, per_group),
+            now,
+            producing.clone(),
+        );
         let claimers: Vec<_> = (0..3)
-            .map(|_| tokio::spawn(group_worker(b.clone(), p.clone(), log.clone(), fold)))
+            .map(|_| {
+                let (b, p, log, producing) = (b.clone(), p.clone(), log.clone(), producing.clone());
+                tokio::spawn(group_worker(b, p, log, fold, producing))
+            })
             .collect();
         handles.push(tokio::spawn(async move {
             producer.await.unwrap();
@@ -485,10 +500,17 @@ async fn all_jobs(db: &Db, queue: &str) -> Vec<Job> {
     .unwrap()
 }
 
-/// One worker of `groups_under_concurrency`: until its claims find nothing 60 times in a row.
-async fn group_worker(b: Arc<dyn Backend>, p: JobClaimParams, log: Arc<GroupLog>, fold: bool) {
+/// One worker of `groups_under_concurrency`: until its claims find nothing 60 times in a row
+/// after the producers (`producing` of them still at work) are done.
+async fn group_worker(
+    b: Arc<dyn Backend>,
+    p: JobClaimParams,
+    log: Arc<GroupLog>,
+    fold: bool,
+    producing: Arc<AtomicI64>,
+) {
     let (now, qn) = (p.now, p.queue.clone());
-    let (mut empty, mut got) = (0, vec![]);
+    let (mut empty, mut idle, mut got) = (0, 0, vec![]);
     while empty < 60 {
         if got.is_empty() {
             got = match b.job_claim(&p).await {
@@ -498,9 +520,12 @@ async fn group_worker(b: Arc<dyn Backend>, p: JobClaimParams, log: Arc<GroupLog>
             };
         }
         if got.is_empty() {
-            empty += 1;
+            if producing.load(AtomicOrdering::SeqCst) == 0 {
+                empty += 1;
+            }
+            idle += 1;
             // What a worker's rescue pass does: promotions a crash or a race left.
-            if empty % 10 == 0 {
+            if idle % 10 == 0 {
                 let _ = b.group_sweep(now).await;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
