@@ -2,7 +2,9 @@
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use backlog::{JobListOpts, Kind, NewJob, QueueName, StateFilter, UniqueKey, parse_duration};
+use backlog::{
+    GroupKey, JobListOpts, Kind, NewJob, QueueName, StateFilter, UniqueKey, parse_duration,
+};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -36,6 +38,9 @@ pub struct EnqueueRequest {
     pub max_attempts: Option<i32>,
     /// While an unfinished job holds this key, no other is created.
     pub unique_key: Option<String>,
+    /// Its ordered group (1 to 255 bytes): the group's jobs run in enqueue order, at most the
+    /// queue's group concurrency at a time.
+    pub group: Option<String>,
 }
 
 impl EnqueueRequest {
@@ -46,6 +51,7 @@ impl EnqueueRequest {
         job.priority = self.priority.unwrap_or(0);
         job.max_attempts = self.max_attempts;
         job.unique_key = self.unique_key.map(UniqueKey::new).transpose()?;
+        job.group = self.group.map(GroupKey::new).transpose()?;
         if let Some(d) = self.delay {
             job.run_at = Some(client.now() + parse_duration(&d)?.as_micros() as i64);
         }

@@ -182,26 +182,41 @@ pub async fn metrics(State(state): State<AppState>, _who: Reader) -> ApiResult<R
     let lag = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
     let paused = Family::<Labels, Gauge>::default();
     let queues = client.queues().await?;
-    // Flow control: the limits, and the groups a failed job holds (read only for the queues that
-    // have a limit or jobs waiting in groups).
+    // Flow control: the limits, and the groups held up (read only for the queues that have jobs
+    // waiting in groups or a group rate limit).
     let limit = Family::<Labels, Gauge>::default();
+    let rate = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
     let blocked = Family::<Labels, Gauge>::default();
     let waiting: std::collections::HashSet<&str> = (all_stats.iter())
         .filter(|(_, s)| s.waiting > 0)
         .map(|(q, _)| q.as_str())
         .collect();
     for q in &queues {
-        let name = q.settings.name.as_str().to_owned();
-        if let Some(n) = q.settings.global_concurrency {
+        let s = &q.settings;
+        let name = s.name.as_str().to_owned();
+        if let Some(n) = s.global_concurrency {
             limit
                 .get_or_create(&vec![("queue", name.clone())])
                 .set(i64::from(n));
         }
-        if waiting.contains(name.as_str()) {
-            let flow = client.queue_flow(&q.settings.name).await?;
-            blocked
-                .get_or_create(&vec![("queue", name)])
-                .set(flow.blocked.len() as i64);
+        for (scope, r) in [("queue", s.rate_limit), ("group", s.group_rate_limit)] {
+            if let Some(r) = r {
+                let per_second = f64::from(r.starts) / r.period.as_secs_f64();
+                rate.get_or_create(&vec![("queue", name.clone()), ("scope", scope.into())])
+                    .set(per_second);
+            }
+        }
+        if waiting.contains(name.as_str()) || s.group_rate_limit.is_some() {
+            let flow = client.queue_flow(&s.name).await?;
+            for reason in [backlog::BlockReason::Retry, backlog::BlockReason::Rate] {
+                let n = flow.blocked.iter().filter(|b| b.reason == reason).count();
+                blocked
+                    .get_or_create(&vec![
+                        ("queue", name.clone()),
+                        ("reason", reason.as_str().into()),
+                    ])
+                    .set(n as i64);
+            }
         }
     }
     registry.register(
@@ -210,8 +225,13 @@ pub async fn metrics(State(state): State<AppState>, _who: Reader) -> ApiResult<R
         limit,
     );
     registry.register(
+        "queue_rate_limit_per_second",
+        "The queue's rate limit in job starts per second over every process (scope queue), and its limit in each ordered group (scope group), where set",
+        rate,
+    );
+    registry.register(
         "queue_groups_blocked",
-        "Ordered groups held by a failed job waiting to retry (at most 20 counted)",
+        "Ordered groups held up by their next job not being due: a failed job waiting to retry (reason retry) or the group's rate limit (reason rate); at most 20 counted",
         blocked,
     );
     let waited: std::collections::HashMap<String, std::time::Duration> =

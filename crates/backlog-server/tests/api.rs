@@ -1374,7 +1374,72 @@ async fn postgres_unmigrated_database_is_not_ready() {
     unmigrated_database_is_not_ready(Engine::Postgres).await;
 }
 
+/// Flow control in `/metrics`: the limits, and the groups held up, by why.
+async fn flow_control_metrics(engine: Engine) {
+    let api = Api::new(engine).await;
+    api.ok(
+        Method::PATCH,
+        "/api/v1/queues/lim",
+        Some(json!({"global_concurrency": 4, "rate_limit": "10/1s",
+                    "group_concurrency": 2, "group_rate_limit": "1/1h"})),
+    )
+    .await;
+    // Two of the group may be ready at once, but its bucket holds one start an hour: the second
+    // is made available, due in an hour, and holds the group up.
+    for i in 0..2 {
+        api.ok(
+            Method::POST,
+            "/api/v1/jobs",
+            Some(json!({"queue": "lim", "payload": i, "group": "acct-1"})),
+        )
+        .await;
+    }
+    let q = api.ok(Method::GET, "/api/v1/queues/lim", None).await;
+    let blocked = &q["flow"]["blocked"];
+    assert_eq!(blocked.as_array().map(Vec::len), Some(1), "{q}");
+    assert_eq!(
+        (&blocked[0]["group"], &blocked[0]["reason"]),
+        (&json!("acct-1"), &json!("rate"))
+    );
+    let (s, body) = api.get("/metrics").await;
+    assert_eq!(s, StatusCode::OK);
+    let text = body.as_str().unwrap();
+    for line in [
+        r#"backlog_queue_global_concurrency{queue="lim"} 4"#,
+        r#"backlog_queue_rate_limit_per_second{queue="lim",scope="queue"} 10.0"#,
+        r#"backlog_queue_groups_blocked{queue="lim",reason="rate"} 1"#,
+        r#"backlog_queue_groups_blocked{queue="lim",reason="retry"} 0"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
+    let per_group = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(r#"backlog_queue_rate_limit_per_second{queue="lim",scope="group"} "#)
+        })
+        .expect("the group rate limit")
+        .parse::<f64>()
+        .unwrap();
+    assert!((per_group - 1.0 / 3600.0).abs() < 1e-9, "{per_group}");
+    // A bad group key changes nothing.
+    api.fails(
+        Method::POST,
+        "/api/v1/jobs",
+        Some(json!({"queue": "lim", "payload": 3, "group": ""})),
+        StatusCode::BAD_REQUEST,
+        "group_key_invalid",
+    )
+    .await;
+    let q = api.ok(Method::GET, "/api/v1/queues/lim", None).await;
+    assert_eq!(
+        q["stats"]["available"].as_i64().unwrap() + q["stats"]["scheduled"].as_i64().unwrap(),
+        2,
+        "{q}"
+    );
+}
+
 per_backend!(
+    flow_control_metrics,
     every_documented_route_answers,
     trace_context_from_headers,
     counters_history_and_audit,
