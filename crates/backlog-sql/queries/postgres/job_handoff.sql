@@ -16,18 +16,23 @@
 -- @param limit: i64
 -- @param done_ids: &[i64]
 -- @param done_tokens: &[i64]
--- The finished jobs are looked up one by one by primary key (a join on the id list): a plain
--- `id = ANY(…)` beside the queue and group conditions let the generic plan scan the whole group
--- index instead.
+-- The finished jobs are looked up one by one by primary key: each in a LATERAL subquery that
+-- only its id can find (LIMIT 1 keeps it from being merged into a join). A plain `id = ANY(…)`,
+-- and then a join on the id list, beside the queue and group conditions, let the generic plan
+-- scan the queue's whole group index instead when the table's statistics were stale (a table
+-- refilled since its last ANALYZE): 11.6 ms a call over 100,000 grouped jobs, against 1 ms.
 WITH done AS (
     SELECT d.group_key
     FROM unnest($8::bigint[], $9::bigint[]) AS f(id, token)
-    JOIN backlog_job d ON d.id = f.id
-    WHERE d.lease_token = f.token AND d.state = 'running' AND d.queue = $5
-      AND d.group_key IS NOT NULL
+    CROSS JOIN LATERAL (
+        SELECT d.group_key, d.queue FROM backlog_job d
+        WHERE d.id = f.id AND d.lease_token = f.token AND d.state = 'running'
+        LIMIT 1
+        FOR UPDATE
+    ) AS d
+    WHERE d.queue = $5 AND d.group_key IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR rate_limit IS NOT NULL
                                                                OR group_rate_limit IS NOT NULL))
-    FOR UPDATE OF d
 ), next AS MATERIALIZED (
     SELECT DISTINCT (SELECT w.id FROM backlog_job w
                      WHERE w.queue = $5 AND w.group_key = done.group_key AND w.state = 'waiting'
