@@ -20,7 +20,9 @@
 //! - Flow control over every process: a queue's [`QueueSettings::global_concurrency`] (at most
 //!   N running at once), [`QueueSettings::rate_limit`] (at most N starts per period), and
 //!   ordered groups ([`NewJob::in_group`]: a group's jobs run in enqueue order, at most
-//!   [`QueueSettings::group_concurrency`] at a time); see `docs/state-machine.md`.
+//!   [`QueueSettings::group_concurrency`] at a time, and at most
+//!   [`QueueSettings::group_rate_limit`] starts per period in each group); see
+//!   `docs/state-machine.md`.
 //!
 //! Programs in `examples/`: `typed_worker`, `transactions`, `cron_fanout_wait`, `flow_control`.
 //!
