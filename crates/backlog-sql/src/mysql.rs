@@ -1075,7 +1075,7 @@ impl batch::GroupOps for MySqlConnection {
         groups: &[String],
         now: i64,
     ) -> Result<u64> {
-        let list = serde_json::to_string(groups).expect("strings serialize");
+        let list = shared::json_list(groups);
         let mut promoted = 0;
         for _ in 0..batch::PROMOTE_ROUNDS {
             let next: Vec<NextInGroup> = cat::group_next(queue, now, &list)
@@ -1111,7 +1111,7 @@ impl batch::GroupOps for MySqlConnection {
         queue: &str,
         groups: &[String],
     ) -> Result<Vec<(String, Option<i64>)>> {
-        let list = serde_json::to_string(groups).expect("strings serialize");
+        let list = shared::json_list(groups);
         cat::group_rate_get(queue, &list)
             .as_()
             .fetch_all(&mut *self)

@@ -784,7 +784,7 @@ impl batch::GroupOps for SqliteConnection {
         groups: &[String],
         now: i64,
     ) -> Result<u64> {
-        let list = serde_json::to_string(groups).expect("strings serialize");
+        let list = shared::json_list(groups);
         let mut promoted = 0;
         for _ in 0..batch::PROMOTE_ROUNDS {
             let rows: Vec<batch::Promoted> = cat::group_promote(queue, &list, now)
@@ -806,7 +806,7 @@ impl batch::GroupOps for SqliteConnection {
         queue: &str,
         groups: &[String],
     ) -> Result<Vec<(String, Option<i64>)>> {
-        let list = serde_json::to_string(groups).expect("strings serialize");
+        let list = shared::json_list(groups);
         cat::group_rate_get(queue, &list)
             .as_()
             .fetch_all(&mut *self)
