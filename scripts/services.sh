@@ -7,6 +7,8 @@
 #   127.0.0.1:3307 with its own datadir; same users and database
 #   a 3-node MariaDB Galera cluster on 127.0.0.1:3311-3313 (scripts/galera.sh), for the
 #     conformance suite and the runtime tests on a cluster
+#   PgBouncer in transaction pooling mode on 127.0.0.1:6432 in front of PostgreSQL
+#     (scripts/pgbouncer.sh), for the conformance suite and the runtime tests through a pooler
 #   Python with psycopg and PyMySQL, for the example client in examples/python
 # and Chromium with chromedriver for the dashboard's browser test (crates/backlog-cli/tests/
 # dashboard.rs). Installs them from Debian's packages when absent. Exits non-zero if any cannot be
@@ -86,4 +88,5 @@ ensure_mariadb
 "$(dirname "$0")/fault_server.sh" ensure postgres
 "$(dirname "$0")/fault_server.sh" ensure mysql
 "$(dirname "$0")/galera.sh" ensure
+"$(dirname "$0")/pgbouncer.sh" ensure
 ensure_python_drivers

@@ -59,13 +59,17 @@ pub(crate) struct Stmt<DB: Database> {
     args: Result<DB::Arguments, BoxDynError>,
 }
 
-impl<DB: Database> Stmt<DB>
+impl<DB: Database + sqlx_core::database::HasStatementCache> Stmt<DB>
 where
     DB::Arguments: IntoArguments<DB>,
 {
+    // Each is a prepared statement that sqlx caches per connection, or an unnamed one inside a
+    // call to a backend behind a transaction pooler (see `pooler`).
+
     /// The statement, for rows.
     pub fn query<'q>(self) -> sqlx::query::Query<'q, DB, DB::Arguments> {
-        sqlx_core::query::query_with_result(self.text, self.args)
+        let q = sqlx_core::query::query_with_result(self.text, self.args);
+        q.persistent(!crate::pooler::unnamed())
     }
 
     /// The statement, for its first column.
@@ -73,7 +77,8 @@ where
     where
         (O,): for<'r> sqlx::FromRow<'r, DB::Row>,
     {
-        sqlx_core::query_scalar::query_scalar_with_result(self.text, self.args)
+        let q = sqlx_core::query_scalar::query_scalar_with_result(self.text, self.args);
+        q.persistent(!crate::pooler::unnamed())
     }
 
     /// The statement, for rows read as `O`.
@@ -81,7 +86,8 @@ where
     where
         O: for<'r> sqlx::FromRow<'r, DB::Row>,
     {
-        sqlx_core::query_as::query_as_with_result(self.text, self.args)
+        let q = sqlx_core::query_as::query_as_with_result(self.text, self.args);
+        q.persistent(!crate::pooler::unnamed())
     }
 }
 

@@ -41,6 +41,32 @@ fn no_answer(limit: Duration) -> Error {
     }
 }
 
+/// How each call to the backend runs: within `limit`, and with its statements unnamed when the
+/// backend's connections go through a transaction pooler (see `pooler`).
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    limit: Option<Duration>,
+    unnamed: bool,
+}
+
+impl Frame {
+    async fn run<T>(self, call: impl Future<Output = Result<T>>) -> Result<T> {
+        let call = crate::pooler::scope(self.unnamed, call);
+        match self.limit {
+            Some(limit) => within(limit, call).await,
+            None => call.await,
+        }
+    }
+
+    /// The same without the deadline (migrations, VACUUM).
+    fn unbounded(self) -> Frame {
+        Frame {
+            limit: None,
+            ..self
+        }
+    }
+}
+
 async fn within<T>(limit: Duration, call: impl Future<Output = Result<T>>) -> Result<T> {
     tokio::time::timeout(limit, call)
         .await
@@ -52,21 +78,31 @@ async fn within<T>(limit: Duration, call: impl Future<Output = Result<T>>) -> Re
 /// `job_vacuum` (a VACUUM of a large table may rightly take minutes). In a transaction the
 /// caller controls (`begin`), each of backlog's calls has the deadline; the caller's own
 /// statements on the connection do not.
+///
+/// It also frames each call of a PostgreSQL backend behind a transaction pooler: the statements
+/// of the call are unnamed (see `BackendConfig::pg_transaction_pooler`).
 #[derive(Debug)]
 pub struct Deadline {
     inner: Arc<dyn Backend>,
-    limit: Duration,
+    frame: Frame,
 }
 
 impl Deadline {
-    /// `backend` with a deadline on each call, or as it is when `limit` is `None`.
+    /// `backend` with a deadline on each call (none when `limit` is `None`), and its statements
+    /// unnamed when it is a PostgreSQL backend behind a transaction pooler; as it is when
+    /// neither applies.
     pub fn wrap(backend: Arc<dyn Backend>, limit: Option<Duration>) -> Arc<dyn Backend> {
-        match limit {
-            Some(limit) => Arc::new(Deadline {
-                inner: Self::unwrap(&backend).clone(),
-                limit,
+        let inner = Self::unwrap(&backend).clone();
+        let unnamed = matches!(
+            crate::SqlBackend::of(inner.as_ref()),
+            Some(crate::SqlBackend::Postgres(pg)) if pg.transaction_pooler()
+        );
+        match (limit, unnamed) {
+            (None, false) => inner,
+            _ => Arc::new(Deadline {
+                inner,
+                frame: Frame { limit, unnamed },
             }),
-            None => backend,
         }
     }
 
@@ -83,34 +119,34 @@ impl Deadline {
         self.inner.as_ref()
     }
 
-    /// The deadline.
-    pub fn limit(&self) -> Duration {
-        self.limit
+    /// The deadline, if there is one.
+    pub fn limit(&self) -> Option<Duration> {
+        self.frame.limit
     }
 
     async fn within<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
-        within(self.limit, call).await
+        self.frame.run(call).await
     }
 }
 
 struct DeadlineTx {
     inner: Box<dyn BackendTx>,
-    limit: Duration,
+    frame: Frame,
 }
 
 #[async_trait]
 impl BackendTx for DeadlineTx {
     async fn enqueue(&mut self, jobs: Vec<NewJob>, now: i64) -> Result<Vec<EnqueueOutcome>> {
-        within(self.limit, self.inner.enqueue(jobs, now)).await
+        self.frame.run(self.inner.enqueue(jobs, now)).await
     }
     async fn complete(&mut self, params: &JobCompleteParams) -> Result<Vec<JobRef>> {
-        within(self.limit, self.inner.complete(params)).await
+        self.frame.run(self.inner.complete(params)).await
     }
     async fn commit(self: Box<Self>) -> Result<()> {
-        within(self.limit, self.inner.commit()).await
+        self.frame.run(self.inner.commit()).await
     }
     async fn rollback(self: Box<Self>) -> Result<()> {
-        within(self.limit, self.inner.rollback()).await
+        self.frame.run(self.inner.rollback()).await
     }
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self.inner.as_any_mut()
@@ -119,7 +155,7 @@ impl BackendTx for DeadlineTx {
 
 struct DeadlineClaim {
     inner: Box<dyn TxClaim>,
-    limit: Duration,
+    frame: Frame,
 }
 
 #[async_trait]
@@ -128,13 +164,13 @@ impl TxClaim for DeadlineClaim {
         self.inner.job()
     }
     async fn complete(self: Box<Self>, now: i64, retention: Retention) -> Result<()> {
-        within(self.limit, self.inner.complete(now, retention)).await
+        self.frame.run(self.inner.complete(now, retention)).await
     }
     async fn fail(self: Box<Self>, now: i64, error: String, retry_at: Option<i64>) -> Result<()> {
-        within(self.limit, self.inner.fail(now, error, retry_at)).await
+        self.frame.run(self.inner.fail(now, error, retry_at)).await
     }
     async fn rollback(self: Box<Self>) -> Result<()> {
-        within(self.limit, self.inner.rollback()).await
+        self.frame.run(self.inner.rollback()).await
     }
 }
 
@@ -147,11 +183,11 @@ impl Backend for Deadline {
         let inner = self.within(self.inner.begin()).await?;
         Ok(Box::new(DeadlineTx {
             inner,
-            limit: self.limit,
+            frame: self.frame,
         }))
     }
     async fn migrate(&self) -> Result<MigrateReport> {
-        self.inner.migrate().await
+        self.frame.unbounded().run(self.inner.migrate()).await
     }
     async fn job_insert(&self, params: JobInsertParams) -> Result<Vec<EnqueueOutcome>> {
         self.within(self.inner.job_insert(params)).await
@@ -164,7 +200,7 @@ impl Backend for Deadline {
         Ok(claim.map(|inner| {
             Box::new(DeadlineClaim {
                 inner,
-                limit: self.limit,
+                frame: self.frame,
             }) as Box<dyn TxClaim>
         }))
     }
@@ -193,7 +229,10 @@ impl Backend for Deadline {
         self.within(self.inner.job_prune(params)).await
     }
     async fn job_vacuum(&self, params: JobVacuumParams) -> Result<Option<u64>> {
-        self.inner.job_vacuum(params).await
+        self.frame
+            .unbounded()
+            .run(self.inner.job_vacuum(params))
+            .await
     }
     async fn schema_version(&self) -> Result<i64> {
         self.within(self.inner.schema_version()).await
@@ -305,7 +344,13 @@ impl Backend for Deadline {
     }
     async fn close(&self) {
         // Closing waits for connections in use; a stalled one is dropped after the deadline.
-        let _ = tokio::time::timeout(self.limit, self.inner.close()).await;
+        let close = self.inner.close();
+        match self.frame.limit {
+            Some(limit) => {
+                let _ = tokio::time::timeout(limit, close).await;
+            }
+            None => close.await,
+        }
     }
 }
 

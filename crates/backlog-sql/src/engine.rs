@@ -23,6 +23,12 @@ use crate::dberror::DbResultExt;
 /// What a dialect provides. Each method is the `Backend` method of the same name (see its
 /// documentation there); the defaults are those of an engine without the feature.
 pub(crate) trait Dialect: Send + Sync + 'static {
+    /// Whether a statement sent on the pool needs a transaction of its own: the connections go
+    /// through a transaction pooler (see `pooler`).
+    fn tx_per_statement(&self) -> bool {
+        false
+    }
+
     fn capabilities(&self) -> Capabilities;
 
     fn begin(&self) -> impl Future<Output = Result<Box<dyn BackendTx>>> + Send;
@@ -123,22 +129,24 @@ macro_rules! returning_methods {
             &self,
             p: &backlog_core::LeaderParams,
         ) -> backlog_core::Result<Option<i64>> {
-            $cat::leader_elect(&p.name, &p.holder, p.now, p.expires_at)
-                .scalar()
-                .fetch_optional(&self.pool)
-                .await
-                .db()
+            $crate::pooler::on_pool!(
+                self,
+                $cat::leader_elect(&p.name, &p.holder, p.now, p.expires_at).scalar(),
+                fetch_optional
+            )
+            .db()
         }
 
         async fn job_rescue(
             &self,
             p: backlog_core::JobRescueParams,
         ) -> backlog_core::Result<Vec<backlog_core::Rescued>> {
-            let rows: Vec<(String, bool)> = $cat::job_rescue(p.now, p.limit as i64)
-                .as_()
-                .fetch_all(&self.pool)
-                .await
-                .db()?;
+            let rows: Vec<(String, bool)> = $crate::pooler::on_pool!(
+                self,
+                $cat::job_rescue(p.now, p.limit as i64).as_(),
+                fetch_all
+            )
+            .db()?;
             Ok(rows
                 .into_iter()
                 .map(|(queue, dead)| backlog_core::Rescued { queue, dead })
@@ -149,19 +157,21 @@ macro_rules! returning_methods {
             &self,
             p: backlog_core::QueueRedriveParams,
         ) -> backlog_core::Result<u64> {
-            let res = $cat::queue_redrive(p.now, p.queue.as_str(), p.limit as i64)
-                .query()
-                .execute(&self.pool)
-                .await;
+            let res = $crate::pooler::on_pool!(
+                self,
+                $cat::queue_redrive(p.now, p.queue.as_str(), p.limit as i64).query(),
+                execute
+            );
             match res.db() {
                 Ok(r) => Ok(r.rows_affected()),
                 // Another job holds one of the unique keys: move the others one at a time.
                 Err(e) if $crate::shared::is_unique_violation(&e) => {
-                    let ids: Vec<i64> = $cat::queue_dead_ids(p.queue.as_str(), p.limit as i64)
-                        .scalar()
-                        .fetch_all(&self.pool)
-                        .await
-                        .db()?;
+                    let ids: Vec<i64> = $crate::pooler::on_pool!(
+                        self,
+                        $cat::queue_dead_ids(p.queue.as_str(), p.limit as i64).scalar(),
+                        fetch_all
+                    )
+                    .db()?;
                     $crate::shared::redrive_one_by_one(self, &ids, p.now).await
                 }
                 Err(e) => Err(e),
@@ -170,11 +180,12 @@ macro_rules! returning_methods {
 
         async fn audit_add(&self, e: &backlog_core::AuditEntry) -> backlog_core::Result<i64> {
             let (actor, action, queue) = (e.actor.as_str(), e.action.as_str(), e.queue.as_deref());
-            $cat::audit_add(e.at, actor, action, queue, e.job_id, e.detail.as_str())
-                .scalar()
-                .fetch_one(&self.pool)
-                .await
-                .db()
+            $crate::pooler::on_pool!(
+                self,
+                $cat::audit_add(e.at, actor, action, queue, e.job_id, e.detail.as_str()).scalar(),
+                fetch_one
+            )
+            .db()
         }
     };
 }
@@ -304,6 +315,11 @@ macro_rules! sql_backend {
             }
 
             async fn job_fail(&self, p: backlog_core::JobFailParams) -> backlog_core::Result<()> {
+                if $crate::engine::Dialect::tx_per_statement(self) {
+                    let mut tx = self.pool.begin().await.db()?;
+                    $crate::engine::ConnOps::fail(&mut *tx, &p).await?;
+                    return tx.commit().await.db();
+                }
                 let mut conn = self.pool.acquire().await.db()?;
                 $crate::engine::ConnOps::fail(&mut *conn, &p).await
             }
@@ -312,10 +328,7 @@ macro_rules! sql_backend {
                 &self,
                 p: backlog_core::JobReleaseParams,
             ) -> backlog_core::Result<()> {
-                let res = $cat::job_release(p.run_at, p.job.id, p.job.token)
-                    .query()
-                    .execute(&self.pool)
-                    .await
+                let res = $crate::pooler::on_pool!(self, $cat::job_release(p.run_at, p.job.id, p.job.token).query(), execute)
                     .db()?;
                 $crate::shared::fenced(res.rows_affected(), p.job.id)
             }
@@ -331,10 +344,7 @@ macro_rules! sql_backend {
                 &self,
                 p: backlog_core::JobProgressParams,
             ) -> backlog_core::Result<()> {
-                let res = $cat::job_progress(p.progress, p.result, p.job.id, p.job.token)
-                    .query()
-                    .execute(&self.pool)
-                    .await
+                let res = $crate::pooler::on_pool!(self, $cat::job_progress(p.progress, p.result, p.job.id, p.job.token).query(), execute)
                     .db()?;
                 $crate::shared::fenced(res.rows_affected(), p.job.id)
             }
@@ -344,10 +354,7 @@ macro_rules! sql_backend {
                 id: i64,
                 now: i64,
             ) -> backlog_core::Result<backlog_core::Job> {
-                let res = $cat::job_cancel_request(now, id)
-                    .query()
-                    .execute(&self.pool)
-                    .await
+                let res = $crate::pooler::on_pool!(self, $cat::job_cancel_request(now, id).query(), execute)
                     .db()?;
                 let job = backlog_core::Backend::job_get(self, id).await?;
                 let cancel = backlog_core::AdminAction::Cancel;
@@ -366,10 +373,7 @@ macro_rules! sql_backend {
             }
 
             async fn schema_version(&self) -> backlog_core::Result<i64> {
-                let version = $cat::schema_version()
-                    .scalar()
-                    .fetch_one(&self.pool)
-                    .await
+                let version = $crate::pooler::on_pool!(self, $cat::schema_version().scalar(), fetch_one)
                     .db();
                 match version {
                     Err(backlog_core::Error::SchemaOutdated { .. }) => Ok(0),
@@ -378,18 +382,12 @@ macro_rules! sql_backend {
             }
 
             async fn queue_oldest_due(&self, now: i64) -> backlog_core::Result<Vec<(String, i64)>> {
-                $cat::queue_oldest_due(now)
-                    .as_()
-                    .fetch_all(&self.pool)
-                    .await
+                $crate::pooler::on_pool!(self, $cat::queue_oldest_due(now).as_(), fetch_all)
                     .db()
             }
 
             async fn db_now(&self) -> backlog_core::Result<Option<i64>> {
-                $cat::db_now()
-                    .scalar()
-                    .fetch_one(&self.pool)
-                    .await
+                $crate::pooler::on_pool!(self, $cat::db_now().scalar(), fetch_one)
                     .db()
                     .map(Some)
             }
@@ -408,10 +406,7 @@ macro_rules! sql_backend {
             }
 
             async fn leader_resign(&self, name: &str, holder: &str) -> backlog_core::Result<()> {
-                $cat::leader_resign(name, holder)
-                    .query()
-                    .execute(&self.pool)
-                    .await
+                $crate::pooler::on_pool!(self, $cat::leader_resign(name, holder).query(), execute)
                     .db()?;
                 Ok(())
             }
@@ -435,7 +430,7 @@ macro_rules! sql_backend {
                 } else {
                     $cat::topic_unsubscribe(topic.as_str(), queue.as_str())
                 };
-                stmt.query().execute(&self.pool).await.db()?;
+                $crate::pooler::on_pool!(self, stmt.query(), execute).db()?;
                 Ok(())
             }
 
@@ -443,10 +438,7 @@ macro_rules! sql_backend {
                 &self,
                 topic: &backlog_core::QueueName,
             ) -> backlog_core::Result<Vec<backlog_core::QueueName>> {
-                let names: Vec<String> = $cat::topic_subscribers(topic.as_str())
-                    .scalar()
-                    .fetch_all(&self.pool)
-                    .await
+                let names: Vec<String> = $crate::pooler::on_pool!(self, $cat::topic_subscribers(topic.as_str()).scalar(), fetch_all)
                     .db()?;
                 names.into_iter().map(backlog_core::QueueName::new).collect()
             }
@@ -474,10 +466,7 @@ macro_rules! sql_backend {
             }
 
             async fn group_sweep(&self, now: i64) -> backlog_core::Result<u64> {
-                let rows: Vec<(String, String)> = $cat::group_stalled(now, $crate::engine::SWEEP_GROUPS)
-                    .as_()
-                    .fetch_all(&self.pool)
-                    .await
+                let rows: Vec<(String, String)> = $crate::pooler::on_pool!(self, $cat::group_stalled(now, $crate::engine::SWEEP_GROUPS).as_(), fetch_all)
                     .db()?;
                 let mut by_queue: std::collections::BTreeMap<String, Vec<String>> =
                     Default::default();
@@ -505,16 +494,10 @@ macro_rules! sql_backend {
                 now: i64,
             ) -> backlog_core::Result<backlog_core::QueueFlow> {
                 let (running, waiting, waiting_groups): (i64, i64, i64) =
-                    $cat::queue_flow(queue.as_str())
-                        .as_()
-                        .fetch_one(&self.pool)
-                        .await
+                    $crate::pooler::on_pool!(self, $cat::queue_flow(queue.as_str()).as_(), fetch_one)
                         .db()?;
                 let blocked: Vec<(String, i64, i64, i32, i64)> =
-                    $cat::group_blocked(queue.as_str(), now, 20)
-                        .as_()
-                        .fetch_all(&self.pool)
-                        .await
+                    $crate::pooler::on_pool!(self, $cat::group_blocked(queue.as_str(), now, 20).as_(), fetch_all)
                         .db()?;
                 Ok(backlog_core::QueueFlow {
                     running,
@@ -536,16 +519,10 @@ macro_rules! sql_backend {
             }
 
             async fn job_get(&self, id: i64) -> backlog_core::Result<Option<backlog_core::Job>> {
-                let mut row = $cat::job_get(id)
-                    .query()
-                    .fetch_optional(&self.pool)
-                    .await
+                let mut row = $crate::pooler::on_pool!(self, $cat::job_get(id).query(), fetch_optional)
                     .db()?;
                 if row.is_none() {
-                    row = $cat::job_get_archived(id)
-                        .query()
-                        .fetch_optional(&self.pool)
-                        .await
+                    row = $crate::pooler::on_pool!(self, $cat::job_get_archived(id).query(), fetch_optional)
                         .db()?;
                 }
                 row.map(|r| Ok(job_from_row!(&r))).transpose()
@@ -560,10 +537,7 @@ macro_rules! sql_backend {
                 let kind = p.kind.as_ref().map(|k| k.as_str());
                 let key = p.unique_key.as_deref();
                 let (after, now, limit) = (p.after_id, p.now, p.limit as i64);
-                let rows = $cat::job_list(queue, state, after, mode, now, limit, kind, key)
-                    .query()
-                    .fetch_all(&self.pool)
-                    .await
+                let rows = $crate::pooler::on_pool!(self, $cat::job_list(queue, state, after, mode, now, limit, kind, key).query(), fetch_all)
                     .db()?;
                 rows.iter().map(|r| Ok(job_from_row!(r))).collect()
             }
@@ -580,7 +554,7 @@ macro_rules! sql_backend {
                     t.to, t.run_at, t.reset_attempts, t.finished_at, id, t.from[0], t.from[1],
                     t.from[2],
                 );
-                let res = stmt.query().execute(&self.pool).await.db()?;
+                let res = $crate::pooler::on_pool!(self, stmt.query(), execute).db()?;
                 let job = backlog_core::Backend::job_get(self, id).await?;
                 action.outcome(id, res.rows_affected() > 0, job)
             }
@@ -603,10 +577,7 @@ macro_rules! sql_backend {
                 &self,
                 name: &backlog_core::QueueName,
             ) -> backlog_core::Result<Option<backlog_core::QueueSettings>> {
-                let row = $cat::queue_get(name.as_str())
-                    .query()
-                    .fetch_optional(&self.pool)
-                    .await
+                let row = $crate::pooler::on_pool!(self, $cat::queue_get(name.as_str()).query(), fetch_optional)
                     .db()?;
                 row.map(|r| Ok(queue_from_row!(&r))).transpose()
             }
@@ -616,10 +587,7 @@ macro_rules! sql_backend {
                 name: &backlog_core::QueueName,
                 now: i64,
             ) -> backlog_core::Result<()> {
-                $cat::queue_ensure(name.as_str(), now)
-                    .query()
-                    .execute(&self.pool)
-                    .await
+                $crate::pooler::on_pool!(self, $cat::queue_ensure(name.as_str(), now).query(), execute)
                     .db()?;
                 Ok(())
             }
@@ -653,7 +621,7 @@ macro_rules! sql_backend {
                             .map_or(1000, |r| (r.period.as_millis() as i64).max(1)),
                         now,
                     );
-                    stmt.query().execute(&self.pool).await.db()
+                    $crate::pooler::on_pool!(self, stmt.query(), execute).db()
                 })
                 .await?;
                 Ok(())
@@ -666,10 +634,7 @@ macro_rules! sql_backend {
                 now: i64,
             ) -> backlog_core::Result<()> {
                 $crate::shared::retry_transient(|| async {
-                    $cat::queue_set_paused(name.as_str(), paused, now)
-                        .query()
-                        .execute(&self.pool)
-                        .await
+                    $crate::pooler::on_pool!(self, $cat::queue_set_paused(name.as_str(), paused, now).query(), execute)
                         .db()
                 })
                 .await?;
@@ -677,15 +642,12 @@ macro_rules! sql_backend {
             }
 
             async fn queue_list(&self) -> backlog_core::Result<Vec<backlog_core::QueueInfo>> {
-                let rows = $cat::queue_all().query().fetch_all(&self.pool).await.db()?;
+                let rows = $crate::pooler::on_pool!(self, $cat::queue_all().query(), fetch_all).db()?;
                 let settings = rows
                     .iter()
                     .map(|r| Ok(queue_from_row!(r)))
                     .collect::<backlog_core::Result<Vec<_>>>()?;
-                let pending: Vec<(String, i64)> = $cat::queue_pending()
-                    .as_()
-                    .fetch_all(&self.pool)
-                    .await
+                let pending: Vec<(String, i64)> = $crate::pooler::on_pool!(self, $cat::queue_pending().as_(), fetch_all)
                     .db()?;
                 $crate::shared::merge_queue_list(settings, pending)
             }
@@ -697,10 +659,7 @@ macro_rules! sql_backend {
             ) -> backlog_core::Result<Vec<(String, backlog_core::QueueStats)>> {
                 // queue, state, future, archived, count; the flags are 0 or 1 in every dialect.
                 let rows: Vec<(String, String, i64, i64, i64)> =
-                    $cat::queue_stats(now, queue.map(|q| q.as_str()))
-                        .as_()
-                        .fetch_all(&self.pool)
-                        .await
+                    $crate::pooler::on_pool!(self, $cat::queue_stats(now, queue.map(|q| q.as_str())).as_(), fetch_all)
                         .db()?;
                 let counts = rows
                     .into_iter()
@@ -708,10 +667,7 @@ macro_rules! sql_backend {
                     .collect();
                 let names = match queue {
                     Some(q) => vec![q.as_str().to_owned()],
-                    None => $cat::queue_names()
-                        .scalar()
-                        .fetch_all(&self.pool)
-                        .await
+                    None => $crate::pooler::on_pool!(self, $cat::queue_names().scalar(), fetch_all)
                         .db()?,
                 };
                 $crate::shared::fold_stats(names, counts)
@@ -753,19 +709,13 @@ macro_rules! sql_backend {
                 queue: Option<&backlog_core::QueueName>,
                 since: i64,
             ) -> backlog_core::Result<Vec<backlog_core::StatRow>> {
-                let rows = $cat::stat_history(since, queue.map(|q| q.as_str()))
-                    .query()
-                    .fetch_all(&self.pool)
-                    .await
+                let rows = $crate::pooler::on_pool!(self, $cat::stat_history(since, queue.map(|q| q.as_str())).query(), fetch_all)
                     .db()?;
                 rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
             }
 
             async fn stat_totals(&self) -> backlog_core::Result<Vec<backlog_core::StatRow>> {
-                let rows = $cat::stat_totals()
-                    .query()
-                    .fetch_all(&self.pool)
-                    .await
+                let rows = $crate::pooler::on_pool!(self, $cat::stat_totals().query(), fetch_all)
                     .db()?;
                 rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
             }
@@ -795,10 +745,7 @@ macro_rules! sql_backend {
                 p: &backlog_core::AuditListParams,
             ) -> backlog_core::Result<Vec<backlog_core::AuditEntry>> {
                 let queue = p.queue.as_ref().map(|q| q.as_str());
-                let rows = $cat::audit_list(p.before_id, queue, p.limit as i64)
-                    .query()
-                    .fetch_all(&self.pool)
-                    .await
+                let rows = $crate::pooler::on_pool!(self, $cat::audit_list(p.before_id, queue, p.limit as i64).query(), fetch_all)
                     .db()?;
                 rows.iter().map(|r| Ok(audit_from_row!(r))).collect()
             }

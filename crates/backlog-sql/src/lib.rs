@@ -14,6 +14,7 @@ mod deadline;
 mod engine;
 mod hosts;
 mod mysql;
+mod pooler;
 mod postgres;
 mod rows;
 mod shared;
@@ -63,6 +64,16 @@ pub struct BackendConfig {
     /// in use is checked (a fresh connection that must answer and be ready for writes); when
     /// it fails, new connections go to the next ready host of the list.
     pub host_check_every: Duration,
+    /// PostgreSQL: the URL reaches the server through a pooler in transaction pooling mode
+    /// (PgBouncer's `pool_mode = transaction`): every statement is unnamed and in a transaction,
+    /// and no session state is kept (docs/scaling.md). Also set by the URL parameter
+    /// `pooler=transaction`.
+    pub pg_transaction_pooler: bool,
+    /// PostgreSQL: a URL that reaches the server directly, for the one connection that LISTENs
+    /// for new jobs when the main URL goes through a pooler (a pooler hands notifications to
+    /// whichever client holds the server connection next). Without it, behind a pooler,
+    /// workers poll. Also set by the URL parameter `listen_url=`.
+    pub listen_url: Option<String>,
 }
 
 impl Default for BackendConfig {
@@ -74,6 +85,8 @@ impl Default for BackendConfig {
             statement_timeout: Some(Duration::from_secs(30)),
             sqlite_busy_timeout: Duration::from_secs(30),
             host_check_every: Duration::from_millis(500),
+            pg_transaction_pooler: false,
+            listen_url: None,
         }
     }
 }
@@ -101,6 +114,13 @@ pub fn url_scheme(url: &str) -> Result<UrlScheme> {
             reason: "expected sqlite://PATH, postgres://… or mysql://…".into(),
         }),
     }
+}
+
+/// Runs `call` with backlog's statements unnamed when `on`: for backlog's calls on a connection
+/// of your own that goes through a transaction pooler (`backlog::Client::enqueue_in` does this
+/// when its backend is behind one). See `BackendConfig::pg_transaction_pooler`.
+pub async fn unnamed_statements<T>(on: bool, call: impl Future<Output = T>) -> T {
+    pooler::scope(on, call).await
 }
 
 /// The URL with its password replaced by `***`, for messages (also when the URL does not parse).

@@ -21,6 +21,7 @@ use crate::catalog::{Stmt, postgres as cat};
 use crate::dberror::{DbResultExt, connect_error, connect_within};
 use crate::engine::{Dialect, SqlTx, SqlTxClaim};
 use crate::hosts::{self, Hosts};
+use crate::pooler::on_pool;
 use crate::rows::{
     assign_ids, audit_from_row, claimed_from_row, created, job_from_row, queue_from_row,
     stat_from_row,
@@ -42,22 +43,48 @@ pub struct PgBackend {
     /// Set once `job_vacuum` found that this database cannot vacuum the job table (no such
     /// statistics or statement, as on some PostgreSQL-compatible databases, or no privilege).
     vacuum_unsupported: Arc<std::sync::atomic::AtomicBool>,
+    /// The connections go through a pooler in transaction pooling mode (see `pooler`).
+    pooled: bool,
+    /// Behind such a pooler, the pool of the direct connection that LISTENs (none: poll).
+    listen_pool: Option<PgPool>,
 }
 
 impl PgBackend {
     /// Connects to the database a `postgres://…` URL names. Connection parameters such as
     /// `options=-c search_path=SCHEMA` are honoured.
     pub async fn connect(url: &str, config: &BackendConfig) -> Result<Self> {
+        let (url, params) = crate::pooler::take_url_params(url)?;
+        let url = url.as_str();
+        let pooled = params
+            .transaction_pooler
+            .unwrap_or(config.pg_transaction_pooler);
+        let listen_url = params.listen_url.or_else(|| config.listen_url.clone());
+        if listen_url.is_some() && !pooled {
+            return Err(backlog_core::Error::DatabaseUrlInvalid {
+                url: crate::redact_url(url),
+                reason: "listen_url is for a URL that goes through a transaction pooler \
+                         (pooler=transaction); without one, backlog LISTENs on its own pool"
+                    .into(),
+            });
+        }
         // Generic plans: every statement here is a short parameterized look-up whose plan does
         // not depend on the values, and a custom plan per execution re-planned the claim each
         // time, a large part of its cost (figures in BENCHMARKS.md).
-        let parse = |u: &str| {
+        fn direct(u: &str) -> Result<PgConnectOptions> {
             let opts = PgConnectOptions::from_str(u).map_err(|e| connect_error(u, e))?;
             Ok(opts.options([
                 (QUIET_SETTING, "off"),
                 ("plan_cache_mode", "force_generic_plan"),
             ]))
-        };
+        }
+        // Through a pooler: no startup parameters a pooler refuses (PgBouncer takes only a few
+        // unless told to ignore others, and then drops them); unnamed statements are planned
+        // each time anyway, and the trigger sends the wake-ups.
+        fn through_pooler(u: &str) -> Result<PgConnectOptions> {
+            let opts = PgConnectOptions::from_str(u).map_err(|e| connect_error(u, e))?;
+            Ok(opts.extra_float_digits(None))
+        }
+        let parse = if pooled { through_pooler } else { direct };
         let hosts = Hosts::<Postgres>::connect(url, config, parse, writable).await?;
         // One direct connection first: an unreachable server or bad credentials fail at once
         // instead of after the pool's acquire timeout.
@@ -73,8 +100,48 @@ impl PgBackend {
             .connect_lazy_with(hosts.current_options());
         hosts::watch(pool.clone(), hosts, config.host_check_every);
         let mut backend = Self::from_pool(pool);
+        if pooled {
+            // Statements as they are: the listener runs no prepared statement of backlog's.
+            let listen_pool = match listen_url {
+                Some(u) => Some(
+                    sqlx::postgres::PgPoolOptions::new()
+                        .max_connections(1)
+                        .acquire_timeout(config.acquire_timeout)
+                        .connect_lazy_with(direct(&u)?),
+                ),
+                None => None,
+            };
+            return Ok(backend.with_transaction_pooler(listen_pool));
+        }
         backend.waker = Some(Arc::new(Waker::default()));
         Ok(backend)
+    }
+
+    /// The same backend, for a pool whose connections go through a pooler in transaction
+    /// pooling mode (PgBouncer's `pool_mode = transaction`): every statement unnamed and in a
+    /// transaction, and LISTEN on `listen_pool`, a pool of direct connections to the server
+    /// (`None`: workers poll). The pool's connections must not set session state (no `options`
+    /// startup parameter). Wrap it in a [`Deadline`](crate::Deadline) (as
+    /// [`SqlBackend::backend`](crate::SqlBackend::backend) and [`connect`](crate::connect) do):
+    /// that is what makes each call's statements unnamed.
+    pub fn with_transaction_pooler(mut self, listen_pool: Option<PgPool>) -> Self {
+        self.pooled = true;
+        self.listen_pool = listen_pool;
+        self.waker = None;
+        self
+    }
+
+    /// Whether the connections go through a pooler in transaction pooling mode.
+    pub fn transaction_pooler(&self) -> bool {
+        self.pooled
+    }
+
+    /// Behind a transaction pooler, the options of the direct connection (`listen_url`), if
+    /// one was given.
+    pub fn direct_options(&self) -> Option<PgConnectOptions> {
+        self.listen_pool
+            .as_ref()
+            .map(|p| (*p.connect_options()).clone())
     }
 
     /// Uses an existing pool (the caller's own sqlx pool).
@@ -84,6 +151,8 @@ impl PgBackend {
             notifier: Arc::default(),
             waker: None,
             vacuum_unsupported: Arc::default(),
+            pooled: false,
+            listen_pool: None,
         }
     }
 
@@ -346,13 +415,27 @@ async fn subscribe(pool: &PgPool) -> Result<PgListener, sqlx::Error> {
     Ok(listener)
 }
 
-/// Hands every notification to the wake functions until the pool closes. A lost connection is
-/// replaced (PgListener re-LISTENs on it); after an error the listener is rebuilt with a capped
-/// backoff. Notifications sent while no connection listens are lost: workers poll meanwhile.
-async fn notify_loop(pool: PgPool, mut listener: PgListener, notifier: Arc<Notifier>) {
+/// Hands every notification to the wake functions until the backend's pool (`owner`) or the
+/// listener's (`pool`, the same one unless behind a transaction pooler) closes. A lost
+/// connection is replaced (PgListener re-LISTENs on it); after an error the listener is rebuilt
+/// with a capped backoff. Notifications sent while no connection listens are lost: workers poll
+/// meanwhile.
+async fn notify_loop(
+    pool: PgPool,
+    owner: PgPool,
+    mut listener: PgListener,
+    notifier: Arc<Notifier>,
+) {
     let mut backoff = RECONNECT_MIN;
     loop {
-        match listener.try_recv().await {
+        let received = tokio::select! {
+            r = listener.try_recv() => r,
+            () = owner.close_event() => {
+                pool.close().await;
+                return;
+            }
+        };
+        match received {
             Ok(Some(n)) => {
                 backoff = RECONNECT_MIN;
                 notifier.wake(n.payload());
@@ -370,6 +453,10 @@ async fn notify_loop(pool: PgPool, mut listener: PgListener, notifier: Arc<Notif
             tokio::select! {
                 () = tokio::time::sleep(backoff) => {}
                 () = pool.close_event() => return,
+                () = owner.close_event() => {
+                    pool.close().await;
+                    return;
+                }
             }
             backoff = (backoff * 2).min(RECONNECT_MAX);
             match subscribe(&pool).await {
@@ -629,16 +716,18 @@ async fn complete_on(conn: &mut PgConnection, p: &JobCompleteParams) -> Result<V
 
 /// A host is ready when it answers and takes writes (not a standby in recovery).
 fn writable(conn: &mut PgConnection) -> futures::future::BoxFuture<'_, bool> {
+    // Unprepared: one round trip that a transaction pooler keeps on one server connection.
     Box::pin(async move {
-        cat::db_writable()
-            .scalar::<bool>()
-            .fetch_one(&mut *conn)
-            .await
-            .unwrap_or(false)
+        let row = sqlx::raw_sql(cat::DB_WRITABLE).fetch_one(&mut *conn).await;
+        row.and_then(|r| r.try_get::<bool, _>(0)).unwrap_or(false)
     })
 }
 
 impl Dialect for PgBackend {
+    fn tx_per_statement(&self) -> bool {
+        self.pooled
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             skip_locked: true,
@@ -671,7 +760,8 @@ impl Dialect for PgBackend {
     async fn job_insert(&self, params: JobInsertParams) -> Result<Vec<EnqueueOutcome>> {
         let dedup = Deduped::new(params.jobs);
         let now = params.now;
-        if batch::one_statement(&dedup.rows) {
+        // Behind a transaction pooler every statement needs a transaction: the one below.
+        if batch::one_statement(&dedup.rows) && !self.pooled {
             let mut conn = self.pool.acquire().await.db()?;
             let per_row = batch::insert_all(
                 &mut Inserter {
@@ -713,13 +803,12 @@ impl Dialect for PgBackend {
                 })
                 .await?
             }
-            ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => {
-                claim_stmt(p, false, token, expires, kinds, p.limit)
-                    .query()
-                    .fetch_all(&self.pool)
-                    .await
-                    .db()?
-            }
+            ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => on_pool!(
+                self,
+                claim_stmt(p, false, token, expires, kinds, p.limit).query(),
+                fetch_all
+            )
+            .db()?,
             ClaimStrategy::ClaimToken => {
                 // Claim-token claimers wait on rows instead of skipping them, and a row whose
                 // recheck failed stays locked to the end of the claim; rows are taken in id
@@ -758,6 +847,12 @@ impl Dialect for PgBackend {
 
     async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {
         shared::retry_transient(|| async {
+            if self.pooled {
+                let mut tx = self.pool.begin().await.db()?;
+                let done = complete_on(&mut tx, &p).await?;
+                tx.commit().await.db()?;
+                return Ok(done);
+            }
             let mut conn = self.pool.acquire().await.db()?;
             complete_on(&mut conn, &p).await
         })
@@ -808,7 +903,7 @@ impl Dialect for PgBackend {
             let stmt = complete_claim_stmt(
                 expect, c, token, expires, retention, &ids, &tokens, done_now,
             );
-            stmt.query().fetch_all(&self.pool).await.db()
+            on_pool!(self, stmt.query(), fetch_all).db()
         })
         .await?;
         let (done, claimed) = folded_rows(&rows, c, token, expires)?;
@@ -840,11 +935,8 @@ impl Dialect for PgBackend {
     }
 
     async fn job_heartbeat(&self, p: JobHeartbeatParams) -> Result<bool> {
-        let cancel: Option<bool> = cat::job_heartbeat(p.lease_expires_at, p.job.id, p.job.token)
-            .scalar()
-            .fetch_optional(&self.pool)
-            .await
-            .db()?;
+        let heartbeat = cat::job_heartbeat(p.lease_expires_at, p.job.id, p.job.token);
+        let cancel: Option<bool> = on_pool!(self, heartbeat.scalar(), fetch_optional).db()?;
         cancel.ok_or(backlog_core::Error::LeaseLost { job_id: p.job.id })
     }
 
@@ -855,11 +947,8 @@ impl Dialect for PgBackend {
             false => cat::job_prune_delete,
         };
         let (queue, state) = (p.queue.as_str(), p.state.as_str());
-        let res = statement(queue, state, p.finished_before, p.limit as i64)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
+        let stmt = statement(queue, state, p.finished_before, p.limit as i64);
+        let res = on_pool!(self, stmt.query(), execute).db()?;
         Ok(res.rows_affected())
     }
 
@@ -871,7 +960,7 @@ impl Dialect for PgBackend {
         // Dead and live tuples of the job table, from its statistics.
         type Counts = Option<(Option<i64>, Option<i64>)>;
         let counts: std::result::Result<Counts, sqlx::Error> =
-            cat::job_dead_rows().as_().fetch_optional(&self.pool).await;
+            on_pool!(self, cat::job_dead_rows().as_(), fetch_optional);
         let (dead, live) = match counts {
             Ok(Some((dead, live))) => (dead.unwrap_or(0), live.unwrap_or(0)),
             Ok(None) => return Ok(None),
@@ -889,11 +978,8 @@ impl Dialect for PgBackend {
     }
 
     async fn db_oldest_transaction(&self) -> Result<Option<OldestTransaction>> {
-        let row: Option<(i64, f64, String, String)> = cat::db_oldest_transaction()
-            .as_()
-            .fetch_optional(&self.pool)
-            .await
-            .db()?;
+        let row: Option<(i64, f64, String, String)> =
+            on_pool!(self, cat::db_oldest_transaction().as_(), fetch_optional).db()?;
         Ok(crate::engine::oldest_transaction(row))
     }
 
@@ -922,15 +1008,27 @@ impl Dialect for PgBackend {
     }
 
     async fn listen(&self, wake: WakeFn) -> Result<bool> {
-        if self.pool.options().get_max_connections() < 2 {
-            return Ok(false); // the LISTEN connection would starve everything else: poll
-        }
+        let pool = match (&self.listen_pool, self.pooled) {
+            (Some(direct), true) => direct,
+            // Through a transaction pooler a notification reaches whichever client next holds
+            // the server connection: poll.
+            (None, true) => return Ok(false),
+            _ if self.pool.options().get_max_connections() < 2 => {
+                return Ok(false); // the LISTEN connection would starve everything else: poll
+            }
+            _ => &self.pool,
+        };
         let mut started = self.notifier.started.lock().await;
         if !*started {
             // LISTEN before returning, so that jobs inserted after this call wake `wake`.
-            let listener = subscribe(&self.pool).await.db()?;
-            let (pool, notifier) = (self.pool.clone(), self.notifier.clone());
-            tokio::spawn(notify_loop(pool, listener, notifier));
+            let listener = subscribe(pool).await.db()?;
+            let notifier = self.notifier.clone();
+            tokio::spawn(notify_loop(
+                pool.clone(),
+                self.pool.clone(),
+                listener,
+                notifier,
+            ));
             *started = true;
         }
         self.notifier
@@ -943,11 +1041,8 @@ impl Dialect for PgBackend {
 
     async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {
         let names: Vec<&str> = p.queues.iter().map(|q| q.as_str()).collect();
-        cat::job_count_pending(&names, shared::kinds_vec(&p.kinds), p.due_by)
-            .scalar()
-            .fetch_one(&self.pool)
-            .await
-            .db()
+        let stmt = cat::job_count_pending(&names, shared::kinds_vec(&p.kinds), p.due_by);
+        on_pool!(self, stmt.scalar(), fetch_one).db()
     }
 
     crate::engine::returning_methods!(cat);

@@ -45,7 +45,22 @@ pub enum SqlBackend {
 impl SqlBackend {
     /// Opens the backend a URL names.
     pub async fn connect(url: &str, config: &BackendConfig) -> Result<Self> {
-        Ok(match url_scheme(url)? {
+        let scheme = url_scheme(url)?;
+        if scheme != UrlScheme::Postgres {
+            let (_, params) = crate::pooler::take_url_params(url)?;
+            if params != Default::default()
+                || config.pg_transaction_pooler
+                || config.listen_url.is_some()
+            {
+                return Err(Error::DatabaseUrlInvalid {
+                    url: crate::redact_url(url),
+                    reason: "pooler and listen_url are settings of PostgreSQL URLs (a pooler in \
+                             transaction pooling mode, such as PgBouncer)"
+                        .into(),
+                });
+            }
+        }
+        Ok(match scheme {
             UrlScheme::Sqlite => SqlBackend::Sqlite(SqliteBackend::connect(url, config).await?),
             UrlScheme::Postgres => SqlBackend::Postgres(PgBackend::connect(url, config).await?),
             UrlScheme::MySql => SqlBackend::MySql(MySqlBackend::connect(url, config).await?),
@@ -56,7 +71,8 @@ impl SqlBackend {
     pub fn backend(&self) -> Arc<dyn Backend> {
         match self {
             SqlBackend::Sqlite(b) => Arc::new(b.clone()),
-            SqlBackend::Postgres(b) => Arc::new(b.clone()),
+            // Behind a transaction pooler, framed so that each call's statements are unnamed.
+            SqlBackend::Postgres(b) => crate::Deadline::wrap(Arc::new(b.clone()), None),
             SqlBackend::MySql(b) => Arc::new(b.clone()),
         }
     }

@@ -32,6 +32,14 @@ pub fn my_base() -> String {
         .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
 }
 
+/// PgBouncer in transaction pooling mode in front of the PostgreSQL of [`pg_base`]
+/// (`scripts/pgbouncer.sh`): `BACKLOG_TEST_PGBOUNCER_URL`. Any database name reaches the
+/// same-named database behind it.
+pub fn pgbouncer_base() -> String {
+    std::env::var("BACKLOG_TEST_PGBOUNCER_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:6432/test".into())
+}
+
 /// The PostgreSQL server the fault tests restart, apart from the main one
 /// (`scripts/fault_server.sh`): `BACKLOG_TEST_FAULT_POSTGRES_URL`.
 pub fn pg_fault_base() -> String {

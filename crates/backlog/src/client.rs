@@ -247,7 +247,11 @@ impl Client {
             check_new_job(job, self.payload_limit)?;
         }
         crate::trace::stamp(&mut jobs);
-        conn.backlog_enqueue(jobs, self.now()).await
+        // Behind a transaction pooler, backlog's statements on the caller's connection are
+        // unnamed too.
+        let pooled =
+            matches!(self.sql(), Some(SqlBackend::Postgres(pg)) if pg.transaction_pooler());
+        backlog_sql::unnamed_statements(pooled, conn.backlog_enqueue(jobs, self.now())).await
     }
 
     pub(crate) fn wakers(&self) -> &Arc<Wakers> {

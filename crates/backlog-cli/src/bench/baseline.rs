@@ -52,12 +52,25 @@ impl Baseline {
                 table: "backlog_job".into(),
             },
             Some(SqlBackend::Postgres(b)) => {
+                // Behind a transaction pooler the bare SQL goes straight to the server (the
+                // listen URL): the ratios are then the pooler's cost and backlog's together.
+                let pool = match (b.transaction_pooler(), b.direct_options()) {
+                    (false, _) => b.pool().clone(),
+                    (true, Some(direct)) => {
+                        sqlx::postgres::PgPoolOptions::new()
+                            .max_connections(b.pool().options().get_max_connections())
+                            .connect_with(direct)
+                            .await?
+                    }
+                    (true, None) => anyhow::bail!(
+                        "the benchmark through a transaction pooler needs listen_url= on the URL \
+                         (a direct URL, where the bare SQL runs)"
+                    ),
+                };
                 let sql = format!("CREATE TABLE {table} (LIKE backlog_job INCLUDING ALL)");
-                sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .execute(b.pool())
-                    .await?;
+                sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&pool).await?;
                 Baseline {
-                    pool: Pool::Postgres(b.pool().clone()),
+                    pool: Pool::Postgres(pool),
                     table,
                 }
             }

@@ -20,6 +20,13 @@ pub fn mysql_url() -> String {
         .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
 }
 
+/// Where PgBouncer in transaction pooling mode is (`scripts/pgbouncer.sh`), in front of the
+/// PostgreSQL of [`postgres_url`] (required: an unreachable pooler fails the test).
+pub fn pgbouncer_url() -> String {
+    std::env::var("BACKLOG_TEST_PGBOUNCER_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:6432/test".into())
+}
+
 /// The nodes of the Galera cluster (`scripts/galera.sh`), as one URL listing them (required:
 /// an unreachable cluster fails the test).
 pub fn galera_url() -> String {
@@ -75,6 +82,9 @@ pub struct Db {
     _dir: Option<Arc<tempfile::TempDir>>,
     /// Galera: the node the next `connect_again` starts on (`None` elsewhere).
     next_node: Option<Arc<std::sync::atomic::AtomicUsize>>,
+    /// Through PgBouncer: the URL backends connect with (`url` reaches the database directly,
+    /// for the test's own statements).
+    pooled_url: Option<String>,
 }
 
 fn unique_name() -> String {
@@ -108,6 +118,7 @@ impl Db {
             name,
             _dir: dir,
             next_node: None,
+            pooled_url: None,
         }
     }
 
@@ -180,6 +191,31 @@ impl Db {
         db
     }
 
+    /// A database of its own on PostgreSQL, reached through PgBouncer in transaction pooling
+    /// mode (`pooler=transaction`), with LISTEN on a direct connection. (Not a schema, as for
+    /// PostgreSQL: the pooler drops the `options` that would set the search path.) `url` is the
+    /// direct one.
+    pub async fn pgbouncer() -> Db {
+        let name = unique_name();
+        let mut admin = sqlx::PgConnection::connect(&postgres_url())
+            .await
+            .expect("PostgreSQL is required");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+        admin.close().await.ok();
+        let direct = with_database(&postgres_url(), &name);
+        let pooled = format!(
+            "{}?pooler=transaction&listen_url={direct}",
+            with_database(&pgbouncer_url(), &name)
+        );
+        let mut db = Db::open(Engine::Postgres, pooled.clone(), name, None).await;
+        db.url = direct;
+        db.pooled_url = Some(pooled);
+        db
+    }
+
     pub async fn memory() -> Db {
         let memory = Arc::new(backlog_memory::MemoryBackend::new());
         memory.migrate().await.expect("migrate");
@@ -192,6 +228,7 @@ impl Db {
             name: String::new(),
             _dir: None,
             next_node: None,
+            pooled_url: None,
         }
     }
 
@@ -201,12 +238,13 @@ impl Db {
         match self.engine {
             Engine::Memory => self.b.clone(),
             _ => {
-                let url = match &self.next_node {
-                    Some(next) => galera_list(
+                let url = match (&self.next_node, &self.pooled_url) {
+                    (Some(next), _) => galera_list(
                         &self.name,
                         next.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                     ),
-                    None => self.url.clone(),
+                    (None, Some(pooled)) => pooled.clone(),
+                    (None, None) => self.url.clone(),
                 };
                 backlog_sql::connect(&url, &Default::default())
                     .await
@@ -295,6 +333,7 @@ impl Db {
                 Some(_) => self.url.clone(),
                 None => mysql_url(),
             },
+            database: self.pooled_url.is_some(),
         }
     }
 }
@@ -305,6 +344,8 @@ pub struct Cleanup {
     b: Arc<dyn Backend>,
     /// The MySQL server (or Galera node) to drop the database through.
     server: String,
+    /// PostgreSQL: the test has a database of its own (not a schema).
+    database: bool,
 }
 
 impl Cleanup {
@@ -314,13 +355,15 @@ impl Cleanup {
             Engine::Sqlite | Engine::Memory => {}
             Engine::Postgres => {
                 let mut c = sqlx::PgConnection::connect(&postgres_url()).await.unwrap();
-                sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "DROP SCHEMA {} CASCADE",
-                    self.name
-                )))
-                .execute(&mut c)
-                .await
-                .unwrap();
+                // FORCE: the pooler may still hold server connections to it.
+                let drop = match self.database {
+                    true => format!("DROP DATABASE {} WITH (FORCE)", self.name),
+                    false => format!("DROP SCHEMA {} CASCADE", self.name),
+                };
+                sqlx::query(sqlx::AssertSqlSafe(drop))
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
             }
             Engine::MySql => {
                 let mut c = sqlx::MySqlConnection::connect(&self.server).await.unwrap();
@@ -362,6 +405,7 @@ macro_rules! conformance {
         $crate::harness::conformance!(@sql postgres, $($name,)* $($($sql,)*)?);
         $crate::harness::conformance!(@sql mysql, $($name,)* $($($sql,)*)?);
         $crate::harness::conformance!(@sql galera, $($name,)* $($($sql,)*)?);
+        $crate::harness::conformance!(@sql pgbouncer, $($name,)* $($($sql,)*)?);
         mod memory {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
