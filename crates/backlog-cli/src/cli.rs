@@ -64,9 +64,19 @@ pub enum Command {
     #[command(subcommand)]
     Queue(QueueCommand),
     /// Measures enqueue rates, end-to-end throughput and latency against bare SQL on the same database.
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// Serves the HTTP API, Prometheus /metrics and health checks.
     Serve(ServeArgs),
+    /// One worker process of `bench --processes` (started by it): says `ready`, waits for a
+    /// line on stdin, drains QUEUE with a no-op handler, prints `done N`.
+    #[command(hide = true)]
+    BenchProcess {
+        queue: String,
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        concurrency: u64,
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+        connections: u32,
+    },
     /// The audit log: operators' actions (retry, cancel, hold, release, redrive, pause, resume,
     /// settings), newest first, with who and when.
     Audit {
@@ -200,6 +210,20 @@ pub struct BenchArgs {
     /// Jobs of --flow's global-limit part (default 500; 100 with --quick).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub flow_limit_jobs: Option<u64>,
+    /// Instead of the figures above: one queue of --jobs jobs (default 100,000; 2,000 with
+    /// --quick) drained by this many worker processes at once, each with its own pool, for each
+    /// count given (such as 1,4,16,64): the rate, the server's connections, and a check that no
+    /// job ran twice.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=512),
+          conflicts_with_all = ["grow", "overload", "soak", "flow"])]
+    pub processes: Option<Vec<u64>>,
+    /// Jobs each process of --processes runs at once.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub process_concurrency: u64,
+    /// Most connections each process of --processes opens (a PostgreSQL server allows 100 by
+    /// default, over every client).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub process_connections: u32,
     /// Instead of the figures above: a soak this long (such as 1h). A steady producer at
     /// --soak-rate and a worker whose leader prunes completed jobs, sampled every --soak-window:
     /// memory, connections, the job table's bytes and p99 latency, with a verdict on whether each
@@ -575,6 +599,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Command::Token(c) = cli.command {
         return serve::token(c);
     }
+    if let Command::BenchProcess {
+        queue,
+        concurrency,
+        connections,
+    } = &cli.command
+    {
+        bench::procs::child(&cli.database_url, queue, *concurrency, *connections).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let client = connect(&cli).await?;
     if !matches!(cli.command, Command::Migrate) {
         migrate_embedded(&client, &cli.database_url).await?;
@@ -583,10 +616,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Work(a) => work::run(client, a).await?,
         Command::Demo { jobs } => demo::run(client, jobs).await?,
         Command::Serve(_) => serve::run(client, serve_config.expect("checked above")).await?,
-        Command::Token(_) => unreachable!("handled before connecting"),
+        Command::Token(_) | Command::BenchProcess { .. } => {
+            unreachable!("handled before connecting")
+        }
         Command::Bench(a) => {
             client.close().await;
-            bench::run(&cli.database_url, a).await?
+            bench::run(&cli.database_url, *a).await?
         }
         command => {
             let code = one_shot(&client, command).await;
@@ -626,6 +661,7 @@ async fn one_shot(client: &Client, command: Command) -> anyhow::Result<ExitCode>
         | Command::Demo { .. }
         | Command::Serve(_)
         | Command::Token(_)
+        | Command::BenchProcess { .. }
         | Command::Bench(_) => unreachable!("run with the client by value"),
     };
     Ok(code)

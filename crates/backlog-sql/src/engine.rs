@@ -31,6 +31,12 @@ pub(crate) trait Dialect: Send + Sync + 'static {
 
     fn capabilities(&self) -> Capabilities;
 
+    /// A statement bounding how long a stats flush waits for another process's lock on a
+    /// counts row, in its transaction (see `session_stat_lock_timeout.sql`).
+    fn stat_lock_timeout(&self) -> Option<&'static str> {
+        None
+    }
+
     fn begin(&self) -> impl Future<Output = Result<Box<dyn BackendTx>>> + Send;
 
     fn migrate(&self) -> impl Future<Output = Result<MigrateReport>> + Send;
@@ -316,7 +322,7 @@ macro_rules! sql_backend {
 
             async fn job_fail(&self, p: backlog_core::JobFailParams) -> backlog_core::Result<()> {
                 if $crate::engine::Dialect::tx_per_statement(self) {
-                    let mut tx = self.pool.begin().await.db()?;
+                    let mut tx = self.tx().await.db()?;
                     $crate::engine::ConnOps::fail(&mut *tx, &p).await?;
                     return tx.commit().await.db();
                 }
@@ -674,7 +680,14 @@ macro_rules! sql_backend {
             }
 
             async fn stat_add(&self, rows: &[backlog_core::StatRow]) -> backlog_core::Result<()> {
-                let mut tx = self.pool.begin().await.db()?;
+                // In one order in every process: two flushes that each lock rows the other
+                // wants next would deadlock.
+                let mut rows: Vec<&backlog_core::StatRow> = rows.iter().collect();
+                rows.sort_unstable_by(|a, b| (&a.queue, a.minute).cmp(&(&b.queue, b.minute)));
+                let mut tx = self.tx().await.db()?;
+                if let Some(bound) = $crate::engine::Dialect::stat_lock_timeout(self) {
+                    sqlx::raw_sql(bound).execute(&mut *tx).await.db()?;
+                }
                 for r in rows {
                     let c = &r.counts;
                     let w = &c.wait;
@@ -693,7 +706,7 @@ macro_rules! sql_backend {
                 minute: i64,
                 depths: &[(String, backlog_core::StatDepth)],
             ) -> backlog_core::Result<()> {
-                let mut tx = self.pool.begin().await.db()?;
+                let mut tx = self.tx().await.db()?;
                 for (queue, d) in depths {
                     $cat::stat_snapshot(queue, minute, d.available, d.scheduled, d.running, d.dead)
                         .query()
@@ -721,7 +734,7 @@ macro_rules! sql_backend {
             }
 
             async fn stat_prune(&self, before: i64) -> backlog_core::Result<u64> {
-                let mut tx = self.pool.begin().await.db()?;
+                let mut tx = self.tx().await.db()?;
                 $cat::stat_fold(before)
                     .query()
                     .execute(&mut *tx)

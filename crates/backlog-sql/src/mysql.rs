@@ -39,6 +39,12 @@ pub struct MySqlBackend {
 }
 
 impl MySqlBackend {
+    /// Begins a transaction (the name the shared backend code uses for every dialect; see
+    /// `PgBackend::tx`).
+    pub(crate) async fn tx(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::MySql>> {
+        self.pool.begin().await
+    }
+
     /// Connects to the database a `mysql://…` (or `mariadb://…`) URL names. The URL may list
     /// several hosts (`h1:p1,h2:p2`, the nodes of a Galera cluster): connections go to the first
     /// that answers and is ready, and move on when it fails (`crate::hosts`).

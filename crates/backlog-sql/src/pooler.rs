@@ -49,7 +49,7 @@ macro_rules! on_pool {
     ($self:expr, $q:expr, $method:ident) => {
         async {
             if $crate::engine::Dialect::tx_per_statement($self) {
-                let mut tx = $self.pool.begin().await?;
+                let mut tx = $self.tx().await?;
                 let out = $q.$method(&mut *tx).await?;
                 tx.commit().await?;
                 Ok::<_, sqlx::Error>(out)

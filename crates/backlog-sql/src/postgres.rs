@@ -131,6 +131,15 @@ impl PgBackend {
         self
     }
 
+    /// Begins a transaction; behind a transaction pooler, with generic plans for its statements
+    /// (`session_pooled_begin.sql`).
+    pub(crate) async fn tx(&self) -> sqlx::Result<sqlx::Transaction<'static, Postgres>> {
+        match self.pooled {
+            true => self.pool.begin_with(cat::SESSION_POOLED_BEGIN).await,
+            false => self.pool.begin().await,
+        }
+    }
+
     /// Whether the connections go through a pooler in transaction pooling mode.
     pub fn transaction_pooler(&self) -> bool {
         self.pooled
@@ -194,7 +203,7 @@ impl PgBackend {
         expires: i64,
         kinds: Option<Vec<String>>,
     ) -> Result<Vec<sqlx::postgres::PgRow>> {
-        let mut tx = self.pool.begin().await.db()?;
+        let mut tx = self.tx().await.db()?;
         claim_stmt(p, true, token, expires, kinds, p.limit)
             .query()
             .execute(&mut *tx)
@@ -219,7 +228,7 @@ impl PgBackend {
         expires: i64,
         kinds: Option<Vec<String>>,
     ) -> Result<Vec<sqlx::postgres::PgRow>> {
-        let mut tx = self.pool.begin().await.db()?;
+        let mut tx = self.tx().await.db()?;
         let queue = p.queue.as_str();
         let (limits, room) = crate::engine::limited_room!(cat, tx, p);
         if room == 0 {
@@ -264,7 +273,7 @@ impl PgBackend {
         };
         let (retention, done_now) = (p.complete.retention, p.complete.now);
         let (rows, mut handed, promoted) = shared::retry_transient(|| async {
-            let mut tx = self.pool.begin().await.db()?;
+            let mut tx = self.tx().await.db()?;
             let (owner, limit) = (c.owner.as_str(), c.limit as i64);
             let handed = cat::job_handoff(
                 token,
@@ -431,6 +440,8 @@ async fn notify_loop(
         let received = tokio::select! {
             r = listener.try_recv() => r,
             () = owner.close_event() => {
+                // The listener's connection first: closing its pool waits for it.
+                drop(listener);
                 pool.close().await;
                 return;
             }
@@ -728,6 +739,10 @@ impl Dialect for PgBackend {
         self.pooled
     }
 
+    fn stat_lock_timeout(&self) -> Option<&'static str> {
+        Some(cat::SESSION_STAT_LOCK_TIMEOUT)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             skip_locked: true,
@@ -737,11 +752,11 @@ impl Dialect for PgBackend {
     }
 
     async fn begin(&self) -> Result<Box<dyn BackendTx>> {
-        Ok(Box::new(SqlTx(self.pool.begin().await.db()?)))
+        Ok(Box::new(SqlTx(self.tx().await.db()?)))
     }
 
     async fn migrate(&self) -> Result<MigrateReport> {
-        let mut tx = self.pool.begin().await.db()?;
+        let mut tx = self.tx().await.db()?;
         // First: concurrent migrators queue here, so even CREATE TABLE IF NOT EXISTS cannot race
         // (it is not safe against a concurrent create). Released at commit or rollback.
         cat::migration_lock(MIGRATE_LOCK)
@@ -778,7 +793,7 @@ impl Dialect for PgBackend {
         // Rows go in input order, so producers whose batches share unique keys in different
         // orders can deadlock; the batch rolled back whole and is retried.
         let per_row = shared::retry_transient(|| async {
-            let mut tx = self.pool.begin().await.db()?;
+            let mut tx = self.tx().await.db()?;
             let per_row =
                 batch::insert_all(&mut Inserter { conn: &mut tx, now }, &dedup.rows).await?;
             if batch::any_grouped(&dedup.rows) {
@@ -828,7 +843,7 @@ impl Dialect for PgBackend {
 
     async fn job_claim_tx(&self, p: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>> {
         shared::tx_claim_limited(p)?;
-        let mut tx = self.pool.begin().await.db()?;
+        let mut tx = self.tx().await.db()?;
         // The claim statement with LIMIT 1: it locks the row (FOR UPDATE SKIP LOCKED) and marks
         // it running; the lock lasts until this transaction ends, and dies with the connection.
         let (token, expires) = (shared::new_token(), p.now + p.lease.as_micros() as i64);
@@ -848,7 +863,7 @@ impl Dialect for PgBackend {
     async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {
         shared::retry_transient(|| async {
             if self.pooled {
-                let mut tx = self.pool.begin().await.db()?;
+                let mut tx = self.tx().await.db()?;
                 let done = complete_on(&mut tx, &p).await?;
                 tx.commit().await.db()?;
                 return Ok(done);
@@ -923,7 +938,7 @@ impl Dialect for PgBackend {
         let mut groups = p.groups;
         groups.sort_unstable();
         groups.dedup();
-        let mut tx = self.pool.begin().await.db()?;
+        let mut tx = self.tx().await.db()?;
         let n =
             batch::GroupOps::group_promote_on(&mut *tx, p.queue.as_str(), &groups, p.now).await?;
         tx.commit().await.db()?;
@@ -984,7 +999,7 @@ impl Dialect for PgBackend {
     }
 
     async fn cron_fire(&self, p: CronFireParams) -> Result<Option<EnqueueOutcome>> {
-        let mut tx = self.pool.begin().await.db()?;
+        let mut tx = self.tx().await.db()?;
         let res = cat::cron_advance(&p.name, p.tick)
             .query()
             .execute(&mut *tx)

@@ -90,6 +90,12 @@ pub struct SqliteBackend {
 }
 
 impl SqliteBackend {
+    /// Begins a transaction (the name the shared backend code uses for every dialect; see
+    /// `PgBackend::tx`).
+    pub(crate) async fn tx(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
+        self.pool.begin().await
+    }
+
     /// Opens (creating if missing) the database file a `sqlite://PATH` URL names.
     pub async fn connect(url: &str, config: &BackendConfig) -> Result<Self> {
         let opts = SqliteConnectOptions::from_str(url)

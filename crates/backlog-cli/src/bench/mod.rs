@@ -6,6 +6,7 @@ mod baseline;
 mod flow;
 mod grow;
 mod http;
+pub(crate) mod procs;
 mod s2;
 mod soak;
 
@@ -154,6 +155,23 @@ pub async fn run(url: &str, a: BenchArgs) -> anyhow::Result<ExitCode> {
         soak::overload(&client, &base, &q("overload"), &op, &bar)
             .await
             .and_then(|r| json(&r))
+    } else if let Some(processes) = a.processes.clone() {
+        let pp = procs::ProcsParams {
+            backend: p.backend.clone(),
+            jobs: a.jobs.unwrap_or(if a.quick { 2_000 } else { 100_000 }),
+            processes,
+            concurrency: a.process_concurrency,
+            connections: a.process_connections,
+        };
+        procs::run(&client, &base, url, &q, &pp, &bar)
+            .await
+            .and_then(|r| {
+                Ok(if a.json {
+                    serde_json::to_string_pretty(&r)? + "\n"
+                } else {
+                    procs::human(&r)
+                })
+            })
     } else if a.flow {
         let fp = flow::FlowParams {
             backend: p.backend.clone(),

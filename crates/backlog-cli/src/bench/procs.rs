@@ -1,0 +1,343 @@
+//! `backlog bench --processes 1,4,16,64`: one queue drained by that many worker processes at
+//! once, each a `backlog` of its own with its own pool (the hidden `bench-process` command), as
+//! separate machines' workers would. Each process says when it is connected; the clock starts
+//! when every one of them is, and stops when their handlers have run every job (each process
+//! tells its count as it goes). A URL that lists several hosts is given to process `i` from
+//! host `i` on (mod their number): the processes spread over the hosts. Reported per count: the rate, the connections the server
+//! saw at most, and how many times the handlers ran, which must be the number of jobs (a job
+//! run twice would show).
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use backlog::{BackendConfig, CancellationToken, Client, QueueName, QueueSettings};
+use indicatif::ProgressBar;
+use serde::Serialize;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use super::baseline::Baseline;
+use super::{noop_worker, phase};
+
+/// What `--processes` runs with.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcsParams {
+    pub backend: String,
+    /// Jobs per run.
+    pub jobs: u64,
+    /// The process counts, one run each.
+    pub processes: Vec<u64>,
+    /// Jobs each process runs at once.
+    pub concurrency: u64,
+    /// Most connections each process's pool opens.
+    pub connections: u32,
+}
+
+/// One run's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcsRun {
+    pub processes: u64,
+    pub jobs_per_s: f64,
+    /// Handler runs over every process: the number of jobs, when none ran twice.
+    pub handler_runs: u64,
+    /// Jobs completed in the database.
+    pub completed: i64,
+    /// Most connections the server had open to this database at once (sampled every 100 ms;
+    /// through a pooler, the pooler's server connections).
+    pub most_server_connections: i64,
+    /// Seconds from the start until every process had connected (not timed in the rate).
+    pub start_secs: f64,
+}
+
+/// The figures (`--json` prints this).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcsReport {
+    pub runs: Vec<ProcsRun>,
+    pub params: ProcsParams,
+}
+
+pub async fn run(
+    client: &Arc<Client>,
+    base: &Baseline,
+    url: &str,
+    q: &dyn Fn(&str) -> String,
+    p: &ProcsParams,
+    bar: &ProgressBar,
+) -> anyhow::Result<ProcsReport> {
+    let mut runs = vec![];
+    for &n in &p.processes {
+        let queue = q(&format!("procs_{n}"));
+        let mut s = QueueSettings::defaults(QueueName::new(&queue)?);
+        s.retention = backlog::Retention::Keep; // completed rows are counted afterwards
+        client.queue_configure(&s).await?;
+        phase(bar, &format!("{n} processes: queueing"), p.jobs);
+        let mut left = p.jobs;
+        while left > 0 {
+            let k = left.min(1000);
+            let jobs = (0..k)
+                .map(|i| client.new_job(&queue, &i))
+                .collect::<backlog::Result<Vec<_>>>()?;
+            client.enqueue_many(jobs).await?;
+            bar.inc(k);
+            left -= k;
+        }
+        phase(bar, &format!("{n} processes: drain"), p.jobs);
+        runs.push(drain(base, url, &queue, n, p, bar).await?);
+        let stats = client.stats(Some(&QueueName::new(&queue)?)).await?;
+        let run = runs.last_mut().expect("pushed");
+        run.completed = stats.first().map_or(0, |(_, s)| s.completed);
+        if run.completed != p.jobs as i64 || run.handler_runs != p.jobs {
+            anyhow::bail!(
+                "{n} processes: {} jobs completed and {} handler runs, of {} jobs",
+                run.completed,
+                run.handler_runs,
+                p.jobs
+            );
+        }
+    }
+    Ok(ProcsReport {
+        runs,
+        params: p.clone(),
+    })
+}
+
+/// Starts `n` processes on `queue`, lets them go together, stops the clock when their handlers
+/// have run every job, then stops them (their last completions commit as they shut down).
+async fn drain(
+    base: &Baseline,
+    url: &str,
+    queue: &str,
+    n: u64,
+    p: &ProcsParams,
+    bar: &ProgressBar,
+) -> anyhow::Result<ProcsRun> {
+    let exe = std::env::current_exe()?;
+    let began = Instant::now();
+    let mut children = vec![];
+    for i in 0..n {
+        let url = rotate_hosts(url, i as usize);
+        let child = tokio::process::Command::new(&exe)
+            .args(["--database-url", &url, "bench-process", queue])
+            .args(["--concurrency", &p.concurrency.to_string()])
+            .args(["--connections", &p.connections.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        children.push(child);
+    }
+    // Every process connected and ready before the clock starts.
+    let mut outs = vec![];
+    for child in &mut children {
+        let out = child.stdout.take().expect("piped");
+        let mut out = BufReader::new(out).lines();
+        match out.next_line().await? {
+            Some(l) if l == "ready" => outs.push(out),
+            other => anyhow::bail!("a worker process did not start: {other:?}"),
+        }
+    }
+    let start_secs = began.elapsed().as_secs_f64();
+    let most = Arc::new(AtomicI64::new(0));
+    let stop = CancellationToken::new();
+    let sampler = tokio::spawn({
+        let (base, most, stop) = (base.clone(), most.clone(), stop.clone());
+        async move {
+            while !stop.is_cancelled() {
+                if let Ok(c) = base.server_connections().await {
+                    most.fetch_max(c, Ordering::Relaxed);
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    });
+    // Each process's running count (`ran N` lines), then its final one (`done N`).
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, u64, bool)>();
+    for (i, mut out) in outs.into_iter().enumerate() {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = out.next_line().await {
+                let (last, k) = match line.split_once(' ') {
+                    Some(("ran", k)) => (false, k),
+                    Some(("done", k)) => (true, k),
+                    _ => continue,
+                };
+                if let Ok(k) = k.parse() {
+                    let _ = tx.send((i, k, last));
+                }
+            }
+        });
+    }
+    drop(tx);
+    let mut stdins: Vec<_> = (children.iter_mut())
+        .map(|c| c.stdin.take().expect("piped"))
+        .collect();
+    let started = Instant::now();
+    for stdin in &mut stdins {
+        stdin.write_all(b"go\n").await?;
+        stdin.flush().await?;
+    }
+    let mut ran = vec![0u64; n as usize];
+    let mut shown = 0;
+    let mut secs = None;
+    let mut finished = 0;
+    while let Some((i, k, last)) = rx.recv().await {
+        ran[i] = k;
+        let total: u64 = ran.iter().sum();
+        bar.inc(total.saturating_sub(shown));
+        shown = shown.max(total);
+        if secs.is_none() && total >= p.jobs {
+            secs = Some(started.elapsed().as_secs_f64());
+            for stdin in &mut stdins {
+                stdin.write_all(b"stop\n").await?;
+                stdin.flush().await?;
+            }
+        }
+        if last {
+            finished += 1;
+            if finished == n {
+                break;
+            }
+        }
+    }
+    for child in &mut children {
+        let status = child.wait().await?;
+        anyhow::ensure!(status.success(), "a worker process failed: {status}");
+    }
+    stop.cancel();
+    sampler.await?;
+    let Some(secs) = secs else {
+        anyhow::bail!(
+            "the processes ended after {} of {} jobs",
+            ran.iter().sum::<u64>(),
+            p.jobs
+        );
+    };
+    Ok(ProcsRun {
+        processes: n,
+        jobs_per_s: p.jobs as f64 / secs,
+        handler_runs: ran.iter().sum(),
+        completed: 0,
+        most_server_connections: most.load(Ordering::Relaxed),
+        start_secs,
+    })
+}
+
+/// The hidden `backlog bench-process QUEUE`: connects with a pool of `connections`, says
+/// `ready`, waits for `go` on stdin, works `queue` with a no-op handler telling its handler
+/// runs (`ran N`, every 20 ms while they change), and at `stop` (or the end of stdin) shuts
+/// down and prints `done N`.
+pub async fn child(
+    url: &str,
+    queue: &str,
+    concurrency: u64,
+    connections: u32,
+) -> anyhow::Result<()> {
+    let config = BackendConfig {
+        max_connections: connections,
+        ..BackendConfig::default()
+    };
+    let client = Arc::new(Client::connect_with(url, &config).await?);
+    // One round trip first, so that the pool has its connection before the clock starts.
+    client.queue_settings(&QueueName::new(queue)?).await?;
+    println!("ready");
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    stdin.next_line().await?;
+    let done = Arc::new(AtomicU64::new(0));
+    let worker = noop_worker(
+        &client,
+        queue,
+        concurrency,
+        done.clone(),
+        &ProgressBar::hidden(),
+    )?
+    .configure(|c| c.poll_max = Duration::from_millis(100))
+    .build()?;
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let (worker, stop) = (worker.clone(), stop.clone());
+        async move { worker.run(stop).await }
+    });
+    let report = tokio::spawn({
+        let (done, stop) = (done.clone(), stop.clone());
+        async move {
+            let mut told = 0;
+            while !stop.is_cancelled() {
+                let k = done.load(Ordering::Relaxed);
+                if k != told {
+                    println!("ran {k}");
+                    told = k;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    });
+    stdin.next_line().await?;
+    stop.cancel();
+    run.await??;
+    report.await?;
+    println!("done {}", done.load(Ordering::Relaxed));
+    client.close().await;
+    Ok(())
+}
+
+/// A URL listing several hosts (`h1,h2,h3`) with its list rotated to start at host `i` (mod
+/// their number), so that process `i` starts on its own host, as machines given the list from
+/// their nearest node do; any other URL as it is.
+fn rotate_hosts(url: &str, i: usize) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let start = rest.rfind('@').map_or(0, |at| at + 1);
+    let end = (rest[start..].find(['/', '?', '#'])).map_or(rest.len(), |e| start + e);
+    let mut hosts: Vec<&str> = rest[start..end].split(',').collect();
+    let n = hosts.len();
+    hosts.rotate_left(i % n);
+    format!(
+        "{scheme}://{}{}{}",
+        &rest[..start],
+        hosts.join(","),
+        &rest[end..]
+    )
+}
+
+pub fn human(r: &ProcsReport) -> String {
+    let p = &r.params;
+    let mut s = format!(
+        "{} jobs drained by N worker processes ({}, {} slots and at most {} connections each)\n\n",
+        p.jobs, p.backend, p.concurrency, p.connections
+    );
+    s += "processes   jobs/s   server connections (most)   handler runs   start (s)\n";
+    for run in &r.runs {
+        s += &format!(
+            "{:>9}   {:>6.0}   {:>26}   {:>12}   {:>9.1}\n",
+            run.processes,
+            run.jobs_per_s,
+            run.most_server_connections,
+            run.handler_runs,
+            run.start_secs
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rotate_hosts;
+
+    #[test]
+    fn host_lists_rotate_per_process() {
+        let url = "mysql://root:p@w@h1:1,h2:2,h3:3/test?x=1";
+        assert_eq!(rotate_hosts(url, 0), url);
+        assert_eq!(
+            rotate_hosts(url, 1),
+            "mysql://root:p@w@h2:2,h3:3,h1:1/test?x=1"
+        );
+        assert_eq!(
+            rotate_hosts(url, 5),
+            "mysql://root:p@w@h3:3,h1:1,h2:2/test?x=1"
+        );
+        assert_eq!(rotate_hosts("postgres://h/db", 3), "postgres://h/db");
+        assert_eq!(rotate_hosts("sqlite://x.db", 1), "sqlite://x.db");
+    }
+}
