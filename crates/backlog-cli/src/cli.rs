@@ -25,6 +25,12 @@ pub struct Cli {
     #[arg(long, global = true, env = "BACKLOG_PAYLOAD_LIMIT", default_value_t = backlog::DEFAULT_PAYLOAD_LIMIT as u64,
           value_parser = clap::value_parser!(u64).range(1..=64 * 1024 * 1024))]
     pub payload_limit: u64,
+    /// Most connections this process opens to the database (its pool; on PostgreSQL one of
+    /// them LISTENs for new jobs when there are at least 2). Many worker processes on one
+    /// server: their sum must stay under the server's limit (PostgreSQL: 100 by default).
+    #[arg(long, global = true, env = "BACKLOG_MAX_CONNECTIONS", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub max_connections: u32,
     /// Export spans (a job's handler, an API request) to this OpenTelemetry collector, over
     /// OTLP/HTTP with protobuf: the base URL, `/v1/traces` is added (e.g. http://localhost:4318).
     #[arg(
@@ -559,7 +565,11 @@ async fn migrate_embedded(client: &Client, url: &str) -> anyhow::Result<()> {
 }
 
 async fn connect(cli: &Cli) -> anyhow::Result<Client> {
-    let client = Client::connect(&cli.database_url).await?;
+    let config = backlog::BackendConfig {
+        max_connections: cli.max_connections,
+        ..backlog::BackendConfig::default()
+    };
+    let client = Client::connect_with(&cli.database_url, &config).await?;
     Ok(client.with_payload_limit(cli.payload_limit as usize))
 }
 
