@@ -76,6 +76,35 @@ fn bad_input_is_refused_and_changes_nothing() {
             "0 is not in 1..=10000",
         ),
         (vec!["bench", "--s2-sleep", "long"], "invalid value 'long'"),
+        (
+            vec!["--max-connections", "0", "stats"],
+            "0 is not in 1..=1000",
+        ),
+        (vec!["bench", "--processes", "4,0"], "0 is not in 1..=512"),
+        (
+            vec!["bench", "--processes", "4", "--flow"],
+            "cannot be used with",
+        ),
+        (
+            vec!["bench", "--process-connections", "0"],
+            "0 is not in 1..=1000",
+        ),
+        (
+            vec![
+                "--database-url",
+                "sqlite://x.db?pooler=transaction",
+                "stats",
+            ],
+            "settings of PostgreSQL URLs",
+        ),
+        (
+            vec![
+                "--database-url",
+                "postgres://u@127.0.0.1:1/db?pooler=session",
+                "stats",
+            ],
+            "expected pooler=transaction",
+        ),
         (vec!["bench", "--grow-levels", "10,x"], "invalid value 'x'"),
         (
             vec!["bench", "--grow-levels", "0"],
