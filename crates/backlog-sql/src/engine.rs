@@ -334,8 +334,12 @@ macro_rules! sql_backend {
                 &self,
                 p: backlog_core::JobReleaseParams,
             ) -> backlog_core::Result<()> {
-                let res = $crate::pooler::on_pool!(self, $cat::job_release(p.run_at, p.job.id, p.job.token).query(), execute)
-                    .db()?;
+                let res = $crate::pooler::on_pool!(
+                    self,
+                    $cat::job_release(p.run_at, p.job.id, p.job.token).query(),
+                    execute
+                )
+                .db()?;
                 $crate::shared::fenced(res.rows_affected(), p.job.id)
             }
 
@@ -350,8 +354,12 @@ macro_rules! sql_backend {
                 &self,
                 p: backlog_core::JobProgressParams,
             ) -> backlog_core::Result<()> {
-                let res = $crate::pooler::on_pool!(self, $cat::job_progress(p.progress, p.result, p.job.id, p.job.token).query(), execute)
-                    .db()?;
+                let res = $crate::pooler::on_pool!(
+                    self,
+                    $cat::job_progress(p.progress, p.result, p.job.id, p.job.token).query(),
+                    execute
+                )
+                .db()?;
                 $crate::shared::fenced(res.rows_affected(), p.job.id)
             }
 
@@ -360,8 +368,12 @@ macro_rules! sql_backend {
                 id: i64,
                 now: i64,
             ) -> backlog_core::Result<backlog_core::Job> {
-                let res = $crate::pooler::on_pool!(self, $cat::job_cancel_request(now, id).query(), execute)
-                    .db()?;
+                let res = $crate::pooler::on_pool!(
+                    self,
+                    $cat::job_cancel_request(now, id).query(),
+                    execute
+                )
+                .db()?;
                 let job = backlog_core::Backend::job_get(self, id).await?;
                 let cancel = backlog_core::AdminAction::Cancel;
                 cancel.outcome(id, res.rows_affected() > 0, job)
@@ -379,8 +391,12 @@ macro_rules! sql_backend {
             }
 
             async fn schema_version(&self) -> backlog_core::Result<i64> {
-                let version = $crate::pooler::on_pool!(self, $cat::schema_version().scalar(), fetch_one)
-                    .db();
+                let version = $crate::pooler::on_pool!(
+                    self,
+                    $cat::schema_version().scalar(),
+                    fetch_one
+                )
+                .db();
                 match version {
                     Err(backlog_core::Error::SchemaOutdated { .. }) => Ok(0),
                     other => other,
@@ -412,8 +428,12 @@ macro_rules! sql_backend {
             }
 
             async fn leader_resign(&self, name: &str, holder: &str) -> backlog_core::Result<()> {
-                $crate::pooler::on_pool!(self, $cat::leader_resign(name, holder).query(), execute)
-                    .db()?;
+                $crate::pooler::on_pool!(
+                    self,
+                    $cat::leader_resign(name, holder).query(),
+                    execute
+                )
+                .db()?;
                 Ok(())
             }
 
@@ -444,8 +464,12 @@ macro_rules! sql_backend {
                 &self,
                 topic: &backlog_core::QueueName,
             ) -> backlog_core::Result<Vec<backlog_core::QueueName>> {
-                let names: Vec<String> = $crate::pooler::on_pool!(self, $cat::topic_subscribers(topic.as_str()).scalar(), fetch_all)
-                    .db()?;
+                let names: Vec<String> = $crate::pooler::on_pool!(
+                    self,
+                    $cat::topic_subscribers(topic.as_str()).scalar(),
+                    fetch_all
+                )
+                .db()?;
                 names.into_iter().map(backlog_core::QueueName::new).collect()
             }
 
@@ -472,8 +496,12 @@ macro_rules! sql_backend {
             }
 
             async fn group_sweep(&self, now: i64) -> backlog_core::Result<u64> {
-                let rows: Vec<(String, String)> = $crate::pooler::on_pool!(self, $cat::group_stalled(now, $crate::engine::SWEEP_GROUPS).as_(), fetch_all)
-                    .db()?;
+                let rows: Vec<(String, String)> = $crate::pooler::on_pool!(
+                    self,
+                    $cat::group_stalled(now, $crate::engine::SWEEP_GROUPS).as_(),
+                    fetch_all
+                )
+                .db()?;
                 let mut by_queue: std::collections::BTreeMap<String, Vec<String>> =
                     Default::default();
                 for (queue, group) in rows {
@@ -500,11 +528,19 @@ macro_rules! sql_backend {
                 now: i64,
             ) -> backlog_core::Result<backlog_core::QueueFlow> {
                 let (running, waiting, waiting_groups): (i64, i64, i64) =
-                    $crate::pooler::on_pool!(self, $cat::queue_flow(queue.as_str()).as_(), fetch_one)
-                        .db()?;
+                    $crate::pooler::on_pool!(
+                        self,
+                        $cat::queue_flow(queue.as_str()).as_(),
+                        fetch_one
+                    )
+                    .db()?;
                 let blocked: Vec<(String, i64, i64, i32, i64)> =
-                    $crate::pooler::on_pool!(self, $cat::group_blocked(queue.as_str(), now, 20).as_(), fetch_all)
-                        .db()?;
+                    $crate::pooler::on_pool!(
+                        self,
+                        $cat::group_blocked(queue.as_str(), now, 20).as_(),
+                        fetch_all
+                    )
+                    .db()?;
                 Ok(backlog_core::QueueFlow {
                     running,
                     waiting,
@@ -525,11 +561,19 @@ macro_rules! sql_backend {
             }
 
             async fn job_get(&self, id: i64) -> backlog_core::Result<Option<backlog_core::Job>> {
-                let mut row = $crate::pooler::on_pool!(self, $cat::job_get(id).query(), fetch_optional)
-                    .db()?;
+                let mut row = $crate::pooler::on_pool!(
+                    self,
+                    $cat::job_get(id).query(),
+                    fetch_optional
+                )
+                .db()?;
                 if row.is_none() {
-                    row = $crate::pooler::on_pool!(self, $cat::job_get_archived(id).query(), fetch_optional)
-                        .db()?;
+                    row = $crate::pooler::on_pool!(
+                        self,
+                        $cat::job_get_archived(id).query(),
+                        fetch_optional
+                    )
+                    .db()?;
                 }
                 row.map(|r| Ok(job_from_row!(&r))).transpose()
             }
@@ -543,8 +587,12 @@ macro_rules! sql_backend {
                 let kind = p.kind.as_ref().map(|k| k.as_str());
                 let key = p.unique_key.as_deref();
                 let (after, now, limit) = (p.after_id, p.now, p.limit as i64);
-                let rows = $crate::pooler::on_pool!(self, $cat::job_list(queue, state, after, mode, now, limit, kind, key).query(), fetch_all)
-                    .db()?;
+                let rows = $crate::pooler::on_pool!(
+                    self,
+                    $cat::job_list(queue, state, after, mode, now, limit, kind, key).query(),
+                    fetch_all
+                )
+                .db()?;
                 rows.iter().map(|r| Ok(job_from_row!(r))).collect()
             }
 
@@ -583,8 +631,12 @@ macro_rules! sql_backend {
                 &self,
                 name: &backlog_core::QueueName,
             ) -> backlog_core::Result<Option<backlog_core::QueueSettings>> {
-                let row = $crate::pooler::on_pool!(self, $cat::queue_get(name.as_str()).query(), fetch_optional)
-                    .db()?;
+                let row = $crate::pooler::on_pool!(
+                    self,
+                    $cat::queue_get(name.as_str()).query(),
+                    fetch_optional
+                )
+                .db()?;
                 row.map(|r| Ok(queue_from_row!(&r))).transpose()
             }
 
@@ -593,8 +645,12 @@ macro_rules! sql_backend {
                 name: &backlog_core::QueueName,
                 now: i64,
             ) -> backlog_core::Result<()> {
-                $crate::pooler::on_pool!(self, $cat::queue_ensure(name.as_str(), now).query(), execute)
-                    .db()?;
+                $crate::pooler::on_pool!(
+                    self,
+                    $cat::queue_ensure(name.as_str(), now).query(),
+                    execute
+                )
+                .db()?;
                 Ok(())
             }
 
@@ -640,21 +696,34 @@ macro_rules! sql_backend {
                 now: i64,
             ) -> backlog_core::Result<()> {
                 $crate::shared::retry_transient(|| async {
-                    $crate::pooler::on_pool!(self, $cat::queue_set_paused(name.as_str(), paused, now).query(), execute)
-                        .db()
+                    $crate::pooler::on_pool!(
+                        self,
+                        $cat::queue_set_paused(name.as_str(), paused, now).query(),
+                        execute
+                    )
+                    .db()
                 })
                 .await?;
                 Ok(())
             }
 
             async fn queue_list(&self) -> backlog_core::Result<Vec<backlog_core::QueueInfo>> {
-                let rows = $crate::pooler::on_pool!(self, $cat::queue_all().query(), fetch_all).db()?;
+                let rows = $crate::pooler::on_pool!(
+                    self,
+                    $cat::queue_all().query(),
+                    fetch_all
+                )
+                .db()?;
                 let settings = rows
                     .iter()
                     .map(|r| Ok(queue_from_row!(r)))
                     .collect::<backlog_core::Result<Vec<_>>>()?;
-                let pending: Vec<(String, i64)> = $crate::pooler::on_pool!(self, $cat::queue_pending().as_(), fetch_all)
-                    .db()?;
+                let pending: Vec<(String, i64)> = $crate::pooler::on_pool!(
+                    self,
+                    $cat::queue_pending().as_(),
+                    fetch_all
+                )
+                .db()?;
                 $crate::shared::merge_queue_list(settings, pending)
             }
 
@@ -665,16 +734,24 @@ macro_rules! sql_backend {
             ) -> backlog_core::Result<Vec<(String, backlog_core::QueueStats)>> {
                 // queue, state, future, archived, count; the flags are 0 or 1 in every dialect.
                 let rows: Vec<(String, String, i64, i64, i64)> =
-                    $crate::pooler::on_pool!(self, $cat::queue_stats(now, queue.map(|q| q.as_str())).as_(), fetch_all)
-                        .db()?;
+                    $crate::pooler::on_pool!(
+                        self,
+                        $cat::queue_stats(now, queue.map(|q| q.as_str())).as_(),
+                        fetch_all
+                    )
+                    .db()?;
                 let counts = rows
                     .into_iter()
                     .map(|(q, state, future, archived, n)| (q, state, future != 0, archived != 0, n))
                     .collect();
                 let names = match queue {
                     Some(q) => vec![q.as_str().to_owned()],
-                    None => $crate::pooler::on_pool!(self, $cat::queue_names().scalar(), fetch_all)
-                        .db()?,
+                    None => $crate::pooler::on_pool!(
+                        self,
+                        $cat::queue_names().scalar(),
+                        fetch_all
+                    )
+                    .db()?,
                 };
                 $crate::shared::fold_stats(names, counts)
             }
@@ -722,14 +799,22 @@ macro_rules! sql_backend {
                 queue: Option<&backlog_core::QueueName>,
                 since: i64,
             ) -> backlog_core::Result<Vec<backlog_core::StatRow>> {
-                let rows = $crate::pooler::on_pool!(self, $cat::stat_history(since, queue.map(|q| q.as_str())).query(), fetch_all)
-                    .db()?;
+                let rows = $crate::pooler::on_pool!(
+                    self,
+                    $cat::stat_history(since, queue.map(|q| q.as_str())).query(),
+                    fetch_all
+                )
+                .db()?;
                 rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
             }
 
             async fn stat_totals(&self) -> backlog_core::Result<Vec<backlog_core::StatRow>> {
-                let rows = $crate::pooler::on_pool!(self, $cat::stat_totals().query(), fetch_all)
-                    .db()?;
+                let rows = $crate::pooler::on_pool!(
+                    self,
+                    $cat::stat_totals().query(),
+                    fetch_all
+                )
+                .db()?;
                 rows.iter().map(|r| Ok(stat_from_row!(r))).collect()
             }
 
@@ -758,8 +843,12 @@ macro_rules! sql_backend {
                 p: &backlog_core::AuditListParams,
             ) -> backlog_core::Result<Vec<backlog_core::AuditEntry>> {
                 let queue = p.queue.as_ref().map(|q| q.as_str());
-                let rows = $crate::pooler::on_pool!(self, $cat::audit_list(p.before_id, queue, p.limit as i64).query(), fetch_all)
-                    .db()?;
+                let rows = $crate::pooler::on_pool!(
+                    self,
+                    $cat::audit_list(p.before_id, queue, p.limit as i64).query(),
+                    fetch_all
+                )
+                .db()?;
                 rows.iter().map(|r| Ok(audit_from_row!(r))).collect()
             }
 

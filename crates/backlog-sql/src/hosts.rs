@@ -22,6 +22,33 @@ use sqlx::{ConnectOptions, Connection, Database, Pool};
 
 use crate::BackendConfig;
 
+/// A URL cut around its hosts: what comes before them (scheme and user information), the
+/// hosts as written (`h1:p1,h2:p2`), and the rest (path, query); `None` without a `://`.
+fn host_list(url: &str) -> Option<(&str, &str, &str)> {
+    let (scheme, rest) = url.split_once("://")?;
+    // The hosts follow the user information (up to its last `@`: a password may hold `/` or
+    // `?`) and run to the path, the query or the end.
+    let at = scheme.len() + 3;
+    let start = at + rest.rfind('@').map_or(0, |i| i + 1);
+    let end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    Some((&url[..start], &url[start..end], &url[end..]))
+}
+
+/// A URL that lists several hosts, with its list starting at host `first` (counted modulo the
+/// hosts, wrapping around): what a machine is given to start on its nearest host of a cluster
+/// and fail over to the others in order. A URL of one host comes back as it is.
+pub fn rotate_hosts(url: &str, first: usize) -> String {
+    let Some((head, hosts, tail)) = host_list(url) else {
+        return url.to_owned();
+    };
+    let mut hosts: Vec<&str> = hosts.split(',').collect();
+    let n = hosts.len();
+    hosts.rotate_left(first % n);
+    format!("{head}{}{tail}", hosts.join(","))
+}
+
 /// The single-host URLs of a URL that may list several hosts (`h1:p1,h2:p2`), in its order;
 /// a URL of one host comes back as it is.
 pub(crate) fn split_hosts(url: &str) -> Result<Vec<String>> {
@@ -29,16 +56,9 @@ pub(crate) fn split_hosts(url: &str) -> Result<Vec<String>> {
         url: crate::redact_url(url),
         reason: reason.into(),
     };
-    let Some((scheme, rest)) = url.split_once("://") else {
+    let Some((head, hosts, tail)) = host_list(url) else {
         return Ok(vec![url.to_owned()]);
     };
-    // The hosts follow the user information (up to its last `@`: a password may hold `/` or
-    // `?`) and run to the path, the query or the end.
-    let start = rest.rfind('@').map_or(0, |at| at + 1);
-    let end = rest[start..]
-        .find(['/', '?', '#'])
-        .map_or(rest.len(), |i| start + i);
-    let (head, hosts, tail) = (&rest[..start], &rest[start..end], &rest[end..]);
     if !hosts.contains(',') {
         return Ok(vec![url.to_owned()]);
     }
@@ -49,7 +69,7 @@ pub(crate) fn split_hosts(url: &str) -> Result<Vec<String>> {
                 "the host list has an empty entry (hosts are separated by single commas: h1:p1,h2:p2)",
             ));
         }
-        let one = format!("{scheme}://{head}{host}{tail}");
+        let one = format!("{head}{host}{tail}");
         if urls.contains(&one) {
             return Err(invalid(&format!("host {host} is listed twice")));
         }
@@ -236,6 +256,22 @@ pub(crate) fn watch<DB: Database>(pool: Pool<DB>, hosts: Arc<Hosts<DB>>, every: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_lists_rotate() {
+        let url = "mysql://root:p@w@h1:1,h2:2,h3:3/test?x=1";
+        assert_eq!(rotate_hosts(url, 0), url);
+        assert_eq!(
+            rotate_hosts(url, 1),
+            "mysql://root:p@w@h2:2,h3:3,h1:1/test?x=1"
+        );
+        assert_eq!(
+            rotate_hosts(url, 5),
+            "mysql://root:p@w@h3:3,h1:1,h2:2/test?x=1"
+        );
+        assert_eq!(rotate_hosts("postgres://h/db", 3), "postgres://h/db");
+        assert_eq!(rotate_hosts("sqlite://x.db", 1), "sqlite://x.db");
+    }
 
     #[test]
     fn one_url_per_host_in_order() {

@@ -29,6 +29,7 @@ use backlog_core::{Backend, Error, Result};
 
 pub use deadline::{Deadline, NoAnswer};
 pub use engine::SqlTx;
+pub use hosts::rotate_hosts;
 pub use mysql::MySqlBackend;
 pub use postgres::PgBackend;
 pub use sqlite::SqliteBackend;

@@ -11,9 +11,10 @@
 //!   (Parse, Describe, Sync; then Bind, Execute, Sync), and between them an idle client's
 //!   server connection may go to another client. A statement backlog would send on its own gets
 //!   a `BEGIN` and a `COMMIT` ([`on_pool!`]);
-//! - no session state: no startup `options` (the plan cache mode and the setting that keeps the
-//!   notification trigger quiet, which PgBouncer refuses or drops), so the trigger sends the
-//!   wake-ups; locks are transaction-scoped (they already are);
+//! - no session state: no startup `options` (which PgBouncer refuses or drops). The plan cache
+//!   mode is set in each transaction instead (`SET LOCAL`, in the round trip of its `BEGIN`:
+//!   `PgBackend::tx`), and without the setting that keeps the notification trigger quiet the
+//!   trigger sends the wake-ups; locks are transaction-scoped (they already are);
 //! - LISTEN on a direct connection (`BackendConfig::listen_url`, or the URL parameter
 //!   `listen_url=`): through the pooler a notification would reach whichever client next holds
 //!   the server connection. Without one, workers poll.

@@ -78,8 +78,8 @@ impl PgBackend {
             ]))
         }
         // Through a pooler: no startup parameters a pooler refuses (PgBouncer takes only a few
-        // unless told to ignore others, and then drops them); unnamed statements are planned
-        // each time anyway, and the trigger sends the wake-ups.
+        // unless told to ignore others, and then drops them). Each transaction sets generic
+        // plans itself (`tx`), and the trigger sends the wake-ups.
         fn through_pooler(u: &str) -> Result<PgConnectOptions> {
             let opts = PgConnectOptions::from_str(u).map_err(|e| connect_error(u, e))?;
             Ok(opts.extra_float_digits(None))

@@ -154,7 +154,7 @@ pub use backlog_core::{
 /// # Ok(()) }
 /// ```
 pub use backlog_memory::MemoryBackend;
-pub use backlog_sql::{BackendConfig, SCHEMA_VERSION, redact_url};
+pub use backlog_sql::{BackendConfig, SCHEMA_VERSION, redact_url, rotate_hosts};
 pub use backlog_sql::{JobConnection, JobTx, MySqlBackend, PgBackend, SqlBackend, SqliteBackend};
 pub use client::{ClaimOpts, Client, FailOutcome, Heartbeat, JobListOpts};
 /// The sqlx this crate is built with, for making pools and transactions of the same version.

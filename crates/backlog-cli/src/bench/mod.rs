@@ -165,13 +165,7 @@ pub async fn run(url: &str, a: BenchArgs) -> anyhow::Result<ExitCode> {
         };
         procs::run(&client, &base, url, &q, &pp, &bar)
             .await
-            .and_then(|r| {
-                Ok(if a.json {
-                    serde_json::to_string_pretty(&r)? + "\n"
-                } else {
-                    procs::human(&r)
-                })
-            })
+            .and_then(|r| json(&r))
     } else if a.flow {
         let fp = flow::FlowParams {
             backend: p.backend.clone(),
@@ -186,24 +180,12 @@ pub async fn run(url: &str, a: BenchArgs) -> anyhow::Result<ExitCode> {
         };
         flow::run(&client, &base, url, &q, &fp, &bar)
             .await
-            .and_then(|r| {
-                Ok(if a.json {
-                    serde_json::to_string_pretty(&r)? + "\n"
-                } else {
-                    flow::human(&r)
-                })
-            })
+            .and_then(|r| json(&r))
     } else if a.grow {
         let gp = grow_params(&p, &a);
         grow::run(&client, &base, &q, &gp, &bar)
             .await
-            .and_then(|r| {
-                Ok(if a.json {
-                    serde_json::to_string_pretty(&r)? + "\n"
-                } else {
-                    grow::human(&r)
-                })
-            })
+            .and_then(|r| json(&r))
     } else {
         measure(url, &client, &base, &prefix, &p, &bar)
             .await
@@ -289,23 +271,25 @@ mod erased {
         fn human(&self) -> String;
     }
 
-    impl Report for super::soak::SoakReport {
-        fn json(&self) -> anyhow::Result<String> {
-            Ok(serde_json::to_string_pretty(self)? + "\n")
-        }
-        fn human(&self) -> String {
-            super::soak::soak_human(self)
-        }
+    /// `Report` for a report type, printed for people by `$human`.
+    macro_rules! report {
+        ($report:ty, $human:path) => {
+            impl Report for $report {
+                fn json(&self) -> anyhow::Result<String> {
+                    Ok(serde_json::to_string_pretty(self)? + "\n")
+                }
+                fn human(&self) -> String {
+                    $human(self)
+                }
+            }
+        };
     }
 
-    impl Report for super::soak::OverloadReport {
-        fn json(&self) -> anyhow::Result<String> {
-            Ok(serde_json::to_string_pretty(self)? + "\n")
-        }
-        fn human(&self) -> String {
-            super::soak::overload_human(self)
-        }
-    }
+    report!(super::soak::SoakReport, super::soak::soak_human);
+    report!(super::soak::OverloadReport, super::soak::overload_human);
+    report!(super::flow::FlowReport, super::flow::human);
+    report!(super::grow::GrowReport, super::grow::human);
+    report!(super::procs::ProcsReport, super::procs::human);
 }
 
 fn grow_params(p: &Params, a: &BenchArgs) -> grow::GrowParams {

@@ -3,9 +3,9 @@
 //! separate machines' workers would. Each process says when it is connected; the clock starts
 //! when every one of them is, and stops when their handlers have run every job (each process
 //! tells its count as it goes). A URL that lists several hosts is given to process `i` from
-//! host `i` on (mod their number): the processes spread over the hosts. Reported per count: the rate, the connections the server
-//! saw at most, and how many times the handlers ran, which must be the number of jobs (a job
-//! run twice would show).
+//! host `i` on (mod their number): the processes spread over the hosts. Reported per count:
+//! the rate, the connections the server saw at most, and how many times the handlers ran,
+//! which must be the number of jobs (a job run twice would show).
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -116,7 +116,7 @@ async fn drain(
     let began = Instant::now();
     let mut children = vec![];
     for i in 0..n {
-        let url = rotate_hosts(url, i as usize);
+        let url = backlog::rotate_hosts(url, i as usize);
         let child = tokio::process::Command::new(&exe)
             .args(["--database-url", &url, "bench-process", queue])
             .args(["--concurrency", &p.concurrency.to_string()])
@@ -281,26 +281,6 @@ pub async fn child(
     Ok(())
 }
 
-/// A URL listing several hosts (`h1,h2,h3`) with its list rotated to start at host `i` (mod
-/// their number), so that process `i` starts on its own host, as machines given the list from
-/// their nearest node do; any other URL as it is.
-fn rotate_hosts(url: &str, i: usize) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let start = rest.rfind('@').map_or(0, |at| at + 1);
-    let end = (rest[start..].find(['/', '?', '#'])).map_or(rest.len(), |e| start + e);
-    let mut hosts: Vec<&str> = rest[start..end].split(',').collect();
-    let n = hosts.len();
-    hosts.rotate_left(i % n);
-    format!(
-        "{scheme}://{}{}{}",
-        &rest[..start],
-        hosts.join(","),
-        &rest[end..]
-    )
-}
-
 pub fn human(r: &ProcsReport) -> String {
     let p = &r.params;
     let mut s = format!(
@@ -319,25 +299,4 @@ pub fn human(r: &ProcsReport) -> String {
         );
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rotate_hosts;
-
-    #[test]
-    fn host_lists_rotate_per_process() {
-        let url = "mysql://root:p@w@h1:1,h2:2,h3:3/test?x=1";
-        assert_eq!(rotate_hosts(url, 0), url);
-        assert_eq!(
-            rotate_hosts(url, 1),
-            "mysql://root:p@w@h2:2,h3:3,h1:1/test?x=1"
-        );
-        assert_eq!(
-            rotate_hosts(url, 5),
-            "mysql://root:p@w@h3:3,h1:1,h2:2/test?x=1"
-        );
-        assert_eq!(rotate_hosts("postgres://h/db", 3), "postgres://h/db");
-        assert_eq!(rotate_hosts("sqlite://x.db", 1), "sqlite://x.db");
-    }
 }
