@@ -979,7 +979,7 @@ QUERIES["sqlite/queue_get.sql"] = """\
 -- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
        retention, concurrency, global_concurrency, group_concurrency, group_on_failure,
-       rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms
+       rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, shards
 FROM backlog_queue WHERE name = ?1
 """
 
@@ -987,6 +987,11 @@ QUERIES["postgres/job_claim_fifo.sql"] = """\
 -- Claims up to `limit` due jobs of a queue under one new lease, FIFO: by priority, then due time,
 -- then id. SKIP LOCKED: concurrent claimers pass over rows another claimer holds instead of
 -- queueing on them.
+-- The queue's jobs lie on `shards` claim heads (backlog_queue.shards; 1: one strict head). The
+-- claim starts at a random shard and takes each shard's head in turn, in the order above,
+-- until it has `limit` jobs: one index probe per shard it visits (the LATERAL subquery), so
+-- it costs O(limit + shards) whatever the statistics. OFFSET 0 keeps the start from being
+-- folded into the probe, where random() would run again at each shard.
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
@@ -995,14 +1000,23 @@ QUERIES["postgres/job_claim_fifo.sql"] = """\
 -- @param kinds: Option<Vec<String>>
 -- @param limit: i64
 WITH picked AS (
-    SELECT id FROM backlog_job
-    WHERE queue = $5 AND state = 'available' AND run_at <= $4
-      AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL
-                                                                       OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
-    ORDER BY priority, run_at, id
+    SELECT c.id
+    FROM (SELECT n, floor(random() * n)::int AS first
+          FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
+                                          OR group_rate_limit IS NOT NULL) THEN 0
+                             ELSE COALESCE(max(shards), 1) END AS n
+                FROM backlog_queue WHERE name = $5) AS q
+          OFFSET 0) AS q
+    CROSS JOIN generate_series(0, q.n - 1) AS s(i)
+    CROSS JOIN LATERAL (
+        SELECT id FROM backlog_job
+        WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
+          AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
+        ORDER BY priority, run_at, id
+        LIMIT $7
+        FOR UPDATE SKIP LOCKED
+    ) AS c
     LIMIT $7
-    FOR UPDATE SKIP LOCKED
 )
 UPDATE backlog_job j
 SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,
@@ -1017,6 +1031,7 @@ QUERIES["postgres/job_claim_lifo.sql"] = """\
 -- Claims up to `limit` due jobs of a queue under one new lease, LIFO: by priority, then latest due
 -- time first. SKIP LOCKED: concurrent claimers pass over rows another claimer holds instead of
 -- queueing on them.
+-- Shards: taken as job_claim_fifo takes them, from a random shard, each shard's head in turn.
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
@@ -1025,14 +1040,23 @@ QUERIES["postgres/job_claim_lifo.sql"] = """\
 -- @param kinds: Option<Vec<String>>
 -- @param limit: i64
 WITH picked AS (
-    SELECT id FROM backlog_job
-    WHERE queue = $5 AND state = 'available' AND run_at <= $4
-      AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL
-                                                                       OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
-    ORDER BY priority, run_at DESC, id DESC
+    SELECT c.id
+    FROM (SELECT n, floor(random() * n)::int AS first
+          FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
+                                          OR group_rate_limit IS NOT NULL) THEN 0
+                             ELSE COALESCE(max(shards), 1) END AS n
+                FROM backlog_queue WHERE name = $5) AS q
+          OFFSET 0) AS q
+    CROSS JOIN generate_series(0, q.n - 1) AS s(i)
+    CROSS JOIN LATERAL (
+        SELECT id FROM backlog_job
+        WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
+          AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
+        ORDER BY priority, run_at DESC, id DESC
+        LIMIT $7
+        FOR UPDATE SKIP LOCKED
+    ) AS c
     LIMIT $7
-    FOR UPDATE SKIP LOCKED
 )
 UPDATE backlog_job j
 SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,
@@ -1174,7 +1198,7 @@ QUERIES["postgres/queue_get.sql"] = """\
 -- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
        retention, concurrency, global_concurrency, group_concurrency, group_on_failure,
-       rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms
+       rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, shards
 FROM backlog_queue WHERE name = $1
 """
 
@@ -1378,7 +1402,7 @@ QUERIES["mysql/queue_get.sql"] = """\
 -- @param name: &str
 SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
        retention, concurrency, global_concurrency, group_concurrency, group_on_failure,
-       rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms
+       rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, shards
 FROM backlog_queue WHERE name = ?
 """
 

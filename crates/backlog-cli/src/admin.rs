@@ -242,6 +242,9 @@ pub async fn queue(client: &Client, cmd: QueueCommand) -> anyhow::Result<ExitCod
             if let Some(v) = a.group_rate_limit {
                 s.group_rate_limit = v.0;
             }
+            if let Some(v) = a.shards {
+                s.shards = v;
+            }
             client.queue_configure(&s).await?;
             let detail = serde_json::to_value(&s)?;
             audit(client, "queue.settings", s.name.as_str(), None, detail).await;

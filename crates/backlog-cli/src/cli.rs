@@ -161,6 +161,10 @@ pub struct BenchArgs {
     /// Concurrent claim-and-complete loops of the bare-SQL drain (each claims concurrency/loops).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub baseline_loops: u64,
+    /// Shards of the benchmark's queues (`queue set --shards`); the bare SQL spreads its rows
+    /// and claims over as many (PostgreSQL; elsewhere claims keep one head).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub shards: u16,
     /// How long the steady producer runs (default 10s; 1s with --quick).
     #[arg(long, value_parser = parse_duration)]
     pub steady: Option<Duration>,
@@ -494,6 +498,12 @@ pub struct QueueSetArgs {
     /// waits, available, until the limit lets it start.
     #[arg(long, value_parser = parse_rate_limit, value_name = "N/PERIOD|none")]
     pub group_rate_limit: Option<RateLimitArg>,
+    /// Claim heads the queue's jobs are spread over (1 to 256). 1 keeps one strict order
+    /// (priority, then due time, then enqueue order); more let many workers claim side by side
+    /// on PostgreSQL and MySQL, with the order kept within each shard only. Safe on a live
+    /// queue: jobs on shards a lower count drops move to the ones left.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub shards: Option<u16>,
 }
 
 /// `--rate-limit`, `--group-rate-limit`: a limit, or none.

@@ -142,7 +142,7 @@ pub fn settings(q: &QueueSettings) -> String {
             .map(|c| c.to_string())
             .unwrap_or_else(|| "worker's setting".into())
     ) + &format!(
-        "global limit  {}\nrate limit    {}\ngroups        {} at a time, on failure {}\ngroup rate    {}\n",
+        "global limit  {}\nrate limit    {}\ngroups        {} at a time, on failure {}\ngroup rate    {}\nshards        {}\n",
         q.global_concurrency
             .map(|c| format!("{c} running at once, every process"))
             .unwrap_or_else(|| "none".into()),
@@ -150,6 +150,10 @@ pub fn settings(q: &QueueSettings) -> String {
         q.group_concurrency,
         q.group_on_failure.as_str(),
         rate(q.group_rate_limit, "in each group, every process"),
+        match q.shards {
+            1 => "1 (one strict order)".to_owned(),
+            n => format!("{n} (order kept within each shard)"),
+        },
     )
 }
 

@@ -71,6 +71,40 @@ fn flow_control_from_the_command_line() {
     }
 }
 
+/// `--shards`: set, shown, lowered on a live queue without stranding a job, and refused when bad
+/// without changing anything.
+#[test]
+fn shards_from_the_command_line() {
+    for db in TestDb::all() {
+        let set = db.ok(&["queue", "set", "events", "--shards", "8"]);
+        assert!(
+            set.contains("shards        8 (order kept within each shard)"),
+            "{set}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&db.ok(&["queue", "show", "events", "--json"])).unwrap();
+        assert_eq!(json["shards"], 8, "{json}");
+        for bad in ["0", "257", "-1", "eight"] {
+            db.fails(
+                &["queue", "set", "events", &format!("--shards={bad}")],
+                "shards",
+            );
+        }
+        let kept = db.sql("SELECT shards FROM backlog_queue WHERE name = 'events'");
+        assert_eq!(kept.trim(), "8");
+        for i in 0..20 {
+            db.ok(&["enqueue", "events", &format!("{{\"n\": {i}}}")]);
+        }
+        let set = db.ok(&["queue", "set", "events", "--shards", "1"]);
+        assert!(set.contains("shards        1 (one strict order)"), "{set}");
+        db.ok(&["work", "events", "--drain", "--", "true"]);
+        let stats: serde_json::Value =
+            serde_json::from_str(&db.ok(&["stats", "events", "--json"])).unwrap();
+        assert_eq!(stats["events"]["available"], 0, "{stats}");
+        assert_eq!(stats["events"]["completed"], 20, "{stats}");
+    }
+}
+
 /// `--group-rate-limit`: set, shown, held-up groups told apart by why, lifted, and refused when
 /// bad without changing anything.
 #[test]

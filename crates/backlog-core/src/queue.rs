@@ -122,6 +122,15 @@ pub struct QueueSettings {
     /// process (`None`: no limit). Counted as a group's jobs take their turns: a job made ready
     /// beyond its group's limit waits, available and not due, until the limit lets it start.
     pub group_rate_limit: Option<RateLimit>,
+    /// The claim heads the queue's jobs are spread over, 1 to [`QueueSettings::MAX_SHARDS`].
+    /// With 1 (the default) the queue has one head and claims keep its order exactly: priority,
+    /// then due time, then enqueue order (or newest first under LIFO). With more, each job goes to
+    /// a shard at random and a claim starts at a random shard: concurrent claimers meet at
+    /// different heads, which lets PostgreSQL claim several times faster, and the order holds
+    /// within each shard only (priority first, then roughly FIFO across the queue). Backends
+    /// whose claims never run side by side (SQLite, the memory backend) keep one head whatever
+    /// the setting.
+    pub shards: u16,
 }
 
 /// A rate limit: at most `starts` job starts per `period` (a token bucket of `starts` tokens
@@ -231,6 +240,9 @@ impl QueueSettings {
     /// Default attempts.
     pub const DEFAULT_MAX_ATTEMPTS: i32 = 25;
 
+    /// Most shards a queue may have.
+    pub const MAX_SHARDS: u16 = 256;
+
     /// The defaults for a queue.
     pub fn defaults(name: QueueName) -> Self {
         QueueSettings {
@@ -248,6 +260,7 @@ impl QueueSettings {
             group_on_failure: GroupFailure::Block,
             rate_limit: None,
             group_rate_limit: None,
+            shards: 1,
         }
     }
 }

@@ -41,6 +41,10 @@ fn stored(s: &QueueSettings) -> Result<QueueSettings> {
             "group_rate_period_ms >= 1",
             s.group_rate_limit.is_none_or(|r| ms(r.period) >= 1),
         ),
+        (
+            "shards BETWEEN 1 AND 256",
+            (1..=QueueSettings::MAX_SHARDS).contains(&s.shards),
+        ),
     ];
     if let Some((check, _)) = checks.iter().find(|(_, ok)| !ok) {
         return Err(check_violation(format!("{check} (queue {})", s.name)));

@@ -111,6 +111,8 @@ pub struct SettingsRequest {
     #[serde(default, deserialize_with = "present_text")]
     #[schema(value_type = Option<String>)]
     pub group_rate_limit: Option<Option<String>>,
+    /// Claim heads the queue's jobs are spread over (1 to 256; 1: one strict order).
+    pub shards: Option<u16>,
 }
 
 /// A text field that may be `null`: absent is `None`, `null` is `Some(None)`.
@@ -162,6 +164,9 @@ impl SettingsRequest {
         }
         if let Some(v) = &self.group_rate_limit {
             s.group_rate_limit = v.as_deref().map(backlog::RateLimit::parse).transpose()?;
+        }
+        if let Some(v) = self.shards {
+            s.shards = v;
         }
         Ok(())
     }

@@ -171,6 +171,8 @@ pub struct SettingsView {
     /// At most this many job starts per period in each ordered group over every process,
     /// `N/PERIOD` (absent: none).
     pub group_rate_limit: Option<String>,
+    /// Claim heads the queue's jobs are spread over (1: one strict order).
+    pub shards: u16,
 }
 
 impl From<&QueueSettings> for SettingsView {
@@ -190,6 +192,7 @@ impl From<&QueueSettings> for SettingsView {
             group_on_failure: s.group_on_failure.as_str().to_owned(),
             rate_limit: s.rate_limit.map(|r| r.to_string()),
             group_rate_limit: s.group_rate_limit.map(|r| r.to_string()),
+            shards: s.shards,
         }
     }
 }

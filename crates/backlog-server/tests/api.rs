@@ -384,7 +384,7 @@ async fn queue_administration(engine: Engine) {
                         "order": "lifo", "retention": "archive", "concurrency": 4,
                         "global_concurrency": 7, "group_concurrency": 2,
                         "group_on_failure": "next", "rate_limit": "50/1m",
-                        "group_rate_limit": "5/1s"}),
+                        "group_rate_limit": "5/1s", "shards": 8}),
             ),
         )
         .await;
@@ -393,7 +393,8 @@ async fn queue_administration(engine: Engine) {
         json!({"name": "reports", "paused": false, "max_attempts": 2, "backoff_base": "2s",
                "backoff_max": "1m", "lease": "45s", "order": "lifo", "retention": "archive",
                "concurrency": 4, "global_concurrency": 7, "group_concurrency": 2,
-               "group_on_failure": "next", "rate_limit": "50/1m", "group_rate_limit": "5/1s"})
+               "group_on_failure": "next", "rate_limit": "50/1m", "group_rate_limit": "5/1s",
+               "shards": 8})
     );
     assert_eq!(
         q["flow"],
@@ -415,6 +416,10 @@ async fn queue_administration(engine: Engine) {
         (json!({"rate_limit": "0/1s"}), "option_invalid"),
         (json!({"group_rate_limit": "5/never"}), "option_invalid"),
         (json!({"group_rate_limit": 5}), "body_invalid"),
+        (json!({"shards": 0}), "value_out_of_range"),
+        (json!({"shards": 257}), "value_out_of_range"),
+        (json!({"shards": -1}), "body_invalid"),
+        (json!({"shards": "8"}), "body_invalid"),
     ] {
         api.fails(
             Method::PATCH,
@@ -428,6 +433,7 @@ async fn queue_administration(engine: Engine) {
     let unchanged = api.ok(Method::GET, "/api/v1/queues/reports", None).await;
     assert_eq!(unchanged["settings"]["group_concurrency"], json!(2));
     assert_eq!(unchanged["settings"]["group_rate_limit"], json!("5/1s"));
+    assert_eq!(unchanged["settings"]["shards"], json!(8));
     // A partial change keeps the rest.
     let q = api
         .ok(

@@ -123,6 +123,12 @@ pub(crate) trait Dialect: Send + Sync + 'static {
 
     fn group_promote(&self, params: GroupPromoteParams)
     -> impl Future<Output = Result<u64>> + Send;
+
+    /// Moves available jobs left on a shard at or above their queue's `shards` below it, where
+    /// claims look (`job_reshard.sql`); the number moved. Nothing where claims keep one head.
+    fn job_reshard(&self) -> impl Future<Output = Result<u64>> + Send {
+        async { Ok(0) }
+    }
 }
 
 /// The [`Dialect`] methods `leader_elect`, `job_rescue`, `queue_redrive` and `audit_add` of an
@@ -261,6 +267,9 @@ macro_rules! store_group_starts {
 }
 
 pub(crate) use {limited_room, store_bucket, store_group_starts};
+
+/// Most jobs of a queue one sweep moves off shards its queue no longer has (`job_reshard.sql`).
+pub(crate) const RESHARD_JOBS: i64 = 10_000;
 
 /// Most groups one sweep promotes in (the next sweep takes the rest).
 pub(crate) const SWEEP_GROUPS: i64 = 1000;
@@ -496,6 +505,7 @@ macro_rules! sql_backend {
             }
 
             async fn group_sweep(&self, now: i64) -> backlog_core::Result<u64> {
+                $crate::engine::Dialect::job_reshard(self).await?;
                 let rows: Vec<(String, String)> = $crate::pooler::on_pool!(
                     self,
                     $cat::group_stalled(now, $crate::engine::SWEEP_GROUPS).as_(),
@@ -681,11 +691,14 @@ macro_rules! sql_backend {
                         s.group_rate_limit.map(|r| r.starts as i32),
                         s.group_rate_limit
                             .map_or(1000, |r| (r.period.as_millis() as i64).max(1)),
+                        i32::from(s.shards),
                         now,
                     );
                     $crate::pooler::on_pool!(self, stmt.query(), execute).db()
                 })
                 .await?;
+                // Jobs on shards a lowered count no longer has: where claims look, at once.
+                $crate::engine::Dialect::job_reshard(self).await?;
                 Ok(())
             }
 

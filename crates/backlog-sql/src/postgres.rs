@@ -992,6 +992,15 @@ impl Dialect for PgBackend {
         }
     }
 
+    async fn job_reshard(&self) -> Result<u64> {
+        let moved = on_pool!(
+            self,
+            cat::job_reshard(crate::engine::RESHARD_JOBS).query(),
+            execute
+        );
+        Ok(moved.db()?.rows_affected())
+    }
+
     async fn db_oldest_transaction(&self) -> Result<Option<OldestTransaction>> {
         let row: Option<(i64, f64, String, String)> =
             on_pool!(self, cat::db_oldest_transaction().as_(), fetch_optional).db()?;

@@ -118,6 +118,10 @@ macro_rules! queue_from_row {
             group_on_failure: row.try_get::<String, _>("group_on_failure").db()?.parse()?,
             rate_limit: rate_limit("rate_limit", "rate_period_ms")?,
             group_rate_limit: rate_limit("group_rate_limit", "group_rate_period_ms")?,
+            shards: row
+                .try_get::<i32, _>("shards")
+                .db()?
+                .clamp(1, i32::from(u16::MAX)) as u16,
         }
     }};
 }

@@ -1529,6 +1529,7 @@ async fn queue_settings_round_trip(db: Db) {
             starts: 3,
             period: Duration::from_millis(1500),
         }),
+        shards: 16,
     };
     db.b.queue_upsert(&s, now).await.unwrap();
     assert_eq!(db.b.queue_get(&q("cfg")).await.unwrap().unwrap(), s);
@@ -1591,6 +1592,140 @@ async fn concurrent_claimers_never_share_a_job(db: Db) {
         );
         assert_eq!(all.len(), n, "jobs were lost ({strategy:?})");
     }
+}
+
+/// A queue spread over 8 shards: single and batched enqueues land on the shards (where claims
+/// are sharded), and 16 concurrent claimers, each starting at a random shard, take every job
+/// exactly once and leave none behind.
+async fn sharded_claims_take_every_job_once(db: Db) {
+    for strategy in db.strategies() {
+        let qn = format!("sharded-{}", harness::strategy_name(strategy));
+        let settings = QueueSettings {
+            shards: 8,
+            ..QueueSettings::defaults(q(&qn))
+        };
+        db.b.queue_upsert(&settings, db.now).await.unwrap();
+        let mut want: HashSet<i64> = HashSet::new();
+        for _ in 0..40 {
+            want.extend(ids(&db, vec![job(&qn, "{}")], db.now).await);
+        }
+        let batch: Vec<NewJob> = (0..1960).map(|_| job(&qn, "{}")).collect();
+        want.extend(ids(&db, batch, db.now).await);
+        if let Some(counts) = db.shard_counts(&qn).await {
+            assert_eq!(counts.len(), 8, "2,000 jobs on every shard: {counts:?}");
+            assert!(counts.keys().all(|s| (0..8).contains(s)), "{counts:?}");
+            assert!(
+                counts.values().all(|&n| n > 150),
+                "roughly even: {counts:?}"
+            );
+        }
+        let mut handles = vec![];
+        for w in 0..16 {
+            let b = db.b.clone();
+            let qn = qn.clone();
+            let now = db.now;
+            handles.push(tokio::spawn(async move {
+                let mut mine = vec![];
+                loop {
+                    let mut p = claim(&qn, 7, now, strategy);
+                    p.owner = format!("w{w}");
+                    let got = b.job_claim(&p).await.unwrap();
+                    if got.is_empty() {
+                        break;
+                    }
+                    let refs: Vec<JobRef> = got.iter().map(|c| c.job_ref()).collect();
+                    let done = (b.job_complete(JobCompleteParams {
+                        jobs: refs.clone(),
+                        now,
+                        retention: Retention::Delete,
+                    }))
+                    .await
+                    .unwrap();
+                    assert_eq!(done.len(), refs.len(), "a claimed job was not completed");
+                    mine.extend(got.iter().map(|c| c.id));
+                }
+                mine
+            }));
+        }
+        let mut all = vec![];
+        for h in handles {
+            all.extend(h.await.unwrap());
+        }
+        let distinct: HashSet<i64> = all.iter().copied().collect();
+        assert_eq!(
+            distinct.len(),
+            all.len(),
+            "a job went to two claimers ({strategy:?})"
+        );
+        assert_eq!(distinct, want, "every job, once ({strategy:?})");
+        // An empty claim means the whole queue is empty: no shard was left unvisited.
+        assert!(
+            db.b.job_claim(&claim(&qn, 7, db.now, strategy))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+}
+
+/// A queue's shards lowered while it holds jobs: the available jobs move at once to the shards
+/// left, in one strict order again, and jobs that were running on a dropped shard move when the
+/// leader's sweep finds them available again. No job is stranded where no claim looks.
+async fn lowering_a_queues_shards_strands_no_job(db: Db) {
+    let now = db.now;
+    let qn = "reshard";
+    let mut settings = QueueSettings {
+        shards: 8,
+        ..QueueSettings::defaults(q(qn))
+    };
+    db.b.queue_upsert(&settings, now).await.unwrap();
+    let all = ids(&db, (0..100).map(|_| job(qn, "{}")).collect(), now).await;
+    let strategy = db.strategies()[0];
+    let running = db.b.job_claim(&claim(qn, 30, now, strategy)).await.unwrap();
+    assert_eq!(running.len(), 30);
+    settings.shards = 1;
+    db.b.queue_upsert(&settings, now).await.unwrap();
+    if let Some(counts) = db.shard_counts(qn).await {
+        assert_eq!(
+            counts.keys().copied().collect::<Vec<_>>(),
+            vec![0],
+            "{counts:?}"
+        );
+    }
+    // One head again: the rest come in enqueue order.
+    let rest =
+        db.b.job_claim(&claim(qn, 100, now, strategy))
+            .await
+            .unwrap();
+    let running_ids: HashSet<i64> = running.iter().map(|c| c.id).collect();
+    let want: Vec<i64> = all
+        .iter()
+        .copied()
+        .filter(|id| !running_ids.contains(id))
+        .collect();
+    assert_eq!(rest.iter().map(|c| c.id).collect::<Vec<_>>(), want);
+    // The 30 come back to be retried, still on their old shards until a sweep moves them.
+    for c in &running {
+        (db.b.job_fail(JobFailParams {
+            job: c.job_ref(),
+            now,
+            error: "again".into(),
+            cancelled: false,
+            retry_at: Some(now),
+        }))
+        .await
+        .unwrap();
+    }
+    db.b.group_sweep(now).await.unwrap();
+    let again =
+        db.b.job_claim(&claim(qn, 100, now, strategy))
+            .await
+            .unwrap();
+    let mut got: Vec<i64> = again.iter().map(|c| c.id).collect();
+    got.sort_unstable();
+    let mut want: Vec<i64> = running_ids.into_iter().collect();
+    want.sort_unstable();
+    assert_eq!(got, want);
 }
 
 /// Claimers of four processes (each its own connection pool, as `connect_again` opens it; on
@@ -2251,6 +2386,8 @@ harness::conformance!(
     stats_history_and_audit,
     oldest_open_transaction,
     concurrent_claimers_never_share_a_job,
+    sharded_claims_take_every_job_once,
+    lowering_a_queues_shards_strands_no_job,
     claimers_of_several_processes_never_share_a_job,
     concurrent_complete_claim_loops,
     transaction_claim_mode,

@@ -1150,6 +1150,12 @@ fn check_settings(s: &QueueSettings) -> Result<()> {
         range("global concurrency", c as i64, 1, 1_000_000)?;
     }
     range("group concurrency", s.group_concurrency as i64, 1, 10_000)?;
+    range(
+        "shards",
+        i64::from(s.shards),
+        1,
+        i64::from(QueueSettings::MAX_SHARDS),
+    )?;
     if let Some(r) = s.rate_limit {
         range("rate limit (starts)", r.starts as i64, 1, 1_000_000)?;
         range(

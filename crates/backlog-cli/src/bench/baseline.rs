@@ -13,6 +13,8 @@ pub struct Baseline {
     pool: Pool,
     /// The table written: a scratch copy, or `backlog_job` on SQLite.
     table: String,
+    /// Shards the rows are spread over and claimed from (PostgreSQL; 1: one head).
+    shards: i32,
 }
 
 #[derive(Clone)]
@@ -44,12 +46,14 @@ pub struct Sizes {
 
 impl Baseline {
     /// Sets up the baseline's table; `prefix` is the benchmark's own (letters, digits, `_`).
-    pub async fn create(client: &Client, prefix: &str) -> anyhow::Result<Baseline> {
+    pub async fn create(client: &Client, prefix: &str, shards: u16) -> anyhow::Result<Baseline> {
         let table = format!("{prefix}bare");
+        let shards = i32::from(shards);
         let b = match client.sql() {
             Some(SqlBackend::Sqlite(b)) => Baseline {
                 pool: Pool::Sqlite(b.pool().clone()),
                 table: "backlog_job".into(),
+                shards,
             },
             Some(SqlBackend::Postgres(b)) => {
                 // Behind a transaction pooler the bare SQL goes straight to the server (the
@@ -72,6 +76,7 @@ impl Baseline {
                 Baseline {
                     pool: Pool::Postgres(pool),
                     table,
+                    shards,
                 }
             }
             Some(SqlBackend::MySql(b)) => {
@@ -82,6 +87,7 @@ impl Baseline {
                 Baseline {
                     pool: Pool::MySql(b.pool().clone()),
                     table,
+                    shards,
                 }
             }
             None => anyhow::bail!("the benchmark needs one of the built-in backends"),
@@ -104,11 +110,12 @@ impl Baseline {
             }
             Pool::Postgres(p) => {
                 sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "INSERT INTO {t} (queue, payload) VALUES ($1, $2::jsonb)",
+                    "INSERT INTO {t} (queue, payload, shard) VALUES ($1, $2::jsonb, $3)",
                     t = self.table
                 )))
                 .bind(queue)
                 .bind(payload)
+                .bind(self.random_shard() as i16)
                 .execute(p)
                 .await?;
             }
@@ -141,12 +148,13 @@ impl Baseline {
             }
             Pool::Postgres(p) => {
                 sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "INSERT INTO {t} (queue, payload) \
-                     SELECT $1, p::jsonb FROM UNNEST($2::text[]) AS t(p)",
+                    "INSERT INTO {t} (queue, payload, shard) \
+                     SELECT $1, p::jsonb, floor(random() * $3) FROM UNNEST($2::text[]) AS t(p)",
                     t = self.table
                 )))
                 .bind(queue)
                 .bind(payloads)
+                .bind(self.shards)
                 .execute(p)
                 .await?;
             }
@@ -189,16 +197,21 @@ impl Baseline {
                 // the planner may put it on the inner side of a nested loop and run it again
                 // for every row of the outer scan: with statistics taken while the table was
                 // empty, that is a sort of the queue per row of a million-row table.
-                let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!("WITH picked AS (SELECT id FROM {t} WHERE queue = $4 AND state = 'available' \
-                     AND run_at <= $3 ORDER BY priority, run_at, id LIMIT $5 FOR UPDATE SKIP LOCKED) \
+                let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "WITH {picked} \
                      UPDATE {t} j SET state = 'running', attempt = j.attempt + 1, \
                      lease_token = $1, lease_expires_at = $2, attempted_at = $3 \
-                     FROM picked WHERE j.id = picked.id RETURNING j.id, j.kind, j.payload::text", t = self.table)))
+                     FROM picked WHERE j.id = picked.id RETURNING j.id, j.kind, j.payload::text",
+                    picked = self.pg_picked(),
+                    t = self.table
+                )))
                 .bind(token)
                 .bind(expires)
                 .bind(now)
                 .bind(queue)
                 .bind(limit)
+                .bind(self.shards)
+                .bind(self.random_shard())
                 .fetch_all(p)
                 .await?;
                 if !jobs.is_empty() {
@@ -253,19 +266,20 @@ impl Baseline {
             }
             Pool::Postgres(p) => {
                 sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "WITH done AS (DELETE FROM {t} WHERE id = ANY($6) AND lease_token = $7), \
-                     picked AS (SELECT id FROM {t} WHERE queue = $4 AND state = 'available' \
-                     AND run_at <= $3 ORDER BY priority, run_at, id LIMIT $5 \
-                     FOR UPDATE SKIP LOCKED) \
+                    "WITH done AS (DELETE FROM {t} WHERE id = ANY($8) AND lease_token = $9), \
+                     {picked} \
                      UPDATE {t} j SET state = 'running', attempt = j.attempt + 1, \
                      lease_token = $1, lease_expires_at = $2, attempted_at = $3 \
-                     FROM picked WHERE j.id = picked.id RETURNING j.id, j.kind, j.payload::text"
+                     FROM picked WHERE j.id = picked.id RETURNING j.id, j.kind, j.payload::text",
+                    picked = self.pg_picked(),
                 )))
                 .bind(token)
                 .bind(expires)
                 .bind(now)
                 .bind(queue)
                 .bind(limit)
+                .bind(self.shards)
+                .bind(self.random_shard())
                 .bind(prev)
                 .bind(prev_token)
                 .fetch_all(p)
@@ -280,6 +294,36 @@ impl Baseline {
                 tx.commit().await?;
                 Ok(jobs)
             }
+        }
+    }
+
+    /// A shard at random (PostgreSQL's rows and claims).
+    fn random_shard(&self) -> i32 {
+        rand::random_range(0..self.shards)
+    }
+
+    /// PostgreSQL: the CTE `picked` that locks up to $5 due jobs of queue $4 at $3, the shape of
+    /// backlog's own claim: with one shard the head of shard 0; with $6 shards each shard's head
+    /// in turn from shard $7, one index probe each (the LATERAL subquery), until it has $5. The
+    /// locking pick is a CTE, which PostgreSQL runs once: as a subquery in FROM the planner may
+    /// put it on the inner side of a nested loop and run it again for every row of the outer
+    /// scan (with statistics taken while the table was empty, a sort of the queue per row of a
+    /// million-row table).
+    fn pg_picked(&self) -> String {
+        let t = &self.table;
+        let head = "queue = $4 AND state = 'available' AND run_at <= $3 \
+                    ORDER BY priority, run_at, id LIMIT $5 FOR UPDATE SKIP LOCKED";
+        if self.shards == 1 {
+            // $6 and $7 are bound all the same: one statement text per form.
+            format!(
+                "picked AS (SELECT id FROM {t} WHERE shard = 0 AND $6::int = 1 AND $7::int >= 0 AND {head})"
+            )
+        } else {
+            format!(
+                "picked AS (SELECT c.id FROM generate_series(0, $6::int - 1) AS s(i) \
+                 CROSS JOIN LATERAL (SELECT id FROM {t} WHERE shard = ($7::int + s.i) % $6::int \
+                 AND {head}) AS c LIMIT $5)"
+            )
         }
     }
 

@@ -54,6 +54,7 @@ pub struct Params {
     pub batch_size: u64,
     pub concurrency: u64,
     pub baseline_loops: u64,
+    pub shards: u16,
     pub steady_secs: f64,
     pub latency_jobs: u64,
     pub latency_rate_per_s: u64,
@@ -128,7 +129,7 @@ pub async fn run(url: &str, a: BenchArgs) -> anyhow::Result<ExitCode> {
     let client = Arc::new(Client::connect_with(url, &config).await?);
     client.migrate().await?;
     let prefix = format!("bench_{:08x}_", rand::random::<u32>());
-    let base = Baseline::create(&client, &prefix).await?;
+    let base = Baseline::create(&client, &prefix, p.shards).await?;
     let bar = progress();
     let q = |name: &str| format!("{prefix}{name}");
     let json = |v: &dyn erased::Report| -> anyhow::Result<String> {
@@ -219,6 +220,7 @@ fn params(url: &str, a: &BenchArgs) -> Params {
         batch_size: a.batch,
         concurrency: a.concurrency,
         baseline_loops: a.baseline_loops,
+        shards: a.shards,
         steady_secs: a
             .steady
             .unwrap_or(if q {
@@ -354,6 +356,7 @@ async fn measure(
     ] {
         let mut s = QueueSettings::defaults(QueueName::new(q(name))?);
         s.retention = Retention::Delete; // the baseline completes by DELETE too
+        s.shards = p.shards;
         client.queue_configure(&s).await?;
     }
     // S2 keeps its rows, to read when each job was claimed and completed.

@@ -230,6 +230,14 @@ async fn queue_settings_are_checked_and_kept_in_whole_milliseconds() {
             }),
             ..good.clone()
         },
+        QueueSettings {
+            shards: 0,
+            ..good.clone()
+        },
+        QueueSettings {
+            shards: 257,
+            ..good.clone()
+        },
     ];
     for s in &bad {
         constraint(b.queue_upsert(s, NOW).await);

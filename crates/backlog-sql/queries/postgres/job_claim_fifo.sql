@@ -1,6 +1,11 @@
 -- Claims up to `limit` due jobs of a queue under one new lease, FIFO: by priority, then due time,
 -- then id. SKIP LOCKED: concurrent claimers pass over rows another claimer holds instead of
 -- queueing on them.
+-- The queue's jobs lie on `shards` claim heads (backlog_queue.shards; 1: one strict head). The
+-- claim starts at a random shard and takes each shard's head in turn, in the order above,
+-- until it has `limit` jobs: one index probe per shard it visits (the LATERAL subquery), so
+-- it costs O(limit + shards) whatever the statistics. OFFSET 0 keeps the start from being
+-- folded into the probe, where random() would run again at each shard.
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
@@ -9,14 +14,23 @@
 -- @param kinds: Option<Vec<String>>
 -- @param limit: i64
 WITH picked AS (
-    SELECT id FROM backlog_job
-    WHERE queue = $5 AND state = 'available' AND run_at <= $4
-      AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL
-                                                                       OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
-    ORDER BY priority, run_at, id
+    SELECT c.id
+    FROM (SELECT n, floor(random() * n)::int AS first
+          FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
+                                          OR group_rate_limit IS NOT NULL) THEN 0
+                             ELSE COALESCE(max(shards), 1) END AS n
+                FROM backlog_queue WHERE name = $5) AS q
+          OFFSET 0) AS q
+    CROSS JOIN generate_series(0, q.n - 1) AS s(i)
+    CROSS JOIN LATERAL (
+        SELECT id FROM backlog_job
+        WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
+          AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
+        ORDER BY priority, run_at, id
+        LIMIT $7
+        FOR UPDATE SKIP LOCKED
+    ) AS c
     LIMIT $7
-    FOR UPDATE SKIP LOCKED
 )
 UPDATE backlog_job j
 SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,

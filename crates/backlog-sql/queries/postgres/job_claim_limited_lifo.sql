@@ -2,6 +2,7 @@
 -- transaction that holds the queue row's lock (queue_lock) and has counted its running jobs
 -- (queue_running): `limit` is what the limit leaves. Not the paused check of job_claim_lifo:
 -- queue_lock read it under the lock.
+-- Shards: taken as job_claim_fifo takes them, from a random shard, each shard's head in turn.
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
@@ -10,12 +11,21 @@
 -- @param kinds: Option<Vec<String>>
 -- @param limit: i64
 WITH picked AS (
-    SELECT id FROM backlog_job
-    WHERE queue = $5 AND state = 'available' AND run_at <= $4
-      AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
-    ORDER BY priority, run_at DESC, id DESC
+    SELECT c.id
+    FROM (SELECT n, floor(random() * n)::int AS first
+          FROM (SELECT COALESCE(max(shards), 1) AS n
+                FROM backlog_queue WHERE name = $5) AS q
+          OFFSET 0) AS q
+    CROSS JOIN generate_series(0, q.n - 1) AS s(i)
+    CROSS JOIN LATERAL (
+        SELECT id FROM backlog_job
+        WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
+          AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
+        ORDER BY priority, run_at DESC, id DESC
+        LIMIT $7
+        FOR UPDATE SKIP LOCKED
+    ) AS c
     LIMIT $7
-    FOR UPDATE SKIP LOCKED
 )
 UPDATE backlog_job j
 SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,

@@ -4,6 +4,7 @@
 -- id), as completions' primary-key scans visit them, so claimers that wait on each other or on
 -- completions do not deadlock (a plan that visits rows otherwise can; the victim's claim is retried
 -- whole). A row another claimer took first fails the state recheck after the wait and is left out.
+-- Shards: taken as job_claim_fifo takes them, from a random shard, each shard's head in turn.
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
@@ -12,12 +13,21 @@
 -- @param kinds: Option<Vec<String>>
 -- @param limit: i64
 WITH picked AS (
-    SELECT id FROM backlog_job
-    WHERE queue = $5 AND state = 'available' AND run_at <= $4
-      AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL
-                                                                       OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
-    ORDER BY priority, run_at, id
+    SELECT c.id
+    FROM (SELECT n, floor(random() * n)::int AS first
+          FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
+                                          OR group_rate_limit IS NOT NULL) THEN 0
+                             ELSE COALESCE(max(shards), 1) END AS n
+                FROM backlog_queue WHERE name = $5) AS q
+          OFFSET 0) AS q
+    CROSS JOIN generate_series(0, q.n - 1) AS s(i)
+    CROSS JOIN LATERAL (
+        SELECT id FROM backlog_job
+        WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
+          AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
+        ORDER BY priority, run_at, id
+        LIMIT $7
+    ) AS c
     LIMIT $7
 ), locked AS (
     SELECT id FROM backlog_job

@@ -5,6 +5,7 @@
 -- the ids onto the claimed rows (scripts/pg_claim_costs.py). Both parts see one snapshot and touch
 -- disjoint rows (the completed jobs are running under the caller's tokens; the claimed ones
 -- available).
+-- Shards: taken as job_claim_fifo takes them, from a random shard, each shard's head in turn.
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
@@ -20,14 +21,23 @@ WITH done AS (
       AND lease_token = ($9::bigint[])[array_position($8::bigint[], id)]
     RETURNING id
 ), picked AS (
-    SELECT id FROM backlog_job
-    WHERE queue = $5 AND state = 'available' AND run_at <= $4
-      AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = $5 AND (paused OR global_concurrency IS NOT NULL
-                                                                       OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
-    ORDER BY priority, run_at DESC, id DESC
+    SELECT c.id
+    FROM (SELECT n, floor(random() * n)::int AS first
+          FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
+                                          OR group_rate_limit IS NOT NULL) THEN 0
+                             ELSE COALESCE(max(shards), 1) END AS n
+                FROM backlog_queue WHERE name = $5) AS q
+          OFFSET 0) AS q
+    CROSS JOIN generate_series(0, q.n - 1) AS s(i)
+    CROSS JOIN LATERAL (
+        SELECT id FROM backlog_job
+        WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
+          AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
+        ORDER BY priority, run_at DESC, id DESC
+        LIMIT $7
+        FOR UPDATE SKIP LOCKED
+    ) AS c
     LIMIT $7
-    FOR UPDATE SKIP LOCKED
 ),
 claimed AS (
     UPDATE backlog_job j

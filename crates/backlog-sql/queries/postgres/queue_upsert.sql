@@ -15,12 +15,13 @@
 -- @param rate_period_ms: i64
 -- @param group_rate_limit: Option<i32>
 -- @param group_rate_period_ms: i64
+-- @param shards: i32
 -- @param now: i64
 INSERT INTO backlog_queue (name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms,
                            ordering, retention, concurrency, global_concurrency,
                            group_concurrency, group_on_failure, rate_limit, rate_period_ms,
-                           group_rate_limit, group_rate_period_ms, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::integer, $10::integer, $11, $12, $13::integer, $14, $15::integer, $16, $17, $17)
+                           group_rate_limit, group_rate_period_ms, shards, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::integer, $10::integer, $11, $12, $13::integer, $14, $15::integer, $16, $17, $18, $18)
 ON CONFLICT (name) DO UPDATE SET
     paused = excluded.paused, max_attempts = excluded.max_attempts,
     backoff_base_ms = excluded.backoff_base_ms, backoff_max_ms = excluded.backoff_max_ms,
@@ -29,5 +30,5 @@ ON CONFLICT (name) DO UPDATE SET
     group_concurrency = excluded.group_concurrency, group_on_failure = excluded.group_on_failure,
     rate_limit = excluded.rate_limit, rate_period_ms = excluded.rate_period_ms,
     group_rate_limit = excluded.group_rate_limit,
-    group_rate_period_ms = excluded.group_rate_period_ms,
+    group_rate_period_ms = excluded.group_rate_period_ms, shards = excluded.shards,
     updated_at = excluded.updated_at

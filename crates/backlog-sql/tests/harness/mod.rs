@@ -288,6 +288,25 @@ impl Db {
         }
     }
 
+    /// How many available jobs of `queue` lie on each shard, where claims are sharded
+    /// (PostgreSQL); `None` where claims keep one head whatever the queue's `shards`.
+    #[allow(dead_code)] // used by one of the suites that share this harness
+    pub async fn shard_counts(&self, queue: &str) -> Option<std::collections::BTreeMap<i16, i64>> {
+        if self.engine != Engine::Postgres {
+            return None;
+        }
+        let mut c = sqlx::PgConnection::connect(&self.url).await.unwrap();
+        let rows: Vec<(i16, i64)> = sqlx::query_as(
+            "SELECT shard, count(*) FROM backlog_job WHERE queue = $1 AND state = 'available' \
+             GROUP BY shard",
+        )
+        .bind(queue)
+        .fetch_all(&mut c)
+        .await
+        .unwrap();
+        Some(rows.into_iter().collect())
+    }
+
     /// The state of a job in the archive table, if it is there.
     pub async fn archived(&self, id: i64) -> Option<String> {
         match self.engine {
