@@ -157,6 +157,8 @@ pub struct Client {
     stats: Arc<crate::stats::Recorder>,
     wakers: Arc<Wakers>,
     listening: tokio::sync::OnceCell<bool>,
+    /// Single enqueues made at the same time, sharing an insert.
+    coalescer: crate::coalesce::Coalescer,
 }
 
 /// One `Notify` per queue: workers of this process wait on them, enqueues and the database's
@@ -221,6 +223,7 @@ impl Client {
             stats: Arc::default(),
             wakers: Arc::new(Wakers::default()),
             listening: tokio::sync::OnceCell::new(),
+            coalescer: Default::default(),
         }
     }
 
@@ -383,8 +386,23 @@ impl Client {
     /// give the job a unique key and, before enqueueing it again, look the key up in any state
     /// ([`Client::job_list`] with `unique_key`): the key alone stops a second job only while the
     /// first is unfinished, and it may have been completed meanwhile.
-    pub async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
-        Ok(self.enqueue_many(vec![job]).await?.remove(0))
+    ///
+    /// Calls made at the same time (from many tasks) share one statement and one commit: each
+    /// returns once the commit that holds its job is done, with its own outcome or error.
+    pub async fn enqueue(&self, mut job: NewJob) -> Result<EnqueueOutcome> {
+        check_new_job(&job, self.payload_limit)?;
+        crate::trace::stamp(std::slice::from_mut(&mut job));
+        self.ensure_queues(std::slice::from_ref(&job.queue)).await?;
+        let queue = job.queue.clone();
+        let out = (self.coalescer)
+            .enqueue(&self.backend, job, || self.now())
+            .await?;
+        // Workers of this process wake at once.
+        self.wakers.wake(queue.as_str());
+        if out.created {
+            self.record(queue.as_str(), self.now(), |c| c.enqueued += 1);
+        }
+        Ok(out)
     }
 
     /// Enqueues jobs in one transaction, one multi-row statement per chunk; outcomes in order.

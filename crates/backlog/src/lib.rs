@@ -114,6 +114,7 @@
 //! ```
 
 mod client;
+mod coalesce;
 mod messaging;
 mod stats;
 pub mod testing;
