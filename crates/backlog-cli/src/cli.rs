@@ -442,7 +442,7 @@ pub enum QueueCommand {
         queue: String,
     },
     /// Changes settings (the queue is created if new).
-    Set(QueueSetArgs),
+    Set(Box<QueueSetArgs>),
     /// Prints a queue's settings.
     Show {
         /// Queue name.

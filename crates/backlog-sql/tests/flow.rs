@@ -1072,6 +1072,7 @@ async fn group_rate_limit_holds_across_processes(db: Db) {
     let clock = Arc::new(AtomicI64::new(db.now));
     let log = Arc::new(std::sync::Mutex::new(Vec::<(String, i64, i64)>::new()));
     let done = Arc::new(AtomicBool::new(false));
+    let total = groups * each;
     let mut handles = vec![];
     for w in 0..3 {
         let b = db.connect_again().await;
@@ -1079,7 +1080,9 @@ async fn group_rate_limit_holds_across_processes(db: Db) {
         let base = limited(&db, qn, 4, 0, &format!("p{w}"));
         handles.push(tokio::spawn(async move {
             let mut steps = 0;
-            while !done.load(AtomicOrdering::SeqCst) {
+            // Until every job has started (the loop must not wait for the test's own task to see
+            // it: on a loaded machine that task may wake late while these spin on).
+            while !done.load(AtomicOrdering::SeqCst) && log.lock().unwrap().len() < total {
                 steps += 1;
                 assert!(steps < 20_000, "no end in sight");
                 let now = clock.fetch_add(5_000, AtomicOrdering::SeqCst);
@@ -1131,7 +1134,6 @@ async fn group_rate_limit_holds_across_processes(db: Db) {
             }
         }));
     }
-    let total = groups * each;
     let started = std::time::Instant::now();
     while log.lock().unwrap().len() < total {
         assert!(started.elapsed() < Duration::from_secs(120), "stalled");

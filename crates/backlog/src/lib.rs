@@ -165,6 +165,6 @@ pub use tokio_util::sync::CancellationToken;
 pub use typed::JobArgs;
 pub use worker::{
     CLAIM_BOUNDS_US, DEFAULT_CLAIM_MAX, DrainMode, HandlerError, HandlerResult, JobContext,
-    MaintenanceConfig, Outcome, PeriodicJob, QueueLoad, RunReport, Schedule, Worker, WorkerBuilder,
-    WorkerConfig, WorkerMetrics,
+    MAX_AUTO_FETCHERS, MaintenanceConfig, Outcome, PeriodicJob, QueueLoad, RunReport, Schedule,
+    Worker, WorkerBuilder, WorkerConfig, WorkerMetrics,
 };

@@ -271,7 +271,7 @@ async fn handlers_run_inline_within_a_budget(engine: Engine) {
             })
             .configure(|w| {
                 w.drain = Some(DrainMode::All);
-                w.fetchers = 1;
+                w.fetchers = Some(1);
                 w.inline_budget = budget;
             })
             .build()

@@ -215,14 +215,16 @@ impl Baseline {
                 .fetch_all(p)
                 .await?;
                 if !jobs.is_empty() {
-                    sqlx::query(sqlx::AssertSqlSafe(format!(
-                        "DELETE FROM {t} WHERE id = ANY($1) AND lease_token = $2",
-                        t = self.table
-                    )))
-                    .bind(ids_of(&jobs))
-                    .bind(token)
-                    .execute(p)
-                    .await?;
+                    let delete = || {
+                        sqlx::query(sqlx::AssertSqlSafe(format!(
+                            "DELETE FROM {t} WHERE id = ANY($1) AND lease_token = $2",
+                            t = self.table
+                        )))
+                        .bind(ids_of(&jobs))
+                        .bind(token)
+                        .execute(p)
+                    };
+                    super::retry_deadlocks(delete).await?;
                 }
                 Ok(jobs)
             }

@@ -715,9 +715,9 @@ async fn drain_bare(
         async move {
             loop {
                 let token = rand::random::<i64>();
-                let jobs = base
-                    .claim_complete(&queue, limit, client.now(), token)
-                    .await?;
+                let jobs =
+                    retry_deadlocks(|| base.claim_complete(&queue, limit, client.now(), token))
+                        .await?;
                 if jobs.is_empty() {
                     return Ok(());
                 }
@@ -759,9 +759,17 @@ async fn drain_folded(
             let (mut prev, mut prev_token) = (vec![], 0);
             loop {
                 let token = rand::random::<i64>();
-                let jobs = base
-                    .complete_claim_folded(&queue, limit, client.now(), token, &prev, prev_token)
-                    .await?;
+                let jobs = retry_deadlocks(|| {
+                    base.complete_claim_folded(
+                        &queue,
+                        limit,
+                        client.now(),
+                        token,
+                        &prev,
+                        prev_token,
+                    )
+                })
+                .await?;
                 if jobs.is_empty() {
                     return Ok(());
                 }
@@ -772,6 +780,22 @@ async fn drain_folded(
         }
     })
     .await
+}
+
+/// Runs a bare statement (or transaction) again while PostgreSQL picks it as a deadlock's victim
+/// (rolled back whole), as a hand-written loop would and as the runtime does with its own.
+/// Claimers that lock rows SKIP LOCKED can still wait on each other when they meet a row whose
+/// newer version another is deleting.
+async fn retry_deadlocks<T, Fut>(call: impl Fn() -> Fut) -> Result<T, backlog::sqlx::Error>
+where
+    Fut: std::future::Future<Output = Result<T, backlog::sqlx::Error>>,
+{
+    loop {
+        match call().await {
+            Err(backlog::sqlx::Error::Database(e)) if e.code().as_deref() == Some("40P01") => {}
+            other => return other,
+        }
+    }
 }
 
 /// Runs `baseline_loops` copies of a bare drain loop at once (each from `one_loop()`) until all

@@ -574,7 +574,7 @@ mod tests {
         config: impl FnOnce(&mut WorkerConfig),
     ) -> Loop {
         let mut c = WorkerConfig {
-            fetchers: 1,
+            fetchers: Some(1),
             ..WorkerConfig::default()
         };
         config(&mut c);

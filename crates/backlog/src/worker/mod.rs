@@ -49,6 +49,10 @@ pub(crate) type ErasedHandler = Arc<dyn Fn(JobContext) -> BoxFuture + Send + Syn
 /// of very short jobs at high concurrency. The figures are in BENCHMARKS.md.
 pub const DEFAULT_CLAIM_MAX: usize = 100;
 
+/// Most claim loops a queue gets by default (`WorkerConfig::fetchers`): on a 2-core machine
+/// sharing the database, 8 loops at concurrency 500 drained no faster than 4 or 5.
+pub const MAX_AUTO_FETCHERS: usize = 8;
+
 /// Long-lived worker settings.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -71,8 +75,12 @@ pub struct WorkerConfig {
     /// concurrency, lower it for the quickest start.
     pub claim_batch: Option<usize>,
     /// Claim loops per queue, sharing its concurrency: with two, one claim can be in flight while
-    /// the other loop's jobs run and complete, as two hand-written loops would.
-    pub fetchers: usize,
+    /// the other loop's jobs run and complete, as two hand-written loops would. `None` (the
+    /// default): enough loops for their claims to fill the queue's concurrency, one per
+    /// [`DEFAULT_CLAIM_MAX`] slots, at least 2 and at most [`MAX_AUTO_FETCHERS`] (a queue of
+    /// concurrency 500 gets 5). Several loops claim side by side, which a queue with shards
+    /// (`QueueSettings::shards`) lets the database do without them meeting at one head.
+    pub fetchers: Option<usize>,
     /// How long a claim loop may spend, per claim, polling its jobs' handlers once itself
     /// before it hands the rest to tasks of their own (default 1 ms). A handler that ends in its
     /// first poll (a quick job) then costs no task, no timer and no wake-up of another thread,
@@ -96,7 +104,7 @@ impl Default for WorkerConfig {
             poll_max: Duration::from_secs(1),
             complete_batch: 500,
             claim_batch: None,
-            fetchers: 2,
+            fetchers: None,
             inline_budget: Duration::from_millis(1),
             drain: None,
             maintenance: Some(MaintenanceConfig::default()),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{DEFAULT_CLAIM_MAX, WorkerConfig};
+use super::{DEFAULT_CLAIM_MAX, MAX_AUTO_FETCHERS, WorkerConfig};
 
 /// Longest wait for the rest of a burst (the jobs of the same claims) before the next claim.
 pub(crate) const GATHER: Duration = Duration::from_millis(2);
@@ -31,7 +31,10 @@ impl ClaimPlan {
     /// [`DEFAULT_CLAIM_MAX`], and never more than the queue's concurrency.
     pub fn new(concurrency: usize, config: &WorkerConfig) -> Self {
         let most = concurrency.max(1);
-        let fetchers = config.fetchers.clamp(1, most);
+        let auto = concurrency
+            .div_ceil(DEFAULT_CLAIM_MAX)
+            .clamp(2, MAX_AUTO_FETCHERS);
+        let fetchers = config.fetchers.unwrap_or(auto).clamp(1, most);
         let max_claim = config
             .claim_batch
             .unwrap_or(concurrency.div_ceil(fetchers).min(DEFAULT_CLAIM_MAX))
@@ -122,9 +125,24 @@ mod tests {
             (1, 1),
             "one loop per slot at most"
         );
-        let four = plan(6, |c| c.fetchers = 4);
+        let four = plan(6, |c| c.fetchers = Some(4));
         assert_eq!((four.fetchers, four.max_claim), (4, 2));
-        assert_eq!(plan(8, |c| c.fetchers = 0).fetchers, 1);
+        assert_eq!(plan(8, |c| c.fetchers = Some(0)).fetchers, 1);
+    }
+
+    #[test]
+    fn by_default_enough_loops_for_their_claims_to_fill_the_concurrency() {
+        let loops = |concurrency| plan(concurrency, |_| {}).fetchers;
+        assert_eq!(loops(100), 2);
+        assert_eq!(loops(200), 2);
+        assert_eq!(loops(201), 3);
+        assert_eq!(loops(500), 5);
+        assert_eq!(loops(5000), MAX_AUTO_FETCHERS);
+        let p = plan(500, |_| {});
+        assert_eq!(
+            p.max_claim, DEFAULT_CLAIM_MAX,
+            "five claims of 100 fill 500 slots"
+        );
     }
 
     #[test]
