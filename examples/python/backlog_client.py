@@ -990,8 +990,11 @@ QUERIES["postgres/job_claim_fifo.sql"] = """\
 -- The queue's jobs lie on `shards` claim heads (backlog_queue.shards; 1: one strict head). The
 -- claim starts at a random shard and takes each shard's head in turn, in the order above,
 -- until it has `limit` jobs: one index probe per shard it visits (the LATERAL subquery), so
--- it costs O(limit + shards) whatever the statistics. OFFSET 0 keeps the start from being
--- folded into the probe, where random() would run again at each shard.
+-- it costs O(limit + shards) whatever the statistics. The count and the first shard are read
+-- once into a MATERIALIZED CTE: inlined, random() would be folded into the probe and run again
+-- at each shard. The shards come from a constant series cut to the count (one per possible
+-- shard, 256): a series bounded by the count itself made PostgreSQL 15 spend about 10 ms on
+-- every claim (against 0.15 ms) once the subquery holds FOR UPDATE.
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
@@ -999,15 +1002,16 @@ QUERIES["postgres/job_claim_fifo.sql"] = """\
 -- @param queue: &str
 -- @param kinds: Option<Vec<String>>
 -- @param limit: i64
-WITH picked AS (
+WITH heads AS MATERIALIZED (
+    SELECT n, floor(random() * n)::int AS first
+    FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
+                                    OR group_rate_limit IS NOT NULL) THEN 0
+                       ELSE COALESCE(max(shards), 1) END AS n
+          FROM backlog_queue WHERE name = $5) AS q
+), picked AS (
     SELECT c.id
-    FROM (SELECT n, floor(random() * n)::int AS first
-          FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
-                                          OR group_rate_limit IS NOT NULL) THEN 0
-                             ELSE COALESCE(max(shards), 1) END AS n
-                FROM backlog_queue WHERE name = $5) AS q
-          OFFSET 0) AS q
-    CROSS JOIN generate_series(0, q.n - 1) AS s(i)
+    FROM heads AS q
+    CROSS JOIN generate_series(0, 255) AS s(i)
     CROSS JOIN LATERAL (
         SELECT id FROM backlog_job
         WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
@@ -1016,6 +1020,7 @@ WITH picked AS (
         LIMIT $7
         FOR UPDATE SKIP LOCKED
     ) AS c
+    WHERE s.i < q.n
     LIMIT $7
 )
 UPDATE backlog_job j
@@ -1039,15 +1044,16 @@ QUERIES["postgres/job_claim_lifo.sql"] = """\
 -- @param queue: &str
 -- @param kinds: Option<Vec<String>>
 -- @param limit: i64
-WITH picked AS (
+WITH heads AS MATERIALIZED (
+    SELECT n, floor(random() * n)::int AS first
+    FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
+                                    OR group_rate_limit IS NOT NULL) THEN 0
+                       ELSE COALESCE(max(shards), 1) END AS n
+          FROM backlog_queue WHERE name = $5) AS q
+), picked AS (
     SELECT c.id
-    FROM (SELECT n, floor(random() * n)::int AS first
-          FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
-                                          OR group_rate_limit IS NOT NULL) THEN 0
-                             ELSE COALESCE(max(shards), 1) END AS n
-                FROM backlog_queue WHERE name = $5) AS q
-          OFFSET 0) AS q
-    CROSS JOIN generate_series(0, q.n - 1) AS s(i)
+    FROM heads AS q
+    CROSS JOIN generate_series(0, 255) AS s(i)
     CROSS JOIN LATERAL (
         SELECT id FROM backlog_job
         WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
@@ -1056,6 +1062,7 @@ WITH picked AS (
         LIMIT $7
         FOR UPDATE SKIP LOCKED
     ) AS c
+    WHERE s.i < q.n
     LIMIT $7
 )
 UPDATE backlog_job j

@@ -322,9 +322,9 @@ impl Baseline {
             )
         } else {
             format!(
-                "picked AS (SELECT c.id FROM generate_series(0, $6::int - 1) AS s(i) \
+                "picked AS (SELECT c.id FROM generate_series(0, 255) AS s(i) \
                  CROSS JOIN LATERAL (SELECT id FROM {t} WHERE shard = ($7::int + s.i) % $6::int \
-                 AND {head}) AS c LIMIT $5)"
+                 AND {head}) AS c WHERE s.i < $6::int LIMIT $5)"
             )
         }
     }

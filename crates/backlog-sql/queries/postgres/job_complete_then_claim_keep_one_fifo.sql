@@ -22,15 +22,16 @@ WITH done AS (
     WHERE id = ANY($8::bigint[]) AND state = 'running'
       AND lease_token = $9::bigint
     RETURNING id
+), heads AS MATERIALIZED (
+    SELECT n, floor(random() * n)::int AS first
+    FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
+                                    OR group_rate_limit IS NOT NULL) THEN 0
+                       ELSE COALESCE(max(shards), 1) END AS n
+          FROM backlog_queue WHERE name = $5) AS q
 ), picked AS (
     SELECT c.id
-    FROM (SELECT n, floor(random() * n)::int AS first
-          FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
-                                          OR group_rate_limit IS NOT NULL) THEN 0
-                             ELSE COALESCE(max(shards), 1) END AS n
-                FROM backlog_queue WHERE name = $5) AS q
-          OFFSET 0) AS q
-    CROSS JOIN generate_series(0, q.n - 1) AS s(i)
+    FROM heads AS q
+    CROSS JOIN generate_series(0, 255) AS s(i)
     CROSS JOIN LATERAL (
         SELECT id FROM backlog_job
         WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
@@ -39,6 +40,7 @@ WITH done AS (
         LIMIT $7
         FOR UPDATE SKIP LOCKED
     ) AS c
+    WHERE s.i < q.n
     LIMIT $7
 ),
 claimed AS (
