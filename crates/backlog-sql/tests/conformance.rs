@@ -1543,47 +1543,7 @@ async fn concurrent_claimers_never_share_a_job(db: Db) {
         let n = 10_000usize;
         let jobs: Vec<NewJob> = (0..n).map(|_| job(&qn, "{}")).collect();
         enqueue(&db, jobs, db.now).await;
-        let mut handles = vec![];
-        for w in 0..16 {
-            let b = db.b.clone();
-            let qn = qn.clone();
-            let now = db.now;
-            handles.push(tokio::spawn(async move {
-                let mut mine = vec![];
-                let mut empty = 0;
-                while empty < 3 {
-                    let mut p = claim(&qn, 25, now, strategy);
-                    p.owner = format!("w{w}");
-                    let got = b.job_claim(&p).await.unwrap();
-                    if got.is_empty() {
-                        empty += 1;
-                        tokio::task::yield_now().await;
-                        continue;
-                    }
-                    empty = 0;
-                    let refs: Vec<JobRef> = got.iter().map(|c| c.job_ref()).collect();
-                    let done = b
-                        .job_complete(JobCompleteParams {
-                            jobs: refs.clone(),
-                            now,
-                            retention: Retention::Delete,
-                        })
-                        .await
-                        .unwrap();
-                    assert_eq!(
-                        done.len(),
-                        refs.len(),
-                        "a claimed job could not be completed"
-                    );
-                    mine.extend(got.iter().map(|c| c.id));
-                }
-                mine
-            }));
-        }
-        let mut all = vec![];
-        for h in handles {
-            all.extend(h.await.unwrap());
-        }
+        let all = claim_all_at_once(&db, &qn, strategy, 25).await;
         let distinct: HashSet<i64> = all.iter().copied().collect();
         assert_eq!(
             distinct.len(),
@@ -1592,6 +1552,52 @@ async fn concurrent_claimers_never_share_a_job(db: Db) {
         );
         assert_eq!(all.len(), n, "jobs were lost ({strategy:?})");
     }
+}
+
+/// 16 claimers of `qn` at once, each claiming up to `limit` at a time and completing what it
+/// took, until each finds nothing three times running; the ids of every claim, repeats kept.
+async fn claim_all_at_once(db: &Db, qn: &str, strategy: ClaimStrategy, limit: u32) -> Vec<i64> {
+    let mut handles = vec![];
+    for w in 0..16 {
+        let b = db.b.clone();
+        let qn = qn.to_owned();
+        let now = db.now;
+        handles.push(tokio::spawn(async move {
+            let mut mine = vec![];
+            let mut empty = 0;
+            while empty < 3 {
+                let mut p = claim(&qn, limit, now, strategy);
+                p.owner = format!("w{w}");
+                let got = b.job_claim(&p).await.unwrap();
+                if got.is_empty() {
+                    empty += 1;
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                empty = 0;
+                let refs: Vec<JobRef> = got.iter().map(|c| c.job_ref()).collect();
+                let done = (b.job_complete(JobCompleteParams {
+                    jobs: refs.clone(),
+                    now,
+                    retention: Retention::Delete,
+                }))
+                .await
+                .unwrap();
+                assert_eq!(
+                    done.len(),
+                    refs.len(),
+                    "a claimed job could not be completed"
+                );
+                mine.extend(got.iter().map(|c| c.id));
+            }
+            mine
+        }));
+    }
+    let mut all = vec![];
+    for h in handles {
+        all.extend(h.await.unwrap());
+    }
+    all
 }
 
 /// A queue spread over 8 shards: single and batched enqueues land on the shards (where claims
@@ -1619,38 +1625,7 @@ async fn sharded_claims_take_every_job_once(db: Db) {
                 "roughly even: {counts:?}"
             );
         }
-        let mut handles = vec![];
-        for w in 0..16 {
-            let b = db.b.clone();
-            let qn = qn.clone();
-            let now = db.now;
-            handles.push(tokio::spawn(async move {
-                let mut mine = vec![];
-                loop {
-                    let mut p = claim(&qn, 7, now, strategy);
-                    p.owner = format!("w{w}");
-                    let got = b.job_claim(&p).await.unwrap();
-                    if got.is_empty() {
-                        break;
-                    }
-                    let refs: Vec<JobRef> = got.iter().map(|c| c.job_ref()).collect();
-                    let done = (b.job_complete(JobCompleteParams {
-                        jobs: refs.clone(),
-                        now,
-                        retention: Retention::Delete,
-                    }))
-                    .await
-                    .unwrap();
-                    assert_eq!(done.len(), refs.len(), "a claimed job was not completed");
-                    mine.extend(got.iter().map(|c| c.id));
-                }
-                mine
-            }));
-        }
-        let mut all = vec![];
-        for h in handles {
-            all.extend(h.await.unwrap());
-        }
+        let all = claim_all_at_once(&db, &qn, strategy, 7).await;
         let distinct: HashSet<i64> = all.iter().copied().collect();
         assert_eq!(
             distinct.len(),
