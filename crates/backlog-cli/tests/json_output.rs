@@ -219,6 +219,7 @@ fn json_shapes(engine: Engine) {
             "backoff_max": "1h", "lease": "30s", "order": "fifo", "retention": "keep",
             "concurrency": null, "global_concurrency": null, "group_concurrency": 1,
             "group_on_failure": "block", "rate_limit": null, "group_rate_limit": null,
+            "shards": 1,
             "flow": {"running": 0, "waiting": 0, "waiting_groups": 0, "blocked": []}
         })
     );
