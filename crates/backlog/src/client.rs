@@ -390,9 +390,7 @@ impl Client {
     /// Calls made at the same time (from many tasks) share one statement and one commit: each
     /// returns once the commit that holds its job is done, with its own outcome or error.
     pub async fn enqueue(&self, mut job: NewJob) -> Result<EnqueueOutcome> {
-        check_new_job(&job, self.payload_limit)?;
-        crate::trace::stamp(std::slice::from_mut(&mut job));
-        self.ensure_queues(std::slice::from_ref(&job.queue)).await?;
+        self.ready(std::slice::from_mut(&mut job)).await?;
         let queue = job.queue.clone();
         let out = (self.coalescer)
             .enqueue(&self.backend, job, || self.now())
@@ -410,12 +408,7 @@ impl Client {
         if jobs.is_empty() {
             return Ok(vec![]);
         }
-        for job in &jobs {
-            check_new_job(job, self.payload_limit)?;
-        }
-        crate::trace::stamp(&mut jobs);
-        let queues: Vec<QueueName> = NewJob::queues_of(&jobs).into_iter().cloned().collect();
-        self.ensure_queues(&queues).await?;
+        let queues = self.ready(&mut jobs).await?;
         let runs = queue_runs(&jobs);
         let now = self.now();
         let out = self
@@ -433,6 +426,18 @@ impl Client {
             }
         }
         Ok(out)
+    }
+
+    /// Makes jobs ready to insert: each checked, stamped with the current trace context, and
+    /// its queue's row created if new; the distinct queues.
+    async fn ready(&self, jobs: &mut [NewJob]) -> Result<Vec<QueueName>> {
+        for job in jobs.iter() {
+            check_new_job(job, self.payload_limit)?;
+        }
+        crate::trace::stamp(jobs);
+        let queues: Vec<QueueName> = NewJob::queues_of(jobs).into_iter().cloned().collect();
+        self.ensure_queues(&queues).await?;
+        Ok(queues)
     }
 
     /// Creates the queue rows of queues seen for the first time (queues are created on first use);
