@@ -14,6 +14,7 @@ UPDATE backlog_job SET state = 'running', attempt = 1, lease_token = 42, lease_e
 WHERE id IN (SELECT id FROM backlog_job WHERE queue = 'big' AND state = 'available'
              ORDER BY priority, run_at, id LIMIT 50);
 SET plan_cache_mode = force_generic_plan;
+SET enable_seqscan = off;
 SELECT array_agg(id) AS ids FROM backlog_job WHERE queue = 'big' AND lease_token = 42 \gset
 PREPARE fast(bigint, text, bigint, bigint, text, text[], bigint, bigint[], bigint) AS
 WITH heads AS MATERIALIZED (
@@ -47,8 +48,7 @@ done AS (
 UPDATE backlog_job j
 SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,
     lease_expires_at = $3, attempted_at = $4
-FROM picked
-WHERE j.id = picked.id
+WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING CASE WHEN j.id = (SELECT min(id) FROM picked)
     THEN (SELECT array_agg(id) FROM done) END AS done_ids,
           j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,

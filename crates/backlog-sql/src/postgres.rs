@@ -69,12 +69,18 @@ impl PgBackend {
         }
         // Generic plans: every statement here is a short parameterized look-up whose plan does
         // not depend on the values, and a custom plan per execution re-planned the claim each
-        // time, a large part of its cost (figures in BENCHMARKS.md).
+        // time, a large part of its cost (figures in BENCHMARKS.md). No sequential scans: a
+        // generic plan lives as long as the connection, and one made while the job table was
+        // empty and freshly vacuumed (the planner then takes it for one row) read and sorted the
+        // whole table on every claim once it held jobs (docs/explain.md, "Plans made on an empty
+        // table"). Every statement here has an index that fits; with this setting the planner
+        // takes it whatever the statistics said when the plan was made.
         fn direct(u: &str) -> Result<PgConnectOptions> {
             let opts = PgConnectOptions::from_str(u).map_err(|e| connect_error(u, e))?;
             Ok(opts.options([
                 (QUIET_SETTING, "off"),
                 ("plan_cache_mode", "force_generic_plan"),
+                ("enable_seqscan", "off"),
             ]))
         }
         // Through a pooler: no startup parameters a pooler refuses (PgBouncer takes only a few

@@ -196,12 +196,14 @@ impl Baseline {
                 // The locking pick is a CTE, which PostgreSQL runs once. As a subquery in FROM
                 // the planner may put it on the inner side of a nested loop and run it again
                 // for every row of the outer scan: with statistics taken while the table was
-                // empty, that is a sort of the queue per row of a million-row table.
+                // empty, that is a sort of the queue per row of a million-row table. The update
+                // finds its rows by the picked ids (`= ANY(ARRAY(…))`), not by a join the
+                // planner could drive from a scan of the whole table (docs/explain.md).
                 let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "WITH {picked} \
                      UPDATE {t} j SET state = 'running', attempt = j.attempt + 1, \
                      lease_token = $1, lease_expires_at = $2, attempted_at = $3 \
-                     FROM picked WHERE j.id = picked.id RETURNING j.id, j.kind, j.payload::text",
+                     WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) RETURNING j.id, j.kind, j.payload::text",
                     picked = self.pg_picked(),
                     t = self.table
                 )))
@@ -272,7 +274,7 @@ impl Baseline {
                      {picked} \
                      UPDATE {t} j SET state = 'running', attempt = j.attempt + 1, \
                      lease_token = $1, lease_expires_at = $2, attempted_at = $3 \
-                     FROM picked WHERE j.id = picked.id RETURNING j.id, j.kind, j.payload::text",
+                     WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) RETURNING j.id, j.kind, j.payload::text",
                     picked = self.pg_picked(),
                 )))
                 .bind(token)
@@ -519,6 +521,16 @@ impl Baseline {
     pub async fn vacuum(&self) -> Res<()> {
         if let Pool::Postgres(p) = &self.pool {
             let sql = format!("VACUUM backlog_job, {}", self.table);
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(p).await?;
+        }
+        Ok(())
+    }
+
+    /// PostgreSQL: `VACUUM ANALYZE` of both sides' tables, so that the statistics say what the
+    /// tables hold now (an empty table: no pages, no rows) and plans made next are made on them.
+    pub async fn analyze(&self) -> Res<()> {
+        if let Pool::Postgres(p) = &self.pool {
+            let sql = format!("VACUUM ANALYZE backlog_job, {}", self.table);
             sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(p).await?;
         }
         Ok(())

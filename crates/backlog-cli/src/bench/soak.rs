@@ -9,7 +9,10 @@
 //!
 //! The overload run enqueues `--overload` jobs from more producers than the pool has
 //! connections, as fast as they go, while a worker drains them: the pool is the back-pressure,
-//! the jobs wait in the database, and the process's memory must stay flat.
+//! the jobs wait in the database, and the process's memory must stay flat. It starts on a freshly
+//! vacuumed and analyzed job table (on PostgreSQL; empty, on a database of its own) and lets the
+//! worker poll it for a second before the first job: the worker's plans are made on the
+//! statistics of an empty table, the case where a plan could go bad once the table fills.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -389,6 +392,7 @@ pub async fn overload(
     let mut s = QueueSettings::defaults(QueueName::new(queue)?);
     s.retention = Retention::Delete;
     client.queue_configure(&s).await?;
+    base.analyze().await?;
     let counters = Arc::new(Counters::default());
     let worker = counting_worker(client, queue, p.concurrency, &counters, None)?;
     let shutdown = CancellationToken::new();
@@ -396,6 +400,8 @@ pub async fn overload(
         let (w, s) = (worker.clone(), shutdown.clone());
         async move { w.run(s).await }
     });
+    // The worker's claim loops poll the empty table: their plans are made now.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     phase(bar, "overload: jobs completed", p.jobs);
     let mut sampler = Sampler::new(client, base, counters.clone());
     let next = Arc::new(AtomicU64::new(0));

@@ -9,7 +9,7 @@
 -- @param groups: Vec<String>
 -- @param now: i64
 UPDATE backlog_job j SET state = 'available'
-FROM (
+WHERE j.id = ANY(ARRAY(
     SELECT (SELECT w.id FROM backlog_job w
             WHERE w.queue = $1 AND w.group_key = g AND w.state = 'waiting' AND w.run_at <= $3
             ORDER BY w.id LIMIT 1) AS id
@@ -17,8 +17,7 @@ FROM (
     WHERE (SELECT count(*) FROM backlog_job a
            WHERE a.queue = $1 AND a.group_key = g AND a.state IN ('available', 'running'))
         < COALESCE((SELECT group_concurrency FROM backlog_queue WHERE name = $1), 1)
-) AS next
-WHERE j.id = next.id AND j.state = 'waiting'
+)) AND j.state = 'waiting'
 RETURNING j.id, j.group_key,
           COALESCE((SELECT group_concurrency FROM backlog_queue WHERE name = $1), 1),
           (SELECT group_rate_limit FROM backlog_queue WHERE name = $1),

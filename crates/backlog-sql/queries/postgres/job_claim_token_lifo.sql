@@ -33,12 +33,11 @@ WITH heads AS MATERIALIZED (
     LIMIT $7
 ), locked AS (
     SELECT id FROM backlog_job
-    WHERE id IN (SELECT id FROM picked) AND state = 'available'
+    WHERE id = ANY(ARRAY(SELECT id FROM picked)) AND state = 'available'
     ORDER BY id
     FOR UPDATE
 )
 UPDATE backlog_job j
 SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,
     lease_expires_at = $3, attempted_at = $4
-FROM locked
-WHERE j.id = locked.id
+WHERE j.id = ANY(ARRAY(SELECT id FROM locked))

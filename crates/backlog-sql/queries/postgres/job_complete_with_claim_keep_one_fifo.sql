@@ -48,8 +48,7 @@ done AS (
 UPDATE backlog_job j
 SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,
     lease_expires_at = $3, attempted_at = $4
-FROM picked
-WHERE j.id = picked.id
+WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING CASE WHEN j.id = (SELECT min(id) FROM picked)
     THEN (SELECT array_agg(id) FROM done) END AS done_ids,
           j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,

@@ -43,7 +43,6 @@ WITH done AS (
 UPDATE backlog_job j
 SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,
     lease_expires_at = $3, attempted_at = $4
-FROM (SELECT id FROM next WHERE id IS NOT NULL ORDER BY id LIMIT $7) AS n
-WHERE j.id = n.id AND j.state = 'waiting' AND ($6::text[] IS NULL OR j.kind = ANY($6::text[]))
+WHERE j.id = ANY(ARRAY(SELECT id FROM next WHERE id IS NOT NULL ORDER BY id LIMIT $7)) AND j.state = 'waiting' AND ($6::text[] IS NULL OR j.kind = ANY($6::text[]))
 RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
           j.run_at, j.created_at, j.trace_context, j.group_key

@@ -5,15 +5,14 @@
 -- each leader sweep and by a change of a queue's settings.
 -- @param limit: i64
 WITH moved AS (
-    SELECT m.id, m.shard % q.shards AS shard
+    SELECT m.id
     FROM backlog_queue AS q
     CROSS JOIN LATERAL (
-        SELECT id, shard FROM backlog_job
+        SELECT id FROM backlog_job
         WHERE queue = q.name AND shard >= q.shards AND state = 'available'
         LIMIT $1
         FOR UPDATE SKIP LOCKED
     ) AS m
 )
-UPDATE backlog_job AS j SET shard = moved.shard
-FROM moved
-WHERE j.id = moved.id
+UPDATE backlog_job AS j SET shard = j.shard % (SELECT shards FROM backlog_queue WHERE name = j.queue)
+WHERE j.id = ANY(ARRAY(SELECT id FROM moved))

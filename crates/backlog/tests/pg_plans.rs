@@ -1,0 +1,131 @@
+//! PostgreSQL: a plan made while the job table was empty stays a plan for a few rows once the
+//! table holds many (issue 19, "plans that cannot go bad"). backlog's connections keep generic
+//! plans for their whole life; after a `VACUUM` of an empty table the planner takes the table for
+//! one row, and the claim's generic plan then read and sorted the whole table and joined it back
+//! row by row on every claim (docs/explain.md, "Plans made on an empty table"). Here a worker
+//! starts on an empty, freshly vacuumed table, so its first claims plan on those statistics; then
+//! 20,000 jobs arrive and it drains them. No statement may scan the table: the server's own count
+//! of sequential scans on `backlog_job` stays where it was, and the index entries read stay a few
+//! per job (a plan that walks the whole table per claim reads thousands per job).
+//! `backlog bench --overload 1000000` (which starts the same way) is the million-job run.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use backlog::{
+    CancellationToken, Client, JobContext, Outcome, QueueName, QueueSettings, Retention, Worker,
+};
+use common::{Engine, TestDb};
+
+const JOBS: u64 = 20_000;
+
+/// The server's counts for `backlog_job`: sequential scans, and rows fetched through indexes.
+async fn scans(db: &TestDb) -> (i64, i64) {
+    let seq = db
+        .scalar(
+            "SELECT coalesce(seq_scan, 0) FROM pg_stat_user_tables \
+             WHERE relid = to_regclass('backlog_job')",
+        )
+        .await;
+    let fetched = db
+        .scalar(
+            "SELECT coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables \
+             WHERE relid = to_regclass('backlog_job')",
+        )
+        .await;
+    (seq, fetched)
+}
+
+/// The counts once every backend has reported its statistics (an idle backend reports within a
+/// second or so): two equal readings a second and a half apart.
+async fn settled_scans(db: &TestDb) -> (i64, i64) {
+    let started = Instant::now();
+    let mut last = scans(db).await;
+    loop {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let now = scans(db).await;
+        if now == last || started.elapsed() > Duration::from_secs(20) {
+            return now;
+        }
+        last = now;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_started_on_an_empty_vacuumed_table_never_scans_it() {
+    let db = TestDb::new(Engine::Postgres).await;
+    let client = Arc::new(Client::connect(&db.url).await.unwrap());
+    let mut s = QueueSettings::defaults(QueueName::new("plans").unwrap());
+    s.retention = Retention::Delete;
+    client.queue_configure(&s).await.unwrap();
+    // Some rows come and go first, so that the vacuum leaves the statistics of an emptied table
+    // (no pages, no rows) rather than those of one never vacuumed.
+    let ids: Vec<_> = (0..1000)
+        .map(|i| client.new_job("warm", &i).unwrap())
+        .collect();
+    client.enqueue_many(ids).await.unwrap();
+    db.exec("DELETE FROM backlog_job").await;
+    db.exec("VACUUM ANALYZE backlog_job").await;
+    assert_eq!(
+        db.scalar("SELECT reltuples::bigint FROM pg_class WHERE oid = 'backlog_job'::regclass")
+            .await,
+        0,
+        "the planner is to see an empty table"
+    );
+
+    let ran = Arc::new(AtomicU64::new(0));
+    let worker = Worker::builder(client.clone())
+        .queue("plans", 100)
+        .fallback_handler({
+            let ran = ran.clone();
+            move |_: JobContext| {
+                ran.fetch_add(1, Ordering::Relaxed);
+                async { Ok(Outcome::Complete) }
+            }
+        })
+        .build()
+        .unwrap();
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn({
+        let (w, s) = (worker.clone(), shutdown.clone());
+        async move { w.run(s).await }
+    });
+    // The worker's claim loops poll the empty queue: their connections plan the claim now.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before = settled_scans(&db).await;
+
+    for from in (0..JOBS).step_by(1000) {
+        let jobs: Vec<_> = (from..from + 1000)
+            .map(|i| client.new_job("plans", &i).unwrap())
+            .collect();
+        client.enqueue_many(jobs).await.unwrap();
+    }
+    let started = Instant::now();
+    while ran.load(Ordering::Relaxed) < JOBS {
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the worker ran {} of {JOBS} jobs in 5 minutes",
+            ran.load(Ordering::Relaxed)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    shutdown.cancel();
+    running.await.unwrap().unwrap();
+    let after = settled_scans(&db).await;
+
+    assert_eq!(ran.load(Ordering::Relaxed), JOBS, "each job ran once");
+    assert_eq!(
+        after.0 - before.0,
+        0,
+        "a statement scanned the whole job table while the worker drained it"
+    );
+    let per_job = (after.1 - before.1) as f64 / JOBS as f64;
+    assert!(
+        per_job < 20.0,
+        "{per_job:.1} rows fetched through indexes per job: a plan walks the table"
+    );
+    db.drop_db().await;
+}
