@@ -82,6 +82,8 @@ pub enum Command {
         concurrency: u64,
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1_000))]
         connections: u32,
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+        handler_ms: u64,
     },
     /// The audit log: operators' actions (retry, cancel, hold, release, redrive, pause, resume,
     /// settings), newest first, with who and when.
@@ -234,6 +236,15 @@ pub struct BenchArgs {
     /// default, over every client).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1_000))]
     pub process_connections: u32,
+    /// Bytes of padding in each job's payload for --processes (such as 1024; default none).
+    #[arg(long, default_value_t = 0, requires = "processes",
+          value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    pub payload_bytes: u64,
+    /// Milliseconds each handler of --processes awaits before it completes its job, as a
+    /// handler waiting on I/O would (default 0: a no-op).
+    #[arg(long, default_value_t = 0, requires = "processes",
+          value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub handler_ms: u64,
     /// Instead of the figures above: a soak this long (such as 1h). A steady producer at
     /// --soak-rate and a worker whose leader prunes completed jobs, sampled every --soak-window:
     /// memory, connections, the job table's bytes and p99 latency, with a verdict on whether each
@@ -623,9 +634,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         queue,
         concurrency,
         connections,
+        handler_ms,
     } = &cli.command
     {
-        bench::procs::child(&cli.database_url, queue, *concurrency, *connections).await?;
+        let handler = std::time::Duration::from_millis(*handler_ms);
+        bench::procs::child(&cli.database_url, queue, *concurrency, *connections, handler).await?;
         return Ok(ExitCode::SUCCESS);
     }
     let client = connect(&cli).await?;

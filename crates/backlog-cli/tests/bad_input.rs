@@ -90,6 +90,14 @@ fn bad_input_is_refused_and_changes_nothing() {
             "0 is not in 1..=1000",
         ),
         (
+            vec!["bench", "--payload-bytes", "1024"],
+            "required arguments were not provided",
+        ),
+        (
+            vec!["bench", "--processes", "2", "--handler-ms", "60001"],
+            "60001 is not in 0..=60000",
+        ),
+        (
             vec![
                 "--database-url",
                 "sqlite://x.db?pooler=transaction",

@@ -524,6 +524,38 @@ fn bench_quick(engine: Engine) {
         assert!(r[key].is_null(), "{key} in {r}");
     }
     assert_eq!(r["params"]["phases"], serde_json::json!(["drain"]));
+    // The log the server wrote per job, beside each drain; SQLite has none to read.
+    for key in ["e2e_log_bytes_per_job", "baseline_log_bytes_per_job"] {
+        match engine {
+            Engine::Sqlite => assert!(r[key].is_null(), "{key} in {r}"),
+            _ => assert!(r[key].as_f64().unwrap() > 0.0, "{key} in {r}"),
+        }
+    }
+
+    // The realistic drain in miniature: two worker processes, padded payloads, handlers that
+    // await; every job completed once.
+    let out = db.ok(&[
+        "bench",
+        "--json",
+        "--processes",
+        "2",
+        "--jobs",
+        "300",
+        "--payload-bytes",
+        "1024",
+        "--handler-ms",
+        "1",
+    ]);
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let run = &r["runs"][0];
+    assert_eq!(run["processes"], 2, "{r}");
+    assert_eq!(run["handler_runs"], 300, "{r}");
+    assert_eq!(run["completed"], 300, "{r}");
+    assert_eq!(r["params"]["payload_bytes"], 1024, "{r}");
+    match engine {
+        Engine::Sqlite => assert!(run["log_bytes_per_job"].is_null(), "{r}"),
+        _ => assert!(run["log_bytes_per_job"].as_f64().unwrap() > 0.0, "{r}"),
+    }
     db.fails(
         &["bench", "--quick", "--only", "drain,warp"],
         "invalid value 'warp'",

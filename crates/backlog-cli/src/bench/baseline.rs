@@ -526,6 +526,28 @@ impl Baseline {
         Ok(())
     }
 
+    /// Where the server's write-ahead log stands, in bytes: PostgreSQL's WAL insert position,
+    /// MariaDB's and MySQL's redo bytes written (`Innodb_os_log_written`). `None` on SQLite,
+    /// whose WAL file is reset at each checkpoint.
+    pub async fn log_bytes(&self) -> Res<Option<i64>> {
+        match &self.pool {
+            Pool::Postgres(p) => {
+                sqlx::query_scalar("SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint")
+                    .fetch_one(p)
+                    .await
+                    .map(Some)
+            }
+            Pool::MySql(p) => {
+                let (_, v): (String, String) =
+                    sqlx::query_as("SHOW GLOBAL STATUS LIKE 'Innodb_os_log_written'")
+                        .fetch_one(p)
+                        .await?;
+                Ok(v.parse().ok())
+            }
+            Pool::Sqlite(_) => Ok(None),
+        }
+    }
+
     /// PostgreSQL: `VACUUM ANALYZE` of both sides' tables, so that the statistics say what the
     /// tables hold now (an empty table: no pages, no rows) and plans made next are made on them.
     pub async fn analyze(&self) -> Res<()> {

@@ -93,6 +93,12 @@ pub struct Report {
     pub e2e_client_cpu_us_per_job: f64,
     /// The same in the one-statement bare drain.
     pub baseline_client_cpu_us_per_job: f64,
+    /// Bytes the database wrote to its write-ahead log per job in the runtime's drain
+    /// (PostgreSQL WAL, MariaDB/MySQL redo; the server's whole log, so nothing else should run on
+    /// it meanwhile). Not measured on SQLite (null).
+    pub e2e_log_bytes_per_job: f64,
+    /// The same in the one-statement bare drain.
+    pub baseline_log_bytes_per_job: f64,
     pub e2e_steady_jobs_per_s: f64,
     pub latency_p50_ms: f64,
     pub latency_p99_ms: f64,
@@ -163,6 +169,9 @@ pub async fn run(url: &str, a: BenchArgs) -> anyhow::Result<ExitCode> {
             processes,
             concurrency: a.process_concurrency,
             connections: a.process_connections,
+            payload_bytes: a.payload_bytes,
+            handler_ms: a.handler_ms,
+            shards: p.shards,
         };
         procs::run(&client, &base, url, &q, &pp, &bar)
             .await
@@ -416,25 +425,29 @@ async fn measure(
             // Each drain starts from a checkpoint, so none pays for one the phase before set off.
             if backlog_first {
                 base.checkpoint().await?;
-                let cpu = CpuClock::start();
+                let (cpu, log) = (CpuClock::start(), base.log_bytes().await?);
                 r.drain
                     .push(drain_backlog(client, &q("drain"), p, bar, &tag).await?);
                 r.drain_cpu.push(cpu.us_per(p.batch_jobs));
+                r.drain_log.push(per_job(log, base.log_bytes().await?, p.batch_jobs));
             }
             base.checkpoint().await?;
             r.drain_base
                 .push(drain_bare(client, base, &q("drain_base"), p, bar, &tag).await?);
             base.checkpoint().await?;
-            let cpu = CpuClock::start();
+            let (cpu, log) = (CpuClock::start(), base.log_bytes().await?);
             r.drain_fold
                 .push(drain_folded(client, base, &q("drain_fold"), p, bar, &tag).await?);
             r.drain_fold_cpu.push(cpu.us_per(p.batch_jobs));
+            r.drain_fold_log
+                .push(per_job(log, base.log_bytes().await?, p.batch_jobs));
             if !backlog_first {
                 base.checkpoint().await?;
-                let cpu = CpuClock::start();
+                let (cpu, log) = (CpuClock::start(), base.log_bytes().await?);
                 r.drain
                     .push(drain_backlog(client, &q("drain"), p, bar, &tag).await?);
                 r.drain_cpu.push(cpu.us_per(p.batch_jobs));
+                r.drain_log.push(per_job(log, base.log_bytes().await?, p.batch_jobs));
             }
         } else {
             base.clean(&q("drain")).await?; // drain, drain_base and drain_fold: a prefix
@@ -510,6 +523,8 @@ async fn measure(
         enqueue_batch_baseline_client_cpu_us_per_job: median(&r.batch_base_cpu),
         e2e_client_cpu_us_per_job: median(&r.drain_cpu),
         baseline_client_cpu_us_per_job: median(&r.drain_fold_cpu),
+        e2e_log_bytes_per_job: median(&r.drain_log),
+        baseline_log_bytes_per_job: median(&r.drain_fold_log),
         e2e_steady_jobs_per_s: steady,
         latency_p50_ms: p50,
         latency_p99_ms: p99,
@@ -531,6 +546,8 @@ struct Rounds {
     drain_fold: Vec<f64>,
     drain_cpu: Vec<f64>,
     drain_fold_cpu: Vec<f64>,
+    drain_log: Vec<f64>,
+    drain_fold_log: Vec<f64>,
     batch_cpu: Vec<f64>,
     batch_base_cpu: Vec<f64>,
 }
@@ -557,6 +574,14 @@ impl CpuClock {
     /// Microseconds of CPU per job, over `jobs` jobs.
     fn us_per(&self, jobs: u64) -> f64 {
         (Self::now() - self.0).as_secs_f64() * 1e6 / jobs.max(1) as f64
+    }
+}
+
+/// Log bytes per job between two readings of the server's log position (NaN when there is none).
+fn per_job(before: Option<i64>, after: Option<i64>, jobs: u64) -> f64 {
+    match (before, after) {
+        (Some(b), Some(a)) => (a - b) as f64 / jobs.max(1) as f64,
+        _ => f64::NAN,
     }
 }
 
@@ -1038,6 +1063,12 @@ fn human(r: &Report) -> String {
         r.e2e_client_cpu_us_per_job,
         r.baseline_client_cpu_us_per_job,
     );
+    if !r.e2e_log_bytes_per_job.is_nan() {
+        s.push_str(&format!(
+            "{:<34} {:>9.0} B  {:>9.0} B\n",
+            "drain, WAL/redo bytes per job", r.e2e_log_bytes_per_job, r.baseline_log_bytes_per_job
+        ));
+    }
     if !r.e2e_steady_jobs_per_s.is_nan() {
         s.push_str(&format!(
             "{:<34} {:>10.0}/s\n",

@@ -5,7 +5,12 @@
 //! tells its count as it goes). A URL that lists several hosts is given to process `i` from
 //! host `i` on (mod their number): the processes spread over the hosts. Reported per count:
 //! the rate, the connections the server saw at most, and how many times the handlers ran,
-//! which must be the number of jobs (a job run twice would show).
+//! which must be the number of jobs (a job run twice would show), beside the completed rows
+//! counted in the database: both equal to the number of jobs is each job completed exactly once.
+//! `--payload-bytes` pads each job's payload and `--handler-ms` makes each handler await that
+//! long before it completes, as a handler waiting on I/O would (the realistic phase: 1 KiB
+//! payloads, 1 ms handlers, 4 processes). Each run also reports the bytes the server wrote to its
+//! write-ahead log (WAL or redo) per job.
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -32,6 +37,12 @@ pub struct ProcsParams {
     pub concurrency: u64,
     /// Most connections each process's pool opens.
     pub connections: u32,
+    /// Bytes of padding in each payload.
+    pub payload_bytes: u64,
+    /// Milliseconds each handler awaits before it completes its job.
+    pub handler_ms: u64,
+    /// The queue's claim heads (`--shards`).
+    pub shards: u16,
 }
 
 /// One run's figures.
@@ -48,6 +59,9 @@ pub struct ProcsRun {
     pub most_server_connections: i64,
     /// Seconds from the start until every process had connected (not timed in the rate).
     pub start_secs: f64,
+    /// Bytes the server wrote to its WAL or redo log per job while the processes drained
+    /// (null on SQLite).
+    pub log_bytes_per_job: f64,
 }
 
 /// The figures (`--json` prints this).
@@ -70,13 +84,18 @@ pub async fn run(
         let queue = q(&format!("procs_{n}"));
         let mut s = QueueSettings::defaults(QueueName::new(&queue)?);
         s.retention = backlog::Retention::Keep; // completed rows are counted afterwards
+        s.shards = p.shards;
         client.queue_configure(&s).await?;
         phase(bar, &format!("{n} processes: queueing"), p.jobs);
         let mut left = p.jobs;
+        let pad = "x".repeat(p.payload_bytes as usize);
         while left > 0 {
             let k = left.min(1000);
             let jobs = (0..k)
-                .map(|i| client.new_job(&queue, &i))
+                .map(|i| match pad.is_empty() {
+                    true => client.new_job(&queue, &i),
+                    false => client.new_job(&queue, &serde_json::json!({ "i": i, "pad": pad })),
+                })
                 .collect::<backlog::Result<Vec<_>>>()?;
             client.enqueue_many(jobs).await?;
             bar.inc(k);
@@ -121,6 +140,7 @@ async fn drain(
             .args(["--database-url", &url, "bench-process", queue])
             .args(["--concurrency", &p.concurrency.to_string()])
             .args(["--connections", &p.connections.to_string()])
+            .args(["--handler-ms", &p.handler_ms.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)
@@ -172,6 +192,7 @@ async fn drain(
     let mut stdins: Vec<_> = (children.iter_mut())
         .map(|c| c.stdin.take().expect("piped"))
         .collect();
+    let log = base.log_bytes().await?;
     let started = Instant::now();
     for stdin in &mut stdins {
         stdin.write_all(b"go\n").await?;
@@ -180,6 +201,7 @@ async fn drain(
     let mut ran = vec![0u64; n as usize];
     let mut shown = 0;
     let mut secs = None;
+    let mut log_bytes_per_job = f64::NAN;
     let mut finished = 0;
     while let Some((i, k, last)) = rx.recv().await {
         ran[i] = k;
@@ -188,6 +210,9 @@ async fn drain(
         shown = shown.max(total);
         if secs.is_none() && total >= p.jobs {
             secs = Some(started.elapsed().as_secs_f64());
+            if let (Some(before), Some(after)) = (log, base.log_bytes().await?) {
+                log_bytes_per_job = (after - before) as f64 / p.jobs as f64;
+            }
             for stdin in &mut stdins {
                 stdin.write_all(b"stop\n").await?;
                 stdin.flush().await?;
@@ -220,18 +245,20 @@ async fn drain(
         completed: 0,
         most_server_connections: most.load(Ordering::Relaxed),
         start_secs,
+        log_bytes_per_job,
     })
 }
 
 /// The hidden `backlog bench-process QUEUE`: connects with a pool of `connections`, says
-/// `ready`, waits for `go` on stdin, works `queue` with a no-op handler telling its handler
-/// runs (`ran N`, every 20 ms while they change), and at `stop` (or the end of stdin) shuts
-/// down and prints `done N`.
+/// `ready`, waits for `go` on stdin, works `queue` with a handler that awaits `handler` (none:
+/// a no-op) telling its handler runs (`ran N`, every 20 ms while they change), and at `stop`
+/// (or the end of stdin) shuts down and prints `done N`.
 pub async fn child(
     url: &str,
     queue: &str,
     concurrency: u64,
     connections: u32,
+    handler: Duration,
 ) -> anyhow::Result<()> {
     let config = BackendConfig {
         max_connections: connections,
@@ -244,13 +271,29 @@ pub async fn child(
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     stdin.next_line().await?;
     let done = Arc::new(AtomicU64::new(0));
-    let worker = noop_worker(
-        &client,
-        queue,
-        concurrency,
-        done.clone(),
-        &ProgressBar::hidden(),
-    )?
+    let worker = match handler.is_zero() {
+        true => noop_worker(
+            &client,
+            queue,
+            concurrency,
+            done.clone(),
+            &ProgressBar::hidden(),
+        )?,
+        false => {
+            let done = done.clone();
+            backlog::Worker::builder(client.clone())
+                .queue(queue, concurrency as usize)
+                .fallback_handler(move |_ctx: backlog::JobContext| {
+                    let done = done.clone();
+                    async move {
+                        tokio::time::sleep(handler).await;
+                        done.fetch_add(1, Ordering::Relaxed);
+                        Ok(backlog::Outcome::Complete)
+                    }
+                })
+                .configure(|c| c.maintenance = None)
+        }
+    }
     .configure(|c| c.poll_max = Duration::from_millis(100))
     .build()?;
     let stop = CancellationToken::new();
@@ -284,17 +327,24 @@ pub async fn child(
 pub fn human(r: &ProcsReport) -> String {
     let p = &r.params;
     let mut s = format!(
-        "{} jobs drained by N worker processes ({}, {} slots and at most {} connections each)\n\n",
-        p.jobs, p.backend, p.concurrency, p.connections
+        "{} jobs drained by N worker processes ({}, {} slots and at most {} connections each; \
+         payload padding {} bytes, handlers await {} ms; {} shards)\n\n",
+        p.jobs, p.backend, p.concurrency, p.connections, p.payload_bytes, p.handler_ms, p.shards
     );
-    s += "processes   jobs/s   server connections (most)   handler runs   start (s)\n";
+    s += "processes   jobs/s   server connections (most)   handler runs   completed   \
+          log B/job   start (s)\n";
     for run in &r.runs {
         s += &format!(
-            "{:>9}   {:>6.0}   {:>26}   {:>12}   {:>9.1}\n",
+            "{:>9}   {:>6.0}   {:>26}   {:>12}   {:>9}   {:>9}   {:>9.1}\n",
             run.processes,
             run.jobs_per_s,
             run.most_server_connections,
             run.handler_runs,
+            run.completed,
+            match run.log_bytes_per_job.is_nan() {
+                true => "-".to_owned(),
+                false => format!("{:.0}", run.log_bytes_per_job),
+            },
             run.start_secs
         );
     }
