@@ -74,13 +74,17 @@ impl PgBackend {
         // empty and freshly vacuumed (the planner then takes it for one row) read and sorted the
         // whole table on every claim once it held jobs (docs/explain.md, "Plans made on an empty
         // table"). Every statement here has an index that fits; with this setting the planner
-        // takes it whatever the statistics said when the plan was made.
+        // takes it whatever the statistics said when the plan was made. No JIT: a scan the
+        // setting cannot avoid (all of a queue table's few rows) is costed at 10^10, past
+        // `jit_above_cost`, and compiling the statement took 300-400 ms of a 0.1 ms statement;
+        // no statement here is long enough to gain from JIT.
         fn direct(u: &str) -> Result<PgConnectOptions> {
             let opts = PgConnectOptions::from_str(u).map_err(|e| connect_error(u, e))?;
             Ok(opts.options([
                 (QUIET_SETTING, "off"),
                 ("plan_cache_mode", "force_generic_plan"),
                 ("enable_seqscan", "off"),
+                ("jit", "off"),
             ]))
         }
         // Through a pooler: no startup parameters a pooler refuses (PgBouncer takes only a few

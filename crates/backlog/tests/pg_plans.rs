@@ -129,3 +129,28 @@ async fn a_worker_started_on_an_empty_vacuumed_table_never_scans_it() {
     );
     db.drop_db().await;
 }
+
+/// The settings that keep plans safe, on every connection of backlog's pool: generic plans, no
+/// sequential scans, and no JIT (a disabled scan's cost would otherwise set off JIT compiling,
+/// 300-400 ms for a statement that runs in 0.1 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backlogs_connections_keep_safe_plans() {
+    let db = TestDb::new(Engine::Postgres).await;
+    let client = Client::connect(&db.url).await.unwrap();
+    let Some(backlog::SqlBackend::Postgres(b)) = client.sql() else {
+        panic!("a PostgreSQL backend");
+    };
+    for (setting, want) in [
+        ("plan_cache_mode", "force_generic_plan"),
+        ("enable_seqscan", "off"),
+        ("jit", "off"),
+    ] {
+        let got: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SHOW {setting}")))
+            .fetch_one(b.pool())
+            .await
+            .unwrap();
+        assert_eq!(got, want, "{setting}");
+    }
+    client.close().await;
+    db.drop_db().await;
+}
