@@ -638,7 +638,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     } = &cli.command
     {
         let handler = std::time::Duration::from_millis(*handler_ms);
-        bench::procs::child(&cli.database_url, queue, *concurrency, *connections, handler).await?;
+        bench::procs::child(
+            &cli.database_url,
+            queue,
+            *concurrency,
+            *connections,
+            handler,
+        )
+        .await?;
         return Ok(ExitCode::SUCCESS);
     }
     let client = connect(&cli).await?;

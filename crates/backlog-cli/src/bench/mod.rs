@@ -429,7 +429,8 @@ async fn measure(
                 r.drain
                     .push(drain_backlog(client, &q("drain"), p, bar, &tag).await?);
                 r.drain_cpu.push(cpu.us_per(p.batch_jobs));
-                r.drain_log.push(per_job(log, base.log_bytes().await?, p.batch_jobs));
+                r.drain_log
+                    .push(per_job(log, base.log_bytes().await?, p.batch_jobs));
             }
             base.checkpoint().await?;
             r.drain_base
@@ -447,7 +448,8 @@ async fn measure(
                 r.drain
                     .push(drain_backlog(client, &q("drain"), p, bar, &tag).await?);
                 r.drain_cpu.push(cpu.us_per(p.batch_jobs));
-                r.drain_log.push(per_job(log, base.log_bytes().await?, p.batch_jobs));
+                r.drain_log
+                    .push(per_job(log, base.log_bytes().await?, p.batch_jobs));
             }
         } else {
             base.clean(&q("drain")).await?; // drain, drain_base and drain_fold: a prefix
