@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Bare SQL on MariaDB/MySQL: what a job costs in two claim shapes (issue 19, item 3).
+
+    /usr/bin/python3 scripts/mysql_claim_shapes.py [JOBS] [THREADS]
+
+Both keep a lease per claimed job (token and expiry on the job's row, fenced completion) and
+complete by deleting. Each thread loops: one transaction deletes its previous batch (fenced by
+its token) and claims the next 100 jobs; the clock runs from the first claim to the last job.
+
+- status: today's shape. One table; the claim index (queue, state, priority, run_at, id) and a
+  lease index (state, lease_expires_at). A claim moves each row within both indexes (state
+  changes), the completion deletes it.
+- ready: the claimable jobs also live in a narrow table whose clustered key is the claim order
+  (queue, priority, run_at, id), no secondary index. A claim deletes its rows from there and
+  sets the lease on the job row (its one secondary index: lease_expires_at, for the rescue); the
+  completion deletes the job row. Enqueue writes both tables.
+
+Needs the local MariaDB (root, no password, database `test`); makes and drops its own tables.
+"""
+import sys, threading, time, random
+import pymysql
+
+JOBS = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+THREADS = int(sys.argv[2]) if len(sys.argv) > 2 else 8
+BATCH = 100
+
+
+def connect():
+    return pymysql.connect(host="127.0.0.1", user="root", database="test", autocommit=True)
+
+
+def setup(shape):
+    c = connect().cursor()
+    c.execute("DROP TABLE IF EXISTS shape_job")
+    c.execute("DROP TABLE IF EXISTS shape_ready")
+    if shape == "status":
+        c.execute("""CREATE TABLE shape_job (
+            id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(128) NOT NULL,
+            state VARCHAR(16) NOT NULL DEFAULT 'available', priority SMALLINT NOT NULL DEFAULT 0,
+            run_at BIGINT NOT NULL DEFAULT 0, attempt INT NOT NULL DEFAULT 0,
+            lease_token BIGINT NULL, lease_expires_at BIGINT NULL, payload JSON NOT NULL,
+            KEY claim (queue, state, priority, run_at, id), KEY lease (state, lease_expires_at))""")
+    else:
+        c.execute("""CREATE TABLE shape_job (
+            id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(128) NOT NULL,
+            state VARCHAR(16) NOT NULL DEFAULT 'available', priority SMALLINT NOT NULL DEFAULT 0,
+            run_at BIGINT NOT NULL DEFAULT 0, attempt INT NOT NULL DEFAULT 0,
+            lease_token BIGINT NULL, lease_expires_at BIGINT NULL, payload JSON NOT NULL,
+            KEY lease (lease_expires_at))""")
+        c.execute("""CREATE TABLE shape_ready (
+            queue VARCHAR(128) NOT NULL, priority SMALLINT NOT NULL, run_at BIGINT NOT NULL,
+            id BIGINT NOT NULL, PRIMARY KEY (queue, priority, run_at, id))""")
+    return c
+
+
+def enqueue(shape, c):
+    t = time.perf_counter()
+    for start in range(0, JOBS, 1000):
+        n = min(1000, JOBS - start)
+        c.execute("BEGIN")
+        c.execute("INSERT INTO shape_job (queue, payload) VALUES " +
+                  ",".join(["('q', '{\"i\": %d}')" % (start + i) for i in range(n)]))
+        if shape == "ready":
+            first = c.lastrowid  # InnoDB gives a multi-row insert consecutive ids
+            c.execute("INSERT INTO shape_ready (queue, priority, run_at, id) VALUES " +
+                      ",".join(["('q', 0, 0, %d)" % (first + i) for i in range(n)]))
+        c.execute("COMMIT")
+    return JOBS / (time.perf_counter() - t)
+
+
+def worker(shape, done, lock, deadlocks):
+    c = connect().cursor()
+    prev, prev_token = [], None
+    while True:
+        try:
+            got, token = step(shape, c, prev, prev_token)
+        except pymysql.err.OperationalError as e:
+            if e.args[0] not in (1213, 1205):  # deadlock, lock wait timeout: try again
+                raise
+            c.execute("ROLLBACK")
+            with lock:
+                deadlocks[0] += 1
+            continue
+        with lock:
+            done[0] += len(prev)
+        if not got and not prev:
+            return
+        prev, prev_token = got, token
+
+
+def step(shape, c, prev, prev_token):
+    """One transaction: the previous batch deleted, the next claimed. Returns (claimed, token)."""
+    token = random.getrandbits(62)
+    c.execute("BEGIN")
+    if prev:
+        ids = ",".join(map(str, prev))
+        c.execute(f"DELETE FROM shape_job WHERE id IN ({ids}) AND lease_token = {prev_token}")
+    if shape == "status":
+        c.execute("SELECT id FROM shape_job FORCE INDEX (claim) WHERE queue = 'q' AND "
+                  "state = 'available' AND run_at <= 1 ORDER BY priority, run_at, id "
+                  f"LIMIT {BATCH} FOR UPDATE SKIP LOCKED")
+        got = [r[0] for r in c.fetchall()]
+    else:
+        c.execute("SELECT id FROM shape_ready WHERE queue = 'q' AND run_at <= 1 "
+                  f"ORDER BY priority, run_at, id LIMIT {BATCH} FOR UPDATE SKIP LOCKED")
+        got = [r[0] for r in c.fetchall()]
+        if got:
+            ids = ",".join(map(str, got))
+            c.execute(f"DELETE FROM shape_ready WHERE queue = 'q' AND priority = 0 "
+                      f"AND run_at = 0 AND id IN ({ids})")
+    if got:
+        ids = ",".join(map(str, got))
+        c.execute(f"UPDATE shape_job SET state = 'running', attempt = attempt + 1, "
+                  f"lease_token = {token}, lease_expires_at = 99 WHERE id IN ({ids})")
+    c.execute("COMMIT")
+    return got, token
+
+
+def drain(shape):
+    done, lock, deadlocks = [0], threading.Lock(), [0]
+    threads = [threading.Thread(target=worker, args=(shape, done, lock, deadlocks))
+               for _ in range(THREADS)]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    secs = time.perf_counter() - t
+    assert done[0] == JOBS, (shape, done[0])
+    return JOBS / secs, deadlocks[0]
+
+
+def redo(c):
+    c.execute("SHOW GLOBAL STATUS LIKE 'Innodb_os_log_written'")
+    return int(c.fetchone()[1])
+
+
+for rnd in range(3):
+    for shape in ("status", "ready"):
+        c = setup(shape)
+        r0 = redo(c)
+        e = enqueue(shape, c)
+        r1 = redo(c)
+        d, deadlocks = drain(shape)
+        r2 = redo(c)
+        c.execute("SELECT count(*) FROM shape_job")
+        left = c.fetchone()[0]
+        print(f"round {rnd + 1} {shape:>6}: enqueue {e:>8,.0f}/s ({(r1 - r0) / JOBS:,.0f} B redo/job), "
+              f"drain {d:>8,.0f}/s ({(r2 - r1) / JOBS:,.0f} B redo/job, {deadlocks} deadlocks "
+              f"retried), {left} rows left",
+              flush=True)
+c = connect().cursor()
+c.execute("DROP TABLE IF EXISTS shape_job")
+c.execute("DROP TABLE IF EXISTS shape_ready")
