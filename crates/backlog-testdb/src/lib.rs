@@ -393,3 +393,52 @@ pub async fn insert_result(tx: &mut JobTx, job_id: i64) -> Result<(), sqlx::Erro
     }
     Ok(())
 }
+
+/// A worker running on one queue whose handler counts its runs and completes each job.
+pub struct CountingWorker {
+    ran: Arc<std::sync::atomic::AtomicU64>,
+    shutdown: tokio_util::sync::CancellationToken,
+    running: tokio::task::JoinHandle<backlog::Result<backlog::RunReport>>,
+}
+
+impl CountingWorker {
+    /// Starts it on `queue` with `concurrency` slots.
+    pub fn start(client: &Arc<Client>, queue: &str, concurrency: usize) -> CountingWorker {
+        let ran = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let worker = backlog::Worker::builder(client.clone())
+            .queue(queue, concurrency)
+            .fallback_handler({
+                let ran = ran.clone();
+                move |_: backlog::JobContext| {
+                    ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    async { Ok(backlog::Outcome::Complete) }
+                }
+            })
+            .build()
+            .expect("a worker");
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let running = tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move { worker.run(shutdown).await }
+        });
+        CountingWorker {
+            ran,
+            shutdown,
+            running,
+        }
+    }
+
+    /// Handler runs so far.
+    pub fn ran(&self) -> u64 {
+        self.ran.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Stops it and waits for it to end.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        self.running
+            .await
+            .expect("the worker's task")
+            .expect("the worker");
+    }
+}

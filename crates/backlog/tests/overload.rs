@@ -10,13 +10,10 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use backlog::{
-    BackendConfig, CancellationToken, Client, DbErrorKind, Error, JobContext, Outcome, QueueName,
-    QueueSettings, Retention, SqlBackend, Worker,
+    BackendConfig, Client, DbErrorKind, Error, QueueName, QueueSettings, Retention, SqlBackend,
 };
-use common::{Engine, TestDb};
+use common::{CountingWorker, Engine, TestDb};
 
 /// Connections the pool has open now (SQLite: its one writer connection).
 fn pool_size(client: &Client) -> u32 {
@@ -160,23 +157,7 @@ async fn a_worker_drains_while_producers_flood_the_pool(engine: Engine) {
     let mut s = QueueSettings::defaults(QueueName::new("flood").unwrap());
     s.retention = Retention::Delete;
     client.queue_configure(&s).await.unwrap();
-    let ran = Arc::new(AtomicU64::new(0));
-    let worker = Worker::builder(client.clone())
-        .queue("flood", 50)
-        .fallback_handler({
-            let ran = ran.clone();
-            move |_: JobContext| {
-                ran.fetch_add(1, Ordering::Relaxed);
-                async { Ok(Outcome::Complete) }
-            }
-        })
-        .build()
-        .unwrap();
-    let shutdown = CancellationToken::new();
-    let running = tokio::spawn({
-        let (w, s) = (worker.clone(), shutdown.clone());
-        async move { w.run(s).await }
-    });
+    let worker = CountingWorker::start(&client, "flood", 50);
     // Idle first, as a worker is before a burst.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let producers: Vec<_> = (0..PRODUCERS)
@@ -195,19 +176,19 @@ async fn a_worker_drains_while_producers_flood_the_pool(engine: Engine) {
     for p in producers {
         p.await.unwrap();
     }
-    let during = ran.load(Ordering::Relaxed);
+    let during = worker.ran();
     let started = Instant::now();
-    while ran.load(Ordering::Relaxed) < total {
+    while worker.ran() < total {
         assert!(
             started.elapsed() < Duration::from_secs(120),
             "the drain stalled"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    shutdown.cancel();
-    running.await.unwrap().unwrap();
+    let ran = worker.ran();
+    worker.stop().await;
     eprintln!("{engine:?}: {during} of {total} jobs ran while the producers enqueued");
-    assert_eq!(ran.load(Ordering::Relaxed), total, "each job ran once");
+    assert_eq!(ran, total, "each job ran once");
     assert_eq!(count(&db, "flood").await, 0);
     assert!(
         during >= total / 50,

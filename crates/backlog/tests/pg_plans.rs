@@ -12,13 +12,10 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use backlog::{
-    CancellationToken, Client, JobContext, Outcome, QueueName, QueueSettings, Retention, Worker,
-};
-use common::{Engine, TestDb};
+use backlog::{Client, QueueName, QueueSettings, Retention};
+use common::{CountingWorker, Engine, TestDb};
 
 const JOBS: u64 = 20_000;
 
@@ -76,23 +73,7 @@ async fn a_worker_started_on_an_empty_vacuumed_table_never_scans_it() {
         "the planner is to see an empty table"
     );
 
-    let ran = Arc::new(AtomicU64::new(0));
-    let worker = Worker::builder(client.clone())
-        .queue("plans", 100)
-        .fallback_handler({
-            let ran = ran.clone();
-            move |_: JobContext| {
-                ran.fetch_add(1, Ordering::Relaxed);
-                async { Ok(Outcome::Complete) }
-            }
-        })
-        .build()
-        .unwrap();
-    let shutdown = CancellationToken::new();
-    let running = tokio::spawn({
-        let (w, s) = (worker.clone(), shutdown.clone());
-        async move { w.run(s).await }
-    });
+    let worker = CountingWorker::start(&client, "plans", 100);
     // The worker's claim loops poll the empty queue: their connections plan the claim now.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let before = settled_scans(&db).await;
@@ -104,19 +85,19 @@ async fn a_worker_started_on_an_empty_vacuumed_table_never_scans_it() {
         client.enqueue_many(jobs).await.unwrap();
     }
     let started = Instant::now();
-    while ran.load(Ordering::Relaxed) < JOBS {
+    while worker.ran() < JOBS {
         assert!(
             started.elapsed() < Duration::from_secs(300),
             "the worker ran {} of {JOBS} jobs in 5 minutes",
-            ran.load(Ordering::Relaxed)
+            worker.ran()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    shutdown.cancel();
-    running.await.unwrap().unwrap();
+    let ran = worker.ran();
+    worker.stop().await;
     let after = settled_scans(&db).await;
 
-    assert_eq!(ran.load(Ordering::Relaxed), JOBS, "each job ran once");
+    assert_eq!(ran, JOBS, "each job ran once");
     assert_eq!(
         after.0 - before.0,
         0,
