@@ -519,11 +519,7 @@ impl Baseline {
     /// earlier runs' dead rows would otherwise weigh on backlog's table alone. Other databases
     /// reclaim by themselves.
     pub async fn vacuum(&self) -> Res<()> {
-        if let Pool::Postgres(p) = &self.pool {
-            let sql = format!("VACUUM backlog_job, {}", self.table);
-            sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(p).await?;
-        }
-        Ok(())
+        self.vacuum_both("VACUUM").await
     }
 
     /// Where the server's write-ahead log stands, in bytes: PostgreSQL's WAL insert position,
@@ -551,8 +547,13 @@ impl Baseline {
     /// PostgreSQL: `VACUUM ANALYZE` of both sides' tables, so that the statistics say what the
     /// tables hold now (an empty table: no pages, no rows) and plans made next are made on them.
     pub async fn analyze(&self) -> Res<()> {
+        self.vacuum_both("VACUUM ANALYZE").await
+    }
+
+    /// PostgreSQL: `command` (`VACUUM`, `VACUUM ANALYZE`) on backlog's table and the bare one.
+    async fn vacuum_both(&self, command: &str) -> Res<()> {
         if let Pool::Postgres(p) = &self.pool {
-            let sql = format!("VACUUM ANALYZE backlog_job, {}", self.table);
+            let sql = format!("{command} backlog_job, {}", self.table);
             sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(p).await?;
         }
         Ok(())

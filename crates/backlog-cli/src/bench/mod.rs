@@ -580,7 +580,7 @@ impl CpuClock {
 }
 
 /// Log bytes per job between two readings of the server's log position (NaN when there is none).
-fn per_job(before: Option<i64>, after: Option<i64>, jobs: u64) -> f64 {
+pub(crate) fn per_job(before: Option<i64>, after: Option<i64>, jobs: u64) -> f64 {
     match (before, after) {
         (Some(b), Some(a)) => (a - b) as f64 / jobs.max(1) as f64,
         _ => f64::NAN,
@@ -889,6 +889,19 @@ pub(crate) fn noop_worker(
     done: Arc<AtomicU64>,
     bar: &ProgressBar,
 ) -> anyhow::Result<backlog::WorkerBuilder> {
+    awaiting_worker(client, queue, concurrency, done, bar, Duration::ZERO)
+}
+
+/// [`noop_worker`] whose handler first awaits `wait`, as a handler waiting on I/O would, and
+/// counts the job once it has (zero: no wait, the no-op handler).
+pub(crate) fn awaiting_worker(
+    client: &Arc<Client>,
+    queue: &str,
+    concurrency: u64,
+    done: Arc<AtomicU64>,
+    bar: &ProgressBar,
+    wait: Duration,
+) -> anyhow::Result<backlog::WorkerBuilder> {
     let (counted, bar) = (Arc::downgrade(&done), bar.clone());
     tokio::spawn(async move {
         let mut shown = 0;
@@ -901,13 +914,22 @@ pub(crate) fn noop_worker(
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
-    Ok(Worker::builder(client.clone())
-        .queue(queue, concurrency as usize)
-        .fallback_handler(move |_ctx: JobContext| {
+    let builder = Worker::builder(client.clone()).queue(queue, concurrency as usize);
+    let builder = match wait.is_zero() {
+        true => builder.fallback_handler(move |_ctx: JobContext| {
             done.fetch_add(1, Ordering::Relaxed);
             async { Ok(Outcome::Complete) }
-        })
-        .configure(|c| c.maintenance = None))
+        }),
+        false => builder.fallback_handler(move |_ctx: JobContext| {
+            let done = done.clone();
+            async move {
+                tokio::time::sleep(wait).await;
+                done.fetch_add(1, Ordering::Relaxed);
+                Ok(Outcome::Complete)
+            }
+        }),
+    };
+    Ok(builder.configure(|c| c.maintenance = None))
 }
 
 async fn steady(

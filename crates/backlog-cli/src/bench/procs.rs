@@ -23,7 +23,7 @@ use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::baseline::Baseline;
-use super::{noop_worker, phase};
+use super::{awaiting_worker, per_job, phase};
 
 /// What `--processes` runs with.
 #[derive(Debug, Clone, Serialize)]
@@ -210,9 +210,7 @@ async fn drain(
         shown = shown.max(total);
         if secs.is_none() && total >= p.jobs {
             secs = Some(started.elapsed().as_secs_f64());
-            if let (Some(before), Some(after)) = (log, base.log_bytes().await?) {
-                log_bytes_per_job = (after - before) as f64 / p.jobs as f64;
-            }
+            log_bytes_per_job = per_job(log, base.log_bytes().await?, p.jobs);
             for stdin in &mut stdins {
                 stdin.write_all(b"stop\n").await?;
                 stdin.flush().await?;
@@ -271,29 +269,14 @@ pub async fn child(
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     stdin.next_line().await?;
     let done = Arc::new(AtomicU64::new(0));
-    let worker = match handler.is_zero() {
-        true => noop_worker(
-            &client,
-            queue,
-            concurrency,
-            done.clone(),
-            &ProgressBar::hidden(),
-        )?,
-        false => {
-            let done = done.clone();
-            backlog::Worker::builder(client.clone())
-                .queue(queue, concurrency as usize)
-                .fallback_handler(move |_ctx: backlog::JobContext| {
-                    let done = done.clone();
-                    async move {
-                        tokio::time::sleep(handler).await;
-                        done.fetch_add(1, Ordering::Relaxed);
-                        Ok(backlog::Outcome::Complete)
-                    }
-                })
-                .configure(|c| c.maintenance = None)
-        }
-    }
+    let worker = awaiting_worker(
+        &client,
+        queue,
+        concurrency,
+        done.clone(),
+        &ProgressBar::hidden(),
+        handler,
+    )?
     .configure(|c| c.poll_max = Duration::from_millis(100))
     .build()?;
     let stop = CancellationToken::new();
