@@ -824,7 +824,7 @@ WHERE id IN (
       AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL
                                                                        OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
     ORDER BY priority, run_at, id
-    LIMIT ?7
+    LIMIT +?7
 )
 -- Not the queue, token or lease expiry: the claimer chose them.
 RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
@@ -850,7 +850,7 @@ WHERE id IN (
       AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL
                                                                        OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
     ORDER BY priority, run_at DESC, id DESC
-    LIMIT ?7
+    LIMIT +?7
 )
 -- Not the queue, token or lease expiry: the claimer chose them.
 RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
@@ -969,7 +969,7 @@ WHERE id IN (
     SELECT id FROM backlog_job
     WHERE state = 'running' AND lease_expires_at < ?1
     ORDER BY lease_expires_at
-    LIMIT ?2
+    LIMIT +?2
 )
 RETURNING queue, state = 'dead' AS dead
 """

@@ -161,8 +161,10 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub concurrency: u64,
     /// Concurrent claim-and-complete loops of the bare-SQL drain (each claims concurrency/loops).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
-    pub baseline_loops: u64,
+    /// Default 2; 1 on SQLite, whose one writer runs one claim at a time, so that one claim of
+    /// the whole concurrency (its fastest bare form) is the baseline.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub baseline_loops: Option<u64>,
     /// Shards of the benchmark's queues (`queue set --shards`); the bare SQL spreads its rows
     /// and claims over as many (PostgreSQL; elsewhere claims keep one head).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]

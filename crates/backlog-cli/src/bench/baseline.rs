@@ -344,7 +344,7 @@ impl Baseline {
             "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
              lease_token = ?1, lease_expires_at = ?2, attempted_at = ?3 \
              WHERE id IN (SELECT id FROM {t} WHERE queue = ?4 AND state = 'available' \
-             AND run_at <= ?3 ORDER BY priority, run_at, id LIMIT ?5) \
+             AND run_at <= ?3 ORDER BY priority, run_at, id LIMIT +?5) \
              RETURNING id, kind, payload",
             t = self.table
         )))

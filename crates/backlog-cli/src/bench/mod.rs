@@ -220,6 +220,9 @@ pub async fn run(url: &str, a: BenchArgs) -> anyhow::Result<ExitCode> {
 
 fn params(url: &str, a: &BenchArgs) -> Params {
     let backend = url.split(':').next().unwrap_or("").to_owned();
+    let baseline_loops = a
+        .baseline_loops
+        .unwrap_or(if backend == "sqlite" { 1 } else { 2 });
     let q = a.quick;
     Params {
         backend,
@@ -228,7 +231,7 @@ fn params(url: &str, a: &BenchArgs) -> Params {
         batch_jobs: a.jobs.unwrap_or(if q { 5_000 } else { 100_000 }),
         batch_size: a.batch,
         concurrency: a.concurrency,
-        baseline_loops: a.baseline_loops,
+        baseline_loops,
         shards: a.shards,
         steady_secs: a
             .steady

@@ -6,4 +6,4 @@ SELECT id, at, actor, action, queue, job_id, detail
 FROM backlog_audit
 WHERE id < ?1 AND (?2 IS NULL OR queue = ?2)
 ORDER BY id DESC
-LIMIT ?3
+LIMIT +?3

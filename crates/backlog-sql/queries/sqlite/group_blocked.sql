@@ -10,4 +10,4 @@ SELECT b.group_key, b.id, b.run_at, b.attempt,
 FROM backlog_job b
 WHERE b.queue = ?1 AND b.group_key IS NOT NULL AND b.state = 'available' AND b.run_at > ?2
 ORDER BY waiting DESC, b.id
-LIMIT ?3
+LIMIT +?3

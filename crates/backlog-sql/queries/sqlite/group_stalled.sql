@@ -13,4 +13,4 @@ SELECT g.queue, g.group_key FROM (
 WHERE (SELECT count(*) FROM backlog_job a
        WHERE a.queue = g.queue AND a.group_key = g.group_key AND a.state IN ('available', 'running'))
       < COALESCE((SELECT group_concurrency FROM backlog_queue q WHERE q.name = g.queue), 1)
-LIMIT ?2
+LIMIT +?2

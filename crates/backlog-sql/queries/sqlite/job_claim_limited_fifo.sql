@@ -17,6 +17,6 @@ WHERE id IN (
     WHERE queue = ?5 AND state = 'available' AND run_at <= ?4
       AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
     ORDER BY priority, run_at, id
-    LIMIT ?7
+    LIMIT +?7
 )
 RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key

@@ -18,6 +18,6 @@ WHERE id IN (
       AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL
                                                                        OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
     ORDER BY priority, run_at, id
-    LIMIT ?7
+    LIMIT +?7
 )
 AND state = 'available'

@@ -33,7 +33,7 @@ WITH turns AS MATERIALIZED (
 UPDATE backlog_job
 SET state = 'running', attempt = attempt + 1, lease_token = ?1, lease_owner = ?2,
     lease_expires_at = ?3, attempted_at = ?4
-WHERE id IN (SELECT next FROM turns WHERE next IS NOT NULL ORDER BY next LIMIT ?7)
+WHERE id IN (SELECT next FROM turns WHERE next IS NOT NULL ORDER BY next LIMIT +?7)
   AND state = 'waiting' AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
 RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context,
           group_key

@@ -19,4 +19,4 @@ WHERE (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR state = ?2) AND id > ?3
   AND (?7 IS NULL OR kind = ?7)
   AND (?8 IS NULL OR unique_key = ?8)
 ORDER BY id
-LIMIT ?6
+LIMIT +?6

@@ -12,4 +12,4 @@ SELECT id, queue, kind, payload, state, priority, run_at, attempt, max_attempts,
        attempted_at, finished_at, cancel_requested_at, trace_context, group_key
 FROM backlog_job
 WHERE id IN (SELECT id FROM backlog_job
-             WHERE queue = ?1 AND state = ?2 AND finished_at < ?3 ORDER BY id LIMIT ?4)
+             WHERE queue = ?1 AND state = ?2 AND finished_at < ?3 ORDER BY id LIMIT +?4)

@@ -17,6 +17,6 @@ WHERE id IN (
     SELECT id FROM backlog_job
     WHERE state = 'running' AND lease_expires_at < ?1
     ORDER BY lease_expires_at
-    LIMIT ?2
+    LIMIT +?2
 )
 RETURNING queue, state = 'dead' AS dead

@@ -5,4 +5,4 @@
 -- A job of an ordered group waits for its group's turn.
 UPDATE backlog_job
 SET state = CASE WHEN group_key IS NULL THEN 'available' ELSE 'waiting' END, attempt = 0, run_at = ?1, finished_at = NULL
-WHERE id IN (SELECT id FROM backlog_job WHERE queue = ?2 AND state = 'dead' ORDER BY id LIMIT ?3)
+WHERE id IN (SELECT id FROM backlog_job WHERE queue = ?2 AND state = 'dead' ORDER BY id LIMIT +?3)

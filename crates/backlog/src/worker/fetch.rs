@@ -599,7 +599,7 @@ mod tests {
             stopped: Arc::default(),
             woken: woken.clone(),
         };
-        let plan = ClaimPlan::new(concurrency, &c);
+        let plan = ClaimPlan::new(concurrency, &c, false);
         Loop {
             fetcher: Fetcher::new(pipeline.clone(), queue, plan),
             pipeline,

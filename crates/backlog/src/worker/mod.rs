@@ -72,14 +72,18 @@ pub struct WorkerConfig {
     /// claimed while another finishes and the database sees two statements in flight, and at
     /// most [`DEFAULT_CLAIM_MAX`]). A claimed job starts when its claim's statement returns, and
     /// a bigger claim takes longer: raise it for throughput of very short jobs at high
-    /// concurrency, lower it for the quickest start.
+    /// concurrency, lower it for the quickest start. On SQLite (one writer: claims run one at
+    /// a time and each costs a commit) the default is every free slot, up to
+    /// [`DEFAULT_CLAIM_MAX`].
     pub claim_batch: Option<usize>,
     /// Claim loops per queue, sharing its concurrency: with two, one claim can be in flight while
     /// the other loop's jobs run and complete, as two hand-written loops would. `None` (the
     /// default): enough loops for their claims to fill the queue's concurrency, one per
     /// [`DEFAULT_CLAIM_MAX`] slots, at least 2 and at most [`MAX_AUTO_FETCHERS`] (a queue of
     /// concurrency 500 gets 5). Several loops claim side by side, which a queue with shards
-    /// (`QueueSettings::shards`) lets the database do without them meeting at one head.
+    /// (`QueueSettings::shards`) lets the database do without them meeting at one head. On
+    /// SQLite the default is 2 whatever the concurrency: more loops would only queue for its
+    /// one writer.
     pub fetchers: Option<usize>,
     /// How long a claim loop may spend, per claim, polling its jobs' handlers once itself
     /// before it hands the rest to tasks of their own (default 1 ms). A handler that ends in its

@@ -29,15 +29,28 @@ impl ClaimPlan {
     /// The plan of a queue of `concurrency`: `fetchers` loops (at most one per slot), each
     /// claiming `claim_batch` jobs at most, by default its share of the slots up to
     /// [`DEFAULT_CLAIM_MAX`], and never more than the queue's concurrency.
-    pub fn new(concurrency: usize, config: &WorkerConfig) -> Self {
+    ///
+    /// On a backend with one writer (`single_writer`: SQLite) claims run one at a time whatever
+    /// the number of loops, and each costs a commit: by default two loops (one claim running
+    /// while the other's jobs start), each taking every free slot up to [`DEFAULT_CLAIM_MAX`].
+    /// At concurrency 100 that is claims of up to 100 instead of 50, which drained 1.25× as
+    /// fast on SQLite (BENCHMARKS.md, "SQLite: one writer").
+    pub fn new(concurrency: usize, config: &WorkerConfig, single_writer: bool) -> Self {
         let most = concurrency.max(1);
-        let auto = concurrency
-            .div_ceil(DEFAULT_CLAIM_MAX)
-            .clamp(2, MAX_AUTO_FETCHERS);
+        let auto = match single_writer {
+            true => 2,
+            false => concurrency
+                .div_ceil(DEFAULT_CLAIM_MAX)
+                .clamp(2, MAX_AUTO_FETCHERS),
+        };
         let fetchers = config.fetchers.unwrap_or(auto).clamp(1, most);
+        let share = match single_writer {
+            true => concurrency,
+            false => concurrency.div_ceil(fetchers),
+        };
         let max_claim = config
             .claim_batch
-            .unwrap_or(concurrency.div_ceil(fetchers).min(DEFAULT_CLAIM_MAX))
+            .unwrap_or(share.min(DEFAULT_CLAIM_MAX))
             .clamp(1, most);
         ClaimPlan {
             concurrency,
@@ -110,7 +123,7 @@ mod tests {
     fn plan(concurrency: usize, f: impl FnOnce(&mut WorkerConfig)) -> ClaimPlan {
         let mut config = WorkerConfig::default();
         f(&mut config);
-        ClaimPlan::new(concurrency, &config)
+        ClaimPlan::new(concurrency, &config, false)
     }
 
     #[test]
@@ -143,6 +156,22 @@ mod tests {
             p.max_claim, DEFAULT_CLAIM_MAX,
             "five claims of 100 fill 500 slots"
         );
+    }
+
+    #[test]
+    fn one_writer_gets_two_loops_that_each_claim_every_free_slot() {
+        let one = |concurrency, f: fn(&mut WorkerConfig)| {
+            let mut config = WorkerConfig::default();
+            f(&mut config);
+            let p = ClaimPlan::new(concurrency, &config, true);
+            (p.fetchers, p.max_claim)
+        };
+        assert_eq!(one(100, |_| {}), (2, 100));
+        assert_eq!(one(10, |_| {}), (2, 10));
+        assert_eq!(one(1000, |_| {}), (2, DEFAULT_CLAIM_MAX));
+        assert_eq!(one(1, |_| {}), (1, 1));
+        assert_eq!(one(100, |c| c.fetchers = Some(4)), (4, 100));
+        assert_eq!(one(100, |c| c.claim_batch = Some(30)), (2, 30));
     }
 
     #[test]
