@@ -1,0 +1,82 @@
+//! SQLite: the plan of every statement in the catalog, from `EXPLAIN QUERY PLAN` on a migrated
+//! database. A statement that reads the whole job table runs in time that grows with every job
+//! queued; only the ones listed here with their reason may.
+
+// The conformance suite's harness: this test uses its SQLite database only.
+#[allow(dead_code, unused_macros, unused_imports)]
+mod harness;
+
+use backlog_sql::catalog::entries;
+use sqlx::{Connection, Row, SqliteConnection};
+
+/// Statements allowed to scan `backlog_job`, and why.
+const SCANS: &[(&str, &str)] = &[
+    (
+        "job_count_pending",
+        "counts a queue's pending jobs: asked by a draining worker when a claim came back empty, \
+         not per claim",
+    ),
+    (
+        "queue_oldest_due",
+        "the oldest due job per queue for /metrics: reads the claim index, not the table",
+    ),
+    (
+        "queue_pending",
+        "pending jobs per queue for the queue list of an operator",
+    ),
+    (
+        "queue_stats",
+        "counts of every queue and state for an operator",
+    ),
+];
+
+/// The highest `?N` in a statement.
+fn placeholders(text: &str) -> usize {
+    let mut most = 0;
+    let mut rest = text;
+    while let Some(at) = rest.find('?') {
+        rest = &rest[at + 1..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        most = most.max(digits.parse().unwrap_or(0));
+    }
+    most
+}
+
+#[tokio::test]
+async fn no_statement_reads_the_whole_job_table_unless_listed() {
+    let db = harness::Db::sqlite().await;
+    let mut conn = SqliteConnection::connect(&db.url).await.unwrap();
+    let mut scans = vec![];
+    // Statements whose text is completed per call (a list of rows spliced in) are inserts.
+    let whole = entries("sqlite")
+        .iter()
+        .filter(|e| e.params.iter().all(|(_, _, kind)| *kind == "param"));
+    for e in whole {
+        let sql = format!("EXPLAIN QUERY PLAN {}", e.text);
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for _ in 0..placeholders(e.text) {
+            q = q.bind(None::<i64>);
+        }
+        let rows = q.fetch_all(&mut conn).await.unwrap_or_else(|err| {
+            panic!("{}: {err}", e.name);
+        });
+        for row in rows {
+            let detail: String = row.get("detail");
+            if detail.starts_with("SCAN backlog_job") && !detail.starts_with("SCAN backlog_job_") {
+                scans.push(format!("{}: {detail}", e.name));
+            }
+        }
+    }
+    let unexpected: Vec<_> = scans
+        .iter()
+        .filter(|s| {
+            !SCANS
+                .iter()
+                .any(|(name, _)| s.starts_with(&format!("{name}:")))
+        })
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "full scans of backlog_job:\n{unexpected:#?}"
+    );
+}
