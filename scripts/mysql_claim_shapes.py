@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bare SQL on MariaDB/MySQL: what a job costs in two claim shapes (issue 19, item 3).
 
-    /usr/bin/python3 scripts/mysql_claim_shapes.py [JOBS] [THREADS]
+    /usr/bin/python3 scripts/mysql_claim_shapes.py [JOBS] [THREADS] [SHAPE,SHAPE,...]
 
 Both keep a lease per claimed job (token and expiry on the job's row, fenced completion) and
 complete by deleting. Each thread loops: one transaction deletes its previous batch (fenced by
@@ -10,6 +10,12 @@ its token) and claims the next 100 jobs; the clock runs from the first claim to 
 - status: today's shape. One table; the claim index (queue, state, priority, run_at, id) and a
   lease index (state, lease_expires_at). A claim moves each row within both indexes (state
   changes), the completion deletes it.
+- full: status with the unique-key and group indexes of today's table, which every job enters
+  (with NULL keys) and leaves.
+- nolease: full without the lease index: a rescue would find running jobs through the claim
+  index, (queue, 'running'), one range per queue.
+- lean: the claim index alone (unique keys and groups kept in side tables, entered only by the
+  jobs that have them; the rescue through the claim index).
 - ready: the claimable jobs also live in a narrow table whose clustered key is the claim order
   (queue, priority, run_at, id), no secondary index. A claim deletes its rows from there and
   sets the lease on the job row (its one secondary index: lease_expires_at, for the rescue); the
@@ -29,24 +35,33 @@ def connect():
     return pymysql.connect(host="127.0.0.1", user="root", database="test", autocommit=True)
 
 
+# The job table's secondary indexes in each shape (the claim index, the lease index, and the
+# unique-key and group indexes today's table has, which every job enters even without a key).
+INDEXES = {
+    "status": "KEY claim (queue, state, priority, run_at, id), KEY lease (state, lease_expires_at)",
+    "full": "KEY claim (queue, state, priority, run_at, id), KEY lease (state, lease_expires_at), "
+            "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
+    "nolease": "KEY claim (queue, state, priority, run_at, id), "
+               "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
+    "lean": "KEY claim (queue, state, priority, run_at, id)",
+    "ready": "KEY lease (lease_expires_at)",
+}
+
+
 def setup(shape):
     c = connect().cursor()
     c.execute("DROP TABLE IF EXISTS shape_job")
     c.execute("DROP TABLE IF EXISTS shape_ready")
-    if shape == "status":
-        c.execute("""CREATE TABLE shape_job (
-            id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(128) NOT NULL,
-            state VARCHAR(16) NOT NULL DEFAULT 'available', priority SMALLINT NOT NULL DEFAULT 0,
-            run_at BIGINT NOT NULL DEFAULT 0, attempt INT NOT NULL DEFAULT 0,
-            lease_token BIGINT NULL, lease_expires_at BIGINT NULL, payload JSON NOT NULL,
-            KEY claim (queue, state, priority, run_at, id), KEY lease (state, lease_expires_at))""")
-    else:
-        c.execute("""CREATE TABLE shape_job (
-            id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(128) NOT NULL,
-            state VARCHAR(16) NOT NULL DEFAULT 'available', priority SMALLINT NOT NULL DEFAULT 0,
-            run_at BIGINT NOT NULL DEFAULT 0, attempt INT NOT NULL DEFAULT 0,
-            lease_token BIGINT NULL, lease_expires_at BIGINT NULL, payload JSON NOT NULL,
-            KEY lease (lease_expires_at))""")
+    c.execute(f"""CREATE TABLE shape_job (
+        id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(128) NOT NULL,
+        state VARCHAR(16) NOT NULL DEFAULT 'available', priority SMALLINT NOT NULL DEFAULT 0,
+        run_at BIGINT NOT NULL DEFAULT 0, attempt INT NOT NULL DEFAULT 0,
+        lease_token BIGINT NULL, lease_expires_at BIGINT NULL, payload JSON NOT NULL,
+        unique_key VARCHAR(255) NULL, group_key VARCHAR(255) NULL,
+        unique_active VARCHAR(255) GENERATED ALWAYS AS
+            (CASE WHEN state IN ('available', 'running', 'held') THEN unique_key END) STORED,
+        {INDEXES[shape]})""")
+    if shape == "ready":
         c.execute("""CREATE TABLE shape_ready (
             queue VARCHAR(128) NOT NULL, priority SMALLINT NOT NULL, run_at BIGINT NOT NULL,
             id BIGINT NOT NULL, PRIMARY KEY (queue, priority, run_at, id))""")
@@ -95,7 +110,7 @@ def step(shape, c, prev, prev_token):
     if prev:
         ids = ",".join(map(str, prev))
         c.execute(f"DELETE FROM shape_job WHERE id IN ({ids}) AND lease_token = {prev_token}")
-    if shape == "status":
+    if shape != "ready":
         c.execute("SELECT id FROM shape_job FORCE INDEX (claim) WHERE queue = 'q' AND "
                   "state = 'available' AND run_at <= 1 ORDER BY priority, run_at, id "
                   f"LIMIT {BATCH} FOR UPDATE SKIP LOCKED")
@@ -135,8 +150,9 @@ def redo(c):
     return int(c.fetchone()[1])
 
 
+SHAPES = sys.argv[3].split(",") if len(sys.argv) > 3 else ["status", "ready"]
 for rnd in range(3):
-    for shape in ("status", "ready"):
+    for shape in SHAPES:
         c = setup(shape)
         r0 = redo(c)
         e = enqueue(shape, c)
