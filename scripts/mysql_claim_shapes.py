@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Bare SQL on MariaDB/MySQL: what a job costs in two claim shapes (issue 19, item 3).
+"""Bare SQL on MariaDB/MySQL: what a job costs in several claim shapes (issue 19, item 3).
 
     /usr/bin/python3 scripts/mysql_claim_shapes.py [JOBS] [THREADS] [SHAPE,SHAPE,...]
 
-Both keep a lease per claimed job (token and expiry on the job's row, fenced completion) and
+Every shape keeps a lease per claimed job (token and expiry on the job's row, fenced completion) and
 complete by deleting. Each thread loops: one transaction deletes its previous batch (fenced by
 its token) and claims the next 100 jobs; the clock runs from the first claim to the last job.
 
@@ -20,6 +20,11 @@ its token) and claims the next 100 jobs; the clock runs from the first claim to 
   (queue, priority, run_at, id), no secondary index. A claim deletes its rows from there and
   sets the lease on the job row (its one secondary index: lease_expires_at, for the rescue); the
   completion deletes the job row. Enqueue writes both tables.
+- ready_full: ready, the job table keeping every index of full.
+- trigger: ready_full with the ready table kept by triggers on the job table (the claim only
+  updates the job; a trigger takes the row out of the ready table).
+
+Default shapes: status,ready. Connections run in READ COMMITTED, as backlog's own.
 
 Needs the local MariaDB (root, no password, database `test`); makes and drops its own tables.
 """
@@ -32,7 +37,9 @@ BATCH = 100
 
 
 def connect():
-    return pymysql.connect(host="127.0.0.1", user="root", database="test", autocommit=True)
+    # READ COMMITTED, as backlog's own connections: no gap locks between claimers.
+    return pymysql.connect(host="127.0.0.1", user="root", database="test", autocommit=True,
+                           init_command="SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
 
 
 # The job table's secondary indexes in each shape (the claim index, the lease index, and the
@@ -45,7 +52,33 @@ INDEXES = {
                "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
     "lean": "KEY claim (queue, state, priority, run_at, id)",
     "ready": "KEY lease (lease_expires_at)",
+    "ready_full": "KEY claim (queue, state, priority, run_at, id), KEY lease (state, lease_expires_at), "
+                  "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
+    "trigger": "KEY claim (queue, state, priority, run_at, id), KEY lease (state, lease_expires_at), "
+               "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
 }
+
+# The trigger shape: the full table, and the ready table kept by triggers on it (single
+# statements: a trigger fires for every row of every statement that moves a job in or out of
+# 'available', whoever runs it).
+TRIGGERS = [
+    """CREATE TRIGGER shape_enter AFTER INSERT ON shape_job FOR EACH ROW
+       INSERT INTO shape_ready (queue, priority, run_at, id)
+       SELECT NEW.queue, NEW.priority, NEW.run_at, NEW.id FROM DUAL WHERE NEW.state = 'available'""",
+    """CREATE TRIGGER shape_leave AFTER UPDATE ON shape_job FOR EACH ROW
+       DELETE FROM shape_ready WHERE OLD.state = 'available'
+         AND (NEW.state <> 'available' OR NEW.queue <> OLD.queue OR NEW.priority <> OLD.priority
+              OR NEW.run_at <> OLD.run_at)
+         AND queue = OLD.queue AND priority = OLD.priority AND run_at = OLD.run_at AND id = OLD.id""",
+    """CREATE TRIGGER shape_move AFTER UPDATE ON shape_job FOR EACH ROW FOLLOWS shape_leave
+       INSERT INTO shape_ready (queue, priority, run_at, id)
+       SELECT NEW.queue, NEW.priority, NEW.run_at, NEW.id FROM DUAL WHERE NEW.state = 'available'
+         AND (OLD.state <> 'available' OR NEW.queue <> OLD.queue OR NEW.priority <> OLD.priority
+              OR NEW.run_at <> OLD.run_at)""",
+    """CREATE TRIGGER shape_gone AFTER DELETE ON shape_job FOR EACH ROW
+       DELETE FROM shape_ready WHERE OLD.state = 'available'
+         AND queue = OLD.queue AND priority = OLD.priority AND run_at = OLD.run_at AND id = OLD.id""",
+]
 
 
 def setup(shape):
@@ -61,10 +94,13 @@ def setup(shape):
         unique_active VARCHAR(255) GENERATED ALWAYS AS
             (CASE WHEN state IN ('available', 'running', 'held') THEN unique_key END) STORED,
         {INDEXES[shape]})""")
-    if shape == "ready":
+    if shape in ("ready", "ready_full", "trigger"):
         c.execute("""CREATE TABLE shape_ready (
             queue VARCHAR(128) NOT NULL, priority SMALLINT NOT NULL, run_at BIGINT NOT NULL,
             id BIGINT NOT NULL, PRIMARY KEY (queue, priority, run_at, id))""")
+    if shape == "trigger":
+        for t in TRIGGERS:
+            c.execute(t)
     return c
 
 
@@ -75,7 +111,7 @@ def enqueue(shape, c):
         c.execute("BEGIN")
         c.execute("INSERT INTO shape_job (queue, payload) VALUES " +
                   ",".join(["('q', '{\"i\": %d}')" % (start + i) for i in range(n)]))
-        if shape == "ready":
+        if shape in ("ready", "ready_full"):
             first = c.lastrowid  # InnoDB gives a multi-row insert consecutive ids
             c.execute("INSERT INTO shape_ready (queue, priority, run_at, id) VALUES " +
                       ",".join(["('q', 0, 0, %d)" % (first + i) for i in range(n)]))
@@ -110,7 +146,12 @@ def step(shape, c, prev, prev_token):
     if prev:
         ids = ",".join(map(str, prev))
         c.execute(f"DELETE FROM shape_job WHERE id IN ({ids}) AND lease_token = {prev_token}")
-    if shape != "ready":
+    if shape == "trigger":
+        c.execute("SELECT r.id FROM shape_ready r JOIN shape_job j ON j.id = r.id "
+                  "WHERE r.queue = 'q' AND r.run_at <= 1 ORDER BY r.priority, r.run_at, r.id "
+                  f"LIMIT {BATCH} FOR UPDATE SKIP LOCKED")
+        got = [r[0] for r in c.fetchall()]
+    elif not shape.startswith("ready"):
         c.execute("SELECT id FROM shape_job FORCE INDEX (claim) WHERE queue = 'q' AND "
                   "state = 'available' AND run_at <= 1 ORDER BY priority, run_at, id "
                   f"LIMIT {BATCH} FOR UPDATE SKIP LOCKED")

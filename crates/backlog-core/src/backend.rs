@@ -32,6 +32,11 @@ pub struct Capabilities {
     pub skip_locked: bool,
     /// One writer at a time (claims never race).
     pub single_writer: bool,
+    /// Claimers of one queue slow each other down more than the size of their claims costs
+    /// (MySQL, MariaDB: each claim scans past the entries the others' claims left
+    /// delete-marked at the head of the claim index), so workers claim with few loops taking
+    /// large claims.
+    pub few_claimers: bool,
     /// Row locks held by an open transaction (transaction claim mode).
     pub row_locks: bool,
 }

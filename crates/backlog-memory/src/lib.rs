@@ -159,6 +159,7 @@ impl Backend for MemoryBackend {
         Capabilities {
             skip_locked: false,
             single_writer: true,
+            few_claimers: false,
             row_locks: false,
         }
     }

@@ -757,6 +757,7 @@ impl Dialect for PgBackend {
         Capabilities {
             skip_locked: true,
             single_writer: false,
+            few_claimers: false,
             row_locks: true,
         }
     }

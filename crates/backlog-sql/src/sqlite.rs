@@ -505,6 +505,7 @@ impl Dialect for SqliteBackend {
         Capabilities {
             skip_locked: false,
             single_writer: true,
+            few_claimers: false,
             row_locks: false,
         }
     }

@@ -599,7 +599,7 @@ mod tests {
             stopped: Arc::default(),
             woken: woken.clone(),
         };
-        let plan = ClaimPlan::new(concurrency, &c, false);
+        let plan = ClaimPlan::new(concurrency, &c, crate::worker::plan::Claimers::Many);
         Loop {
             fetcher: Fetcher::new(pipeline.clone(), queue, plan),
             pipeline,

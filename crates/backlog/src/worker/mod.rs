@@ -49,6 +49,13 @@ pub(crate) type ErasedHandler = Arc<dyn Fn(JobContext) -> BoxFuture + Send + Syn
 /// of very short jobs at high concurrency. The figures are in BENCHMARKS.md.
 pub const DEFAULT_CLAIM_MAX: usize = 100;
 
+/// The most jobs one claim takes by default where claimers slow each other down (MySQL,
+/// MariaDB; [`Capabilities::few_claimers`](backlog_core::Capabilities::few_claimers)): their
+/// two loops each claim half the queue's slots, up to this. On MariaDB, two claims of 500 at
+/// concurrency 1,000 drained 3× as fast as eight of 100 (BENCHMARKS.md, "MariaDB: few
+/// claimers").
+pub const FEW_CLAIMERS_CLAIM_MAX: usize = 500;
+
 /// Most claim loops a queue gets by default (`WorkerConfig::fetchers`): on a 2-core machine
 /// sharing the database, 8 loops at concurrency 500 drained no faster than 4 or 5.
 pub const MAX_AUTO_FETCHERS: usize = 8;
@@ -74,7 +81,8 @@ pub struct WorkerConfig {
     /// a bigger claim takes longer: raise it for throughput of very short jobs at high
     /// concurrency, lower it for the quickest start. On SQLite (one writer: claims run one at
     /// a time and each costs a commit) the default is every free slot, up to
-    /// [`DEFAULT_CLAIM_MAX`].
+    /// [`DEFAULT_CLAIM_MAX`]; on MySQL and MariaDB (where claimers slow each other down), half
+    /// the concurrency up to [`FEW_CLAIMERS_CLAIM_MAX`].
     pub claim_batch: Option<usize>,
     /// Claim loops per queue, sharing its concurrency: with two, one claim can be in flight while
     /// the other loop's jobs run and complete, as two hand-written loops would. `None` (the
@@ -83,7 +91,8 @@ pub struct WorkerConfig {
     /// concurrency 500 gets 5). Several loops claim side by side, which a queue with shards
     /// (`QueueSettings::shards`) lets the database do without them meeting at one head. On
     /// SQLite the default is 2 whatever the concurrency: more loops would only queue for its
-    /// one writer.
+    /// one writer. On MySQL and MariaDB it is 2 as well: each claim there scans past what the
+    /// others' claims left at the head of the claim index, so more claimers drain slower.
     pub fetchers: Option<usize>,
     /// How long a claim loop may spend, per claim, polling its jobs' handlers once itself
     /// before it hands the rest to tasks of their own (default 1 ms). A handler that ends in its

@@ -4,13 +4,37 @@
 
 use std::time::Duration;
 
-use super::{DEFAULT_CLAIM_MAX, MAX_AUTO_FETCHERS, WorkerConfig};
+use backlog_core::Capabilities;
+
+use super::{DEFAULT_CLAIM_MAX, FEW_CLAIMERS_CLAIM_MAX, MAX_AUTO_FETCHERS, WorkerConfig};
 
 /// Longest wait for the rest of a burst (the jobs of the same claims) before the next claim.
 pub(crate) const GATHER: Duration = Duration::from_millis(2);
 
 /// Shortest wait between polls of an empty queue; doubles up to `poll_max`.
 pub(crate) const MIN_IDLE: Duration = Duration::from_millis(10);
+
+/// How a backend's claims of one queue meet, from its [`Capabilities`]: what sizes the loops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claimers {
+    /// Side by side (PostgreSQL): one loop per [`DEFAULT_CLAIM_MAX`] slots.
+    Many,
+    /// Few and large (MySQL, MariaDB): two loops, each claiming its half of the slots up to
+    /// [`FEW_CLAIMERS_CLAIM_MAX`].
+    Few,
+    /// One at a time (SQLite): two loops, each claiming every free slot.
+    OneWriter,
+}
+
+impl Claimers {
+    pub fn of(caps: &Capabilities) -> Self {
+        match (caps.single_writer, caps.few_claimers) {
+            (true, _) => Claimers::OneWriter,
+            (false, true) => Claimers::Few,
+            (false, false) => Claimers::Many,
+        }
+    }
+}
 
 /// The limits of one claim loop, from its queue's concurrency and the worker's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,28 +54,28 @@ impl ClaimPlan {
     /// claiming `claim_batch` jobs at most, by default its share of the slots up to
     /// [`DEFAULT_CLAIM_MAX`], and never more than the queue's concurrency.
     ///
-    /// On a backend with one writer (`single_writer`: SQLite) claims run one at a time whatever
-    /// the number of loops, and each costs a commit: by default two loops (one claim running
-    /// while the other's jobs start), each taking every free slot up to [`DEFAULT_CLAIM_MAX`].
-    /// At concurrency 100 that is claims of up to 100 instead of 50, which drained 1.25× as
-    /// fast on SQLite (BENCHMARKS.md, "SQLite: one writer").
-    pub fn new(concurrency: usize, config: &WorkerConfig, single_writer: bool) -> Self {
+    /// On a backend with one writer (`Claimers::OneWriter`: SQLite) claims run one at a time
+    /// whatever the number of loops, and each costs a commit: by default two loops (one claim
+    /// running while the other's jobs start), each taking every free slot up to
+    /// [`DEFAULT_CLAIM_MAX`]. At concurrency 100 that is claims of up to 100 instead of 50,
+    /// which drained 1.25× as fast on SQLite (BENCHMARKS.md, "SQLite: one writer"). Where
+    /// claimers slow each other down (`Claimers::Few`: MySQL, MariaDB), two loops each claim
+    /// their half of the slots, up to [`FEW_CLAIMERS_CLAIM_MAX`].
+    pub fn new(concurrency: usize, config: &WorkerConfig, claimers: Claimers) -> Self {
         let most = concurrency.max(1);
-        let auto = match single_writer {
-            true => 2,
-            false => concurrency
+        let auto = match claimers {
+            Claimers::OneWriter | Claimers::Few => 2,
+            Claimers::Many => concurrency
                 .div_ceil(DEFAULT_CLAIM_MAX)
                 .clamp(2, MAX_AUTO_FETCHERS),
         };
         let fetchers = config.fetchers.unwrap_or(auto).clamp(1, most);
-        let share = match single_writer {
-            true => concurrency,
-            false => concurrency.div_ceil(fetchers),
+        let (share, cap) = match claimers {
+            Claimers::OneWriter => (concurrency, DEFAULT_CLAIM_MAX),
+            Claimers::Few => (concurrency.div_ceil(fetchers), FEW_CLAIMERS_CLAIM_MAX),
+            Claimers::Many => (concurrency.div_ceil(fetchers), DEFAULT_CLAIM_MAX),
         };
-        let max_claim = config
-            .claim_batch
-            .unwrap_or(share.min(DEFAULT_CLAIM_MAX))
-            .clamp(1, most);
+        let max_claim = config.claim_batch.unwrap_or(share.min(cap)).clamp(1, most);
         ClaimPlan {
             concurrency,
             fetchers,
@@ -123,7 +147,7 @@ mod tests {
     fn plan(concurrency: usize, f: impl FnOnce(&mut WorkerConfig)) -> ClaimPlan {
         let mut config = WorkerConfig::default();
         f(&mut config);
-        ClaimPlan::new(concurrency, &config, false)
+        ClaimPlan::new(concurrency, &config, Claimers::Many)
     }
 
     #[test]
@@ -163,7 +187,7 @@ mod tests {
         let one = |concurrency, f: fn(&mut WorkerConfig)| {
             let mut config = WorkerConfig::default();
             f(&mut config);
-            let p = ClaimPlan::new(concurrency, &config, true);
+            let p = ClaimPlan::new(concurrency, &config, Claimers::OneWriter);
             (p.fetchers, p.max_claim)
         };
         assert_eq!(one(100, |_| {}), (2, 100));
@@ -172,6 +196,36 @@ mod tests {
         assert_eq!(one(1, |_| {}), (1, 1));
         assert_eq!(one(100, |c| c.fetchers = Some(4)), (4, 100));
         assert_eq!(one(100, |c| c.claim_batch = Some(30)), (2, 30));
+    }
+
+    #[test]
+    fn few_claimers_get_two_loops_that_each_claim_half_the_slots() {
+        let few = |concurrency, f: fn(&mut WorkerConfig)| {
+            let mut config = WorkerConfig::default();
+            f(&mut config);
+            let p = ClaimPlan::new(concurrency, &config, Claimers::Few);
+            (p.fetchers, p.max_claim)
+        };
+        assert_eq!(few(100, |_| {}), (2, 50));
+        assert_eq!(few(500, |_| {}), (2, 250));
+        assert_eq!(few(1000, |_| {}), (2, FEW_CLAIMERS_CLAIM_MAX));
+        assert_eq!(few(5000, |_| {}), (2, FEW_CLAIMERS_CLAIM_MAX));
+        assert_eq!(few(1, |_| {}), (1, 1));
+        assert_eq!(few(500, |c| c.fetchers = Some(5)), (5, 100));
+        assert_eq!(few(500, |c| c.claim_batch = Some(30)), (2, 30));
+    }
+
+    #[test]
+    fn the_backends_capabilities_choose_the_claimers() {
+        let caps = |single_writer, few_claimers| Capabilities {
+            skip_locked: true,
+            single_writer,
+            few_claimers,
+            row_locks: true,
+        };
+        assert_eq!(Claimers::of(&caps(false, false)), Claimers::Many);
+        assert_eq!(Claimers::of(&caps(false, true)), Claimers::Few);
+        assert_eq!(Claimers::of(&caps(true, false)), Claimers::OneWriter);
     }
 
     #[test]

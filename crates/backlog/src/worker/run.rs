@@ -16,7 +16,7 @@ use super::context::StopReason;
 use super::execute::Executor;
 use super::fetch::{self, Fetcher, Pipeline};
 use super::heartbeat::{Heartbeater, InFlightMap};
-use super::plan::ClaimPlan;
+use super::plan::{ClaimPlan, Claimers};
 use super::{ErasedHandler, PeriodicJob, WorkerConfig};
 use crate::{Client, Kind, QueueName, Result};
 
@@ -197,13 +197,13 @@ fn spawn_fetchers(
     let mut fetchers = JoinSet::new();
     let mut finished_lists = vec![];
     let mut loads = vec![];
-    let single_writer = inner.client.backend().capabilities().single_writer;
+    let claimers = Claimers::of(&inner.client.backend().capabilities());
     for (queue, concurrency) in &inner.queues {
         let slots = Arc::new(Semaphore::new(*concurrency));
         loads.push((queue.clone(), *concurrency, slots.clone()));
         let stopped = Arc::new(Notify::new());
         let woken = inner.client.wakers().get(queue.as_str());
-        let plan = ClaimPlan::new(*concurrency, &inner.config, single_writer);
+        let plan = ClaimPlan::new(*concurrency, &inner.config, claimers);
         for _ in 0..plan.fetchers {
             // Each fetcher completes the jobs it claimed, so a batch that finishes together goes
             // back whole with the next claim, as in a hand-written claim-and-complete loop.
