@@ -145,9 +145,23 @@ mod tests {
     use super::*;
 
     fn plan(concurrency: usize, f: impl FnOnce(&mut WorkerConfig)) -> ClaimPlan {
+        plan_for(Claimers::Many, concurrency, f)
+    }
+
+    fn plan_for(
+        claimers: Claimers,
+        concurrency: usize,
+        f: impl FnOnce(&mut WorkerConfig),
+    ) -> ClaimPlan {
         let mut config = WorkerConfig::default();
         f(&mut config);
-        ClaimPlan::new(concurrency, &config, Claimers::Many)
+        ClaimPlan::new(concurrency, &config, claimers)
+    }
+
+    /// Loops and claim size of a plan for `claimers`.
+    fn sizes(claimers: Claimers, concurrency: usize, f: fn(&mut WorkerConfig)) -> (usize, usize) {
+        let p = plan_for(claimers, concurrency, f);
+        (p.fetchers, p.max_claim)
     }
 
     #[test]
@@ -184,12 +198,7 @@ mod tests {
 
     #[test]
     fn one_writer_gets_two_loops_that_each_claim_every_free_slot() {
-        let one = |concurrency, f: fn(&mut WorkerConfig)| {
-            let mut config = WorkerConfig::default();
-            f(&mut config);
-            let p = ClaimPlan::new(concurrency, &config, Claimers::OneWriter);
-            (p.fetchers, p.max_claim)
-        };
+        let one = |concurrency, f| sizes(Claimers::OneWriter, concurrency, f);
         assert_eq!(one(100, |_| {}), (2, 100));
         assert_eq!(one(10, |_| {}), (2, 10));
         assert_eq!(one(1000, |_| {}), (2, DEFAULT_CLAIM_MAX));
@@ -200,12 +209,7 @@ mod tests {
 
     #[test]
     fn few_claimers_get_two_loops_that_each_claim_half_the_slots() {
-        let few = |concurrency, f: fn(&mut WorkerConfig)| {
-            let mut config = WorkerConfig::default();
-            f(&mut config);
-            let p = ClaimPlan::new(concurrency, &config, Claimers::Few);
-            (p.fetchers, p.max_claim)
-        };
+        let few = |concurrency, f| sizes(Claimers::Few, concurrency, f);
         assert_eq!(few(100, |_| {}), (2, 50));
         assert_eq!(few(500, |_| {}), (2, 250));
         assert_eq!(few(1000, |_| {}), (2, FEW_CLAIMERS_CLAIM_MAX));
