@@ -21,6 +21,9 @@ its token) and claims the next 100 jobs; the clock runs from the first claim to 
   sets the lease on the job row (its one secondary index: lease_expires_at, for the rescue); the
   completion deletes the job row. Enqueue writes both tables.
 - ready_full: ready, the job table keeping every index of full.
+- sharded: full with a shard column (0-15, at random at enqueue) leading the claim index after
+  the state, (queue, state, shard, priority, run_at, id); a claim starts at a random shard and
+  walks the others in turn until it has its batch.
 - trigger: ready_full with the ready table kept by triggers on the job table (the claim only
   updates the job; a trigger takes the row out of the ready table).
 
@@ -34,6 +37,7 @@ import pymysql
 JOBS = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
 THREADS = int(sys.argv[2]) if len(sys.argv) > 2 else 8
 BATCH = 100
+SHARDS = 16
 
 
 def connect():
@@ -54,6 +58,8 @@ INDEXES = {
     "ready": "KEY lease (lease_expires_at)",
     "ready_full": "KEY claim (queue, state, priority, run_at, id), KEY lease (state, lease_expires_at), "
                   "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
+    "sharded": "KEY claim (queue, state, shard, priority, run_at, id), KEY lease (state, lease_expires_at), "
+               "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
     "trigger": "KEY claim (queue, state, priority, run_at, id), KEY lease (state, lease_expires_at), "
                "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
 }
@@ -90,7 +96,7 @@ def setup(shape):
         state VARCHAR(16) NOT NULL DEFAULT 'available', priority SMALLINT NOT NULL DEFAULT 0,
         run_at BIGINT NOT NULL DEFAULT 0, attempt INT NOT NULL DEFAULT 0,
         lease_token BIGINT NULL, lease_expires_at BIGINT NULL, payload JSON NOT NULL,
-        unique_key VARCHAR(255) NULL, group_key VARCHAR(255) NULL,
+        unique_key VARCHAR(255) NULL, shard SMALLINT NOT NULL DEFAULT 0, group_key VARCHAR(255) NULL,
         unique_active VARCHAR(255) GENERATED ALWAYS AS
             (CASE WHEN state IN ('available', 'running', 'held') THEN unique_key END) STORED,
         {INDEXES[shape]})""")
@@ -109,8 +115,9 @@ def enqueue(shape, c):
     for start in range(0, JOBS, 1000):
         n = min(1000, JOBS - start)
         c.execute("BEGIN")
-        c.execute("INSERT INTO shape_job (queue, payload) VALUES " +
-                  ",".join(["('q', '{\"i\": %d}')" % (start + i) for i in range(n)]))
+        c.execute("INSERT INTO shape_job (queue, payload, shard) VALUES " +
+                  ",".join(["('q', '{\"i\": %d}', %d)" % (start + i, random.randrange(SHARDS))
+                            for i in range(n)]))
         if shape in ("ready", "ready_full"):
             first = c.lastrowid  # InnoDB gives a multi-row insert consecutive ids
             c.execute("INSERT INTO shape_ready (queue, priority, run_at, id) VALUES " +
@@ -151,6 +158,15 @@ def step(shape, c, prev, prev_token):
                   "WHERE r.queue = 'q' AND r.run_at <= 1 ORDER BY r.priority, r.run_at, r.id "
                   f"LIMIT {BATCH} FOR UPDATE SKIP LOCKED")
         got = [r[0] for r in c.fetchall()]
+    elif shape == "sharded":
+        got, first = [], random.randrange(SHARDS)
+        for k in range(SHARDS):
+            c.execute("SELECT id FROM shape_job FORCE INDEX (claim) WHERE queue = 'q' AND "
+                      f"state = 'available' AND shard = {(first + k) % SHARDS} AND run_at <= 1 "
+                      f"ORDER BY priority, run_at, id LIMIT {BATCH - len(got)} FOR UPDATE SKIP LOCKED")
+            got += [r[0] for r in c.fetchall()]
+            if len(got) == BATCH:
+                break
     elif not shape.startswith("ready"):
         c.execute("SELECT id FROM shape_job FORCE INDEX (claim) WHERE queue = 'q' AND "
                   "state = 'available' AND run_at <= 1 ORDER BY priority, run_at, id "

@@ -387,8 +387,14 @@ class _MySql(_Dialect):
         # transaction. The SELECT already shows the attempt the UPDATE writes.
         kinds = None if kinds is None else json.dumps(list(kinds))
         with self.transaction(conn):
-            rows = self._run(conn, "job_claim", (queue, now, kinds, kinds, queue, limit),
-                             order=order).fetchall()
+            # The queue's claim point lies on `shards` heads: from a random one, each in turn.
+            n = self._run(conn, "queue_shards", (queue,)).fetchone()[0]
+            first, rows = random.randrange(n), []
+            for k in range(n):
+                params = (queue, (first + k) % n, now, kinds, kinds, queue, limit - len(rows))
+                rows += self._run(conn, "job_claim", params, order=order).fetchall()
+                if len(rows) == limit:
+                    break
             if rows:
                 ids = [r[0] for r in rows]
                 self._run(conn, "job_claim_update", (token, owner, expires, now, *ids),
@@ -1210,18 +1216,20 @@ FROM backlog_queue WHERE name = $1
 QUERIES["mysql/job_claim_fifo.sql"] = """\
 -- SKIP LOCKED: concurrent claimers pass over each other's rows; job_claim_update takes these in
 -- the same transaction (no UPDATE … RETURNING in MySQL), so the SELECT returns what it will write.
--- FORCE INDEX: the claim index whatever the statistics say (a scan would lock far more rows).
--- Not the queue, token or lease expiry: the claimer chose them.
--- By priority, then the oldest due first (FIFO).
+-- One shard of the queue's claim point per statement (the claimer walks the shards from a random
+-- one; see claim_with in mysql.rs). FORCE INDEX: the claim index whatever the statistics say (a
+-- scan would lock far more rows). Not the queue, token or lease expiry: the claimer chose them. By
+-- priority, then the oldest due first (FIFO).
 -- @param queue: &str
+-- @param shard: i32
 -- @param now: i64
 -- @param kinds: Option<&str>
 -- @param limit: i64
--- @bind queue, now, kinds, kinds, queue, limit
+-- @bind queue, shard, now, kinds, kinds, queue, limit
 SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
        max_attempts, run_at, created_at, trace_context, group_key
 FROM backlog_job FORCE INDEX (backlog_job_claim)
-WHERE queue = ? AND state = 'available' AND run_at <= ?
+WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
   AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
                                                                   OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
@@ -1232,18 +1240,20 @@ FOR UPDATE SKIP LOCKED
 QUERIES["mysql/job_claim_lifo.sql"] = """\
 -- SKIP LOCKED: concurrent claimers pass over each other's rows; job_claim_update takes these in
 -- the same transaction (no UPDATE … RETURNING in MySQL), so the SELECT returns what it will write.
--- FORCE INDEX: the claim index whatever the statistics say (a scan would lock far more rows).
--- Not the queue, token or lease expiry: the claimer chose them.
--- By priority, then the newest due first (LIFO).
+-- One shard of the queue's claim point per statement (the claimer walks the shards from a random
+-- one; see claim_with in mysql.rs). FORCE INDEX: the claim index whatever the statistics say (a
+-- scan would lock far more rows). Not the queue, token or lease expiry: the claimer chose them. By
+-- priority, then the newest due first (LIFO).
 -- @param queue: &str
+-- @param shard: i32
 -- @param now: i64
 -- @param kinds: Option<&str>
 -- @param limit: i64
--- @bind queue, now, kinds, kinds, queue, limit
+-- @bind queue, shard, now, kinds, kinds, queue, limit
 SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
        max_attempts, run_at, created_at, trace_context, group_key
 FROM backlog_job FORCE INDEX (backlog_job_claim)
-WHERE queue = ? AND state = 'available' AND run_at <= ?
+WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
   AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
                                                                   OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
@@ -1409,6 +1419,13 @@ SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, or
        retention, concurrency, global_concurrency, group_concurrency, group_on_failure,
        rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, shards
 FROM backlog_queue WHERE name = ?
+"""
+
+QUERIES["mysql/queue_shards.sql"] = """\
+-- How many shards a queue's claim point has (1 when the queue has no settings row): where
+-- inserts put its jobs and which heads a claim walks.
+-- @param queue: &str
+SELECT COALESCE(MAX(shards), 1) FROM backlog_queue WHERE name = ?
 """
 
 

@@ -166,7 +166,7 @@ pub struct BenchArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub baseline_loops: Option<u64>,
     /// Shards of the benchmark's queues (`queue set --shards`); the bare SQL spreads its rows
-    /// and claims over as many (PostgreSQL; elsewhere claims keep one head).
+    /// and claims over as many (PostgreSQL, MySQL and MariaDB; SQLite keeps one head).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub shards: u16,
     /// How long the steady producer runs (default 10s; 1s with --quick).

@@ -37,7 +37,7 @@ pub use tx::{JobConnection, JobTx, SqlBackend};
 
 /// The schema version this build creates and expects: the number of its last migration, the same
 /// in every dialect.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// Connection pool settings.
 #[derive(Debug, Clone)]

@@ -3,7 +3,10 @@
 //! COMMITTED so claimers and producers take no gap locks; transaction claim mode holds a job's
 //! row lock in an open transaction.
 
+use std::collections::HashMap;
 use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use backlog_core::{
     AuditEntry, BackendTx, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed,
@@ -36,6 +39,66 @@ pub struct MySqlBackend {
     /// A node of a Galera cluster: row locks are local to a node (no transaction claim mode),
     /// GET_LOCK does not lock the cluster, and conflicts surface at commit.
     cluster: bool,
+    /// Each queue's `shards` as last read: where inserts put its jobs and where claims start.
+    shards: Arc<ShardCounts>,
+}
+
+/// How long a queue's `shards` read by [`ShardCounts`] is used before it is read again.
+const SHARDS_FRESH: Duration = Duration::from_secs(5);
+
+/// Each queue's `shards` (`queue_shards.sql`) as last read, for at most [`SHARDS_FRESH`]. A count
+/// read before a change is only a placement: an insert that used a count since lowered leaves
+/// jobs on a shard the leader's sweep moves (`job_reshard.sql`), and a claim that used a count
+/// since raised reads it again before it comes back short, so that a short claim has always
+/// visited every shard the queue has.
+#[derive(Debug, Default)]
+struct ShardCounts(std::sync::Mutex<HashMap<String, (u16, Instant)>>);
+
+impl ShardCounts {
+    /// The count, from the cache while fresh, else read on `conn`.
+    async fn get(&self, conn: &mut MySqlConnection, queue: &str) -> Result<u16> {
+        let cached = (self.0.lock().expect("lock").get(queue))
+            .filter(|(_, at)| at.elapsed() < SHARDS_FRESH)
+            .map(|(n, _)| *n);
+        match cached {
+            Some(n) => Ok(n),
+            None => self.read(conn, queue).await,
+        }
+    }
+
+    /// The count read now on `conn`, and kept.
+    async fn read(&self, conn: &mut MySqlConnection, queue: &str) -> Result<u16> {
+        let n = read_shards(conn, queue).await?;
+        let mut cache = self.0.lock().expect("lock");
+        if cache.len() >= 10_000 {
+            cache.clear(); // queue names come and go; never let them pile up
+        }
+        cache.insert(queue.to_owned(), (n, Instant::now()));
+        Ok(n)
+    }
+
+    /// Forgets every count (a queue's settings changed).
+    fn clear(&self) {
+        self.0.lock().expect("lock").clear();
+    }
+}
+
+/// A queue's `shards`, read on `conn` (1 for a queue without settings).
+async fn read_shards(conn: &mut MySqlConnection, queue: &str) -> Result<u16> {
+    let n: i64 = cat::queue_shards(queue)
+        .scalar()
+        .fetch_one(&mut *conn)
+        .await
+        .db()?;
+    Ok(n.clamp(1, 256) as u16)
+}
+
+/// A shard at random below `n`.
+fn random_shard(n: u16) -> i16 {
+    match n {
+        0 | 1 => 0,
+        n => rand::Rng::random_range(&mut rand::rng(), 0..n) as i16,
+    }
 }
 
 impl MySqlBackend {
@@ -99,6 +162,7 @@ impl MySqlBackend {
             pool,
             id_step: None,
             cluster: false,
+            shards: Arc::default(),
         }
     }
 
@@ -112,13 +176,13 @@ impl MySqlBackend {
         match p.strategy {
             _ if p.global_limit => {
                 let mut tx = self.pool.begin().await.db()?;
-                let jobs = claim_limited_on(&mut tx, p, self.cluster).await?;
+                let jobs = claim_limited_on(&mut tx, &self.shards, p, self.cluster).await?;
                 tx.commit().await.db()?;
                 Ok(jobs)
             }
             ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => {
                 let mut tx = self.pool.begin().await.db()?;
-                let jobs = claim_on(&mut tx, p, p.limit).await?;
+                let jobs = claim_on(&mut tx, &self.shards, p, p.limit).await?;
                 tx.commit().await.db()?;
                 Ok(jobs)
             }
@@ -132,12 +196,29 @@ impl MySqlBackend {
                     Ordering::Fifo => cat::job_claim_token_fifo,
                     Ordering::Lifo => cat::job_claim_token_lifo,
                 };
-                let res = claim(token, &p.owner, expires, p.now, queue, kinds, limit)
+                let mut marked = 0;
+                let mut walk = ShardWalk::new(&mut tx, &self.shards, queue).await?;
+                while marked < limit {
+                    let Some(shard) = walk.next(&mut tx, queue).await? else {
+                        break;
+                    };
+                    let res = claim(
+                        token,
+                        &p.owner,
+                        expires,
+                        p.now,
+                        queue,
+                        shard,
+                        kinds,
+                        limit - marked,
+                    )
                     .query()
                     .execute(&mut *tx)
                     .await
                     .db()?;
-                if res.rows_affected() == 0 {
+                    marked += res.rows_affected() as i64;
+                }
+                if marked == 0 {
                     tx.commit().await.db()?;
                     return Ok(vec![]);
                 }
@@ -307,6 +388,7 @@ impl MigrationLock {
 /// inside a transaction.
 async fn claim_on(
     conn: &mut MySqlConnection,
+    shards: &ShardCounts,
     p: &JobClaimParams,
     limit: u32,
 ) -> Result<Vec<ClaimedJob>> {
@@ -314,7 +396,7 @@ async fn claim_on(
         Ordering::Fifo => cat::job_claim_fifo,
         Ordering::Lifo => cat::job_claim_lifo,
     };
-    claim_with(conn, p, limit, claim).await
+    claim_with(conn, shards, p, limit, claim).await
 }
 
 /// A claim in a queue with a global concurrency limit or a rate limit, in the caller's
@@ -325,6 +407,7 @@ async fn claim_on(
 /// conflict at certification, and one is retried.
 async fn claim_limited_on(
     conn: &mut MySqlConnection,
+    shards: &ShardCounts,
     p: &JobClaimParams,
     cluster: bool,
 ) -> Result<Vec<ClaimedJob>> {
@@ -362,34 +445,102 @@ async fn claim_limited_on(
         Ordering::Fifo => cat::job_claim_limited_fifo,
         Ordering::Lifo => cat::job_claim_limited_lifo,
     };
-    let jobs = claim_with(conn, p, room as u32, claim).await?;
+    let jobs = claim_with(conn, shards, p, room as u32, claim).await?;
     crate::engine::store_bucket!(cat, conn, p, limits, jobs.len());
     let groups = jobs.iter().filter_map(|j| j.group.clone()).collect();
     crate::engine::store_group_starts!(cat, conn, p, limits, groups, |g| &shared::json_list(&g));
     Ok(jobs)
 }
 
-/// Runs a claim's SELECT … FOR UPDATE SKIP LOCKED and marks what it locked as running.
+/// The shards of a queue's claim point in the order one claim visits them: from a random one
+/// in turn, each once. Once it has visited every shard of the count it started with, it reads
+/// the count again (it may have been raised since it was cached) and goes on to the shards not
+/// yet visited, so that a claim that comes back short has looked at every shard there is.
+struct ShardWalk<'a> {
+    shards: &'a ShardCounts,
+    n: u16,
+    start: u16,
+    visited: [bool; 256],
+    fresh: bool,
+}
+
+impl<'a> ShardWalk<'a> {
+    async fn new(
+        conn: &mut MySqlConnection,
+        shards: &'a ShardCounts,
+        queue: &str,
+    ) -> Result<ShardWalk<'a>> {
+        let n = shards.get(conn, queue).await?;
+        Ok(ShardWalk {
+            shards,
+            n,
+            start: random_shard(256) as u16,
+            visited: [false; 256],
+            fresh: false,
+        })
+    }
+
+    /// The next shard to claim from, or `None` once every shard was visited.
+    async fn next(&mut self, conn: &mut MySqlConnection, queue: &str) -> Result<Option<i32>> {
+        loop {
+            let n = self.n;
+            let next = (0..n)
+                .map(|k| (self.start + k) % n)
+                .find(|&s| !self.visited[s as usize]);
+            match next {
+                Some(s) => {
+                    self.visited[s as usize] = true;
+                    return Ok(Some(i32::from(s)));
+                }
+                None if self.fresh => return Ok(None),
+                None => {
+                    self.n = self.shards.read(conn, queue).await?;
+                    self.fresh = true;
+                }
+            }
+        }
+    }
+
+    /// More than one shard was visited: the jobs came from several heads.
+    fn several(&self) -> bool {
+        self.visited.iter().filter(|v| **v).count() > 1
+    }
+}
+
+/// Runs a claim's SELECT … FOR UPDATE SKIP LOCKED on each shard in turn until it has `limit`
+/// jobs or has visited every shard, and marks what it locked as running.
 async fn claim_with(
     conn: &mut MySqlConnection,
+    shards: &ShardCounts,
     p: &JobClaimParams,
     limit: u32,
-    claim: fn(&str, i64, Option<&str>, i64) -> Stmt<MySql>,
+    claim: fn(&str, i32, i64, Option<&str>, i64) -> Stmt<MySql>,
 ) -> Result<Vec<ClaimedJob>> {
     let token = shared::new_token();
     let expires = p.now + p.lease.as_micros() as i64;
     let kinds = shared::kinds_json(&p.kinds);
-    let rows = claim(p.queue.as_str(), p.now, kinds.as_deref(), limit as i64)
-        .query()
-        .fetch_all(&mut *conn)
-        .await
-        .db()?;
-    let jobs = rows
-        .iter()
-        .map(|r| Ok(claimed_from_row!(r, 0, p, token, expires)))
-        .collect::<Result<Vec<_>>>()?;
+    let queue = p.queue.as_str();
+    let mut jobs = Vec::new();
+    let mut walk = ShardWalk::new(conn, shards, queue).await?;
+    while jobs.len() < limit as usize {
+        let Some(shard) = walk.next(conn, queue).await? else {
+            break;
+        };
+        let left = (limit as usize - jobs.len()) as i64;
+        let rows = claim(queue, shard, p.now, kinds.as_deref(), left)
+            .query()
+            .fetch_all(&mut *conn)
+            .await
+            .db()?;
+        for r in &rows {
+            jobs.push(claimed_from_row!(r, 0, p, token, expires));
+        }
+    }
     if jobs.is_empty() {
         return Ok(jobs);
+    }
+    if walk.several() {
+        crate::rows::sort_claimed(&mut jobs, p.order);
     }
     let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
     cat::job_claim_update(token, &p.owner, expires, p.now, &ids)
@@ -572,6 +723,26 @@ struct Inserter<'c> {
     conn: &'c mut MySqlConnection,
     now: i64,
     id_step: Option<i64>,
+    /// The backend's counts, or `None` to read each queue's afresh (a caller's transaction).
+    shards: Option<&'c ShardCounts>,
+}
+
+impl Inserter<'_> {
+    /// The `shards` of each queue of `rows`.
+    async fn shard_counts<'r>(&mut self, rows: &'r [NewJob]) -> Result<HashMap<&'r str, u16>> {
+        let mut counts = HashMap::new();
+        for j in rows {
+            let queue = j.queue.as_str();
+            if !counts.contains_key(queue) {
+                let n = match self.shards {
+                    Some(cache) => cache.get(self.conn, queue).await?,
+                    None => read_shards(self.conn, queue).await?,
+                };
+                counts.insert(queue, n);
+            }
+        }
+        Ok(counts)
+    }
 }
 
 /// A job's queue, kind, payload, priority, run_at, max_attempts and trace context, in that
@@ -601,6 +772,8 @@ fn job_values(j: &NewJob, now: i64) -> JobValues<'_> {
 
 impl batch::InsertOps for Inserter<'_> {
     async fn insert(&mut self, rows: &[NewJob]) -> Result<Vec<Option<i64>>> {
+        let counts = self.shard_counts(rows).await?;
+        let shard = |j: &NewJob| random_shard(counts[j.queue.as_str()]);
         let conn = &mut *self.conn;
         let now = self.now;
         let mut out = Vec::with_capacity(rows.len());
@@ -626,6 +799,7 @@ impl batch::InsertOps for Inserter<'_> {
                             max_attempts,
                             trace,
                             now,
+                            shard(j),
                         )
                     })
                     .collect();
@@ -656,6 +830,7 @@ impl batch::InsertOps for Inserter<'_> {
                         key,
                         now,
                         marker,
+                        shard(j),
                     )
                 })
                 .collect();
@@ -693,6 +868,28 @@ impl batch::InsertOps for Inserter<'_> {
 }
 
 impl Dialect for MySqlBackend {
+    /// Per queue with settings, one statement (no LATERAL in MariaDB): a probe of the claim
+    /// index above the queue's count. Also forgets the cached counts, so that a change of
+    /// settings reaches this process's next insert and claim at once.
+    async fn job_reshard(&self) -> Result<u64> {
+        self.shards.clear();
+        let queues: Vec<(String, i32)> = cat::queue_shard_counts()
+            .as_()
+            .fetch_all(&self.pool)
+            .await
+            .db()?;
+        let mut moved = 0;
+        for (queue, shards) in queues {
+            let res = cat::job_reshard(shards.max(1), &queue, crate::engine::RESHARD_JOBS)
+                .query()
+                .execute(&self.pool)
+                .await
+                .db()?;
+            moved += res.rows_affected();
+        }
+        Ok(moved)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             skip_locked: true,
@@ -733,6 +930,7 @@ impl Dialect for MySqlBackend {
                     conn: &mut conn,
                     now: params.now,
                     id_step: self.id_step,
+                    shards: Some(&self.shards),
                 };
                 batch::insert_all(&mut ins, &dedup.rows).await
             })
@@ -745,6 +943,7 @@ impl Dialect for MySqlBackend {
                 conn: &mut tx,
                 now: params.now,
                 id_step: self.id_step,
+                shards: Some(&self.shards),
             };
             let per_row = batch::insert_all(&mut ins, &dedup.rows).await?;
             if batch::any_grouped(&dedup.rows) {
@@ -770,7 +969,7 @@ impl Dialect for MySqlBackend {
             ));
         }
         let mut tx = self.pool.begin().await.db()?;
-        let mut jobs = claim_on(&mut tx, p, 1).await?;
+        let mut jobs = claim_on(&mut tx, &self.shards, p, 1).await?;
         match jobs.pop() {
             Some(job) => Ok(Some(Box::new(SqlTxClaim { tx, job }))),
             None => {
@@ -811,7 +1010,7 @@ impl Dialect for MySqlBackend {
             let limit = p.claim.limit.saturating_sub(claimed.len() as u32);
             if limit > 0 {
                 let handed = claimed.len();
-                claimed.extend(claim_on(&mut tx, &p.claim, limit).await?);
+                claimed.extend(claim_on(&mut tx, &self.shards, &p.claim, limit).await?);
                 if handed > 0 {
                     crate::rows::sort_claimed(&mut claimed, p.claim.order);
                 }
@@ -930,6 +1129,7 @@ impl Dialect for MySqlBackend {
                 conn: &mut tx,
                 now: p.now,
                 id_step: self.id_step,
+                shards: Some(&self.shards),
             };
             let per_row = batch::insert_all(&mut ins, &dedup.rows).await?;
             tx.commit().await.db()?;
@@ -1037,6 +1237,7 @@ impl crate::tx::JobConnection for MySqlConnection {
             conn: self,
             now,
             id_step: None,
+            shards: None,
         };
         let per_row = batch::insert_all(&mut ins, &dedup.rows).await?;
         if batch::any_grouped(&dedup.rows) {

@@ -1703,6 +1703,52 @@ async fn lowering_a_queues_shards_strands_no_job(db: Db) {
     assert_eq!(got, want);
 }
 
+/// A queue's shards raised by another process after this one last read the count (it claimed
+/// from the queue's one head before): this process's next claims still take every job, wherever
+/// the other process put it, before they come back short.
+async fn shards_raised_elsewhere_are_claimed_at_once(db: Db) {
+    let now = db.now;
+    let qn = "raised";
+    let strategy = db.strategies()[0];
+    db.b.queue_upsert(&QueueSettings::defaults(q(qn)), now)
+        .await
+        .unwrap();
+    ids(&db, vec![job(qn, "{}")], now).await;
+    assert_eq!(
+        db.b.job_claim(&claim(qn, 10, now, strategy))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let other = db.connect_again().await;
+    let settings = QueueSettings {
+        shards: 8,
+        ..QueueSettings::defaults(q(qn))
+    };
+    other.queue_upsert(&settings, now).await.unwrap();
+    let batch: Vec<NewJob> = (0..200).map(|_| job(qn, "{}")).collect();
+    let want: HashSet<i64> = (other.job_insert(JobInsertParams { jobs: batch, now }).await)
+        .unwrap()
+        .iter()
+        .map(|o| o.id)
+        .collect();
+    other.close().await;
+    if let Some(counts) = db.shard_counts(qn).await {
+        assert!(counts.len() > 1, "spread over the shards: {counts:?}");
+    }
+    let mut got = HashSet::new();
+    loop {
+        let claimed = db.b.job_claim(&claim(qn, 30, now, strategy)).await.unwrap();
+        let short = claimed.len() < 30;
+        got.extend(claimed.iter().map(|c| c.id));
+        if short {
+            break;
+        }
+    }
+    assert_eq!(got, want, "every job before the first short claim");
+}
+
 /// Claimers of four processes (each its own connection pool, as `connect_again` opens it; on
 /// Galera each on another node, where row locks do not reach and two nodes' claims of one job
 /// meet only at commit): no job reaches two of them, none is lost, and every claimed job's
@@ -2363,6 +2409,7 @@ harness::conformance!(
     concurrent_claimers_never_share_a_job,
     sharded_claims_take_every_job_once,
     lowering_a_queues_shards_strands_no_job,
+    shards_raised_elsewhere_are_claimed_at_once,
     claimers_of_several_processes_never_share_a_job,
     concurrent_complete_claim_loops,
     transaction_claim_mode,

@@ -121,11 +121,12 @@ impl Baseline {
             }
             Pool::MySql(p) => {
                 sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "INSERT INTO {t} (queue, payload) VALUES (?, ?)",
+                    "INSERT INTO {t} (queue, payload, shard) VALUES (?, ?, ?)",
                     t = self.table
                 )))
                 .bind(queue)
                 .bind(payload)
+                .bind(self.random_shard())
                 .execute(p)
                 .await?;
             }
@@ -160,11 +161,13 @@ impl Baseline {
             }
             Pool::MySql(p) => {
                 let mut qb = sqlx::QueryBuilder::<sqlx::MySql>::new(format!(
-                    "INSERT INTO {} (queue, payload) ",
+                    "INSERT INTO {} (queue, payload, shard) ",
                     self.table
                 ));
                 qb.push_values(payloads, |mut b, pl| {
-                    b.push_bind(queue).push_bind(pl);
+                    b.push_bind(queue)
+                        .push_bind(pl)
+                        .push_bind(self.random_shard());
                 });
                 qb.build().execute(p).await?;
             }
@@ -301,7 +304,7 @@ impl Baseline {
         }
     }
 
-    /// A shard at random (PostgreSQL's rows and claims).
+    /// A shard at random (PostgreSQL's and MySQL's rows and claims).
     fn random_shard(&self) -> i32 {
         rand::random_range(0..self.shards)
     }
@@ -386,16 +389,26 @@ impl Baseline {
         token: i64,
     ) -> Res<Vec<BareJob>> {
         let t = &self.table;
-        let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT id, kind, CAST(payload AS CHAR) FROM {t} FORCE INDEX (backlog_job_claim) \
-             WHERE queue = ? AND state = 'available' AND run_at <= ? \
-             ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED"
-        )))
-        .bind(queue)
-        .bind(now)
-        .bind(limit)
-        .fetch_all(&mut *tx)
-        .await?;
+        // backlog's own claim: each shard's head in turn from a random one, one statement each.
+        let mut jobs: Vec<BareJob> = vec![];
+        let first = self.random_shard();
+        for k in 0..self.shards {
+            let got: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "SELECT id, kind, CAST(payload AS CHAR) FROM {t} FORCE INDEX (backlog_job_claim) \
+                 WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ? \
+                 ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED"
+            )))
+            .bind(queue)
+            .bind((first + k) % self.shards)
+            .bind(now)
+            .bind(limit - jobs.len() as i64)
+            .fetch_all(&mut *tx)
+            .await?;
+            jobs.extend(got);
+            if jobs.len() as i64 >= limit {
+                break;
+            }
+        }
         if !jobs.is_empty() {
             // Every value is an integer, written into the text: the statement goes over the
             // text protocol, one round trip, with no prepared statement to cache.

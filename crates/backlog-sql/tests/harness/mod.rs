@@ -289,21 +289,41 @@ impl Db {
     }
 
     /// How many available jobs of `queue` lie on each shard, where claims are sharded
-    /// (PostgreSQL); `None` where claims keep one head whatever the queue's `shards`.
+    /// (PostgreSQL, MySQL); `None` where claims keep one head whatever the queue's `shards`.
     #[allow(dead_code)] // used by one of the suites that share this harness
     pub async fn shard_counts(&self, queue: &str) -> Option<std::collections::BTreeMap<i16, i64>> {
-        if self.engine != Engine::Postgres {
-            return None;
-        }
-        let mut c = sqlx::PgConnection::connect(&self.url).await.unwrap();
-        let rows: Vec<(i16, i64)> = sqlx::query_as(
-            "SELECT shard, count(*) FROM backlog_job WHERE queue = $1 AND state = 'available' \
-             GROUP BY shard",
-        )
-        .bind(queue)
-        .fetch_all(&mut c)
-        .await
-        .unwrap();
+        let sql = "SELECT shard, count(*) FROM backlog_job WHERE queue = {q} AND state = 'available' \
+                   GROUP BY shard";
+        let rows: Vec<(i16, i64)> = match self.engine {
+            Engine::Postgres => {
+                let mut c = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                sqlx::query_as(sqlx::AssertSqlSafe(sql.replace("{q}", "$1")))
+                    .bind(queue)
+                    .fetch_all(&mut c)
+                    .await
+                    .unwrap()
+            }
+            Engine::MySql => {
+                let url = match self.next_node {
+                    Some(_) => galera_nodes(&self.name, 0).remove(0),
+                    None => self.url.clone(),
+                };
+                let mut c = sqlx::MySqlConnection::connect(&url).await.unwrap();
+                if self.next_node.is_some() {
+                    // What other nodes committed, applied here before the read.
+                    sqlx::raw_sql("SET SESSION wsrep_sync_wait = 1")
+                        .execute(&mut c)
+                        .await
+                        .unwrap();
+                }
+                sqlx::query_as(sqlx::AssertSqlSafe(sql.replace("{q}", "?")))
+                    .bind(queue)
+                    .fetch_all(&mut c)
+                    .await
+                    .unwrap()
+            }
+            Engine::Sqlite | Engine::Memory => return None,
+        };
         Some(rows.into_iter().collect())
     }
 
