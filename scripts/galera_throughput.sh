@@ -2,13 +2,15 @@
 # Throughput on the 3-node Galera cluster of scripts/galera.sh: every worker process on one node,
 # against the same processes spread over the three nodes (each given the node list from another
 # node on), with the certification conflicts each run cost. For docs/scaling.md §4.
-#   scripts/galera_throughput.sh [JOBS] [PROCESSES] [RUNS]   (defaults 20000, 3,6 and 2)
+#   scripts/galera_throughput.sh [JOBS] [PROCESSES] [RUNS] [SHARDS]   (defaults 20000, 3,6, 2, 1)
+# SHARDS: the queue's claim point spread over that many shards (`bench --shards`).
 # Uses the release binary (built if missing); the cluster is started if it is not running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS="${1:-20000}"
 PROCESSES="${2:-3,6}"
 RUNS="${3:-2}"
+SHARDS="${4:-1}"
 BIN=target/release/backlog
 [ -x "$BIN" ] || cargo build --release -p backlog-cli
 scripts/galera.sh ensure >&2
@@ -39,7 +41,7 @@ for run in $(seq 1 "$RUNS"); do
         for p in "${counts[@]}"; do
             before=$(conflicts)
             rate=$("$BIN" --database-url "$url" bench --processes "$p" --jobs "$JOBS" \
-                --process-connections 2 --json 2>/dev/null |
+                --process-connections 2 --shards "$SHARDS" --json 2>/dev/null |
                 python3 -c 'import json,sys; print(round(json.load(sys.stdin)["runs"][0]["jobs_per_s"]))')
             after=$(conflicts)
             c=$((after - before))
