@@ -25,6 +25,8 @@ pub struct GrowParams {
     pub run_secs: f64,
     pub run_rate: u64,
     pub keep_completed_ms: u64,
+    /// Shards of the grown queue and of the steady run's (`--shards`).
+    pub shards: u16,
 }
 
 /// One queue depth.
@@ -76,6 +78,7 @@ pub async fn run(
     let queue = q("grow");
     let mut s = QueueSettings::defaults(QueueName::new(queue.clone())?);
     s.retention = Retention::Delete;
+    s.shards = p.shards;
     client.queue_configure(&s).await?;
     let mut queued = 0u64;
     let mut levels = vec![];
@@ -182,6 +185,7 @@ async fn long_run(
 ) -> anyhow::Result<LongRun> {
     let mut s = QueueSettings::defaults(QueueName::new(queue)?);
     s.retention = Retention::Keep;
+    s.shards = p.shards;
     client.queue_configure(&s).await?;
     let before = base.sizes().await?;
     phase(bar, "steady run, completed jobs pruned", 0);

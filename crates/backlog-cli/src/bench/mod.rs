@@ -324,6 +324,7 @@ fn grow_params(p: &Params, a: &BenchArgs) -> grow::GrowParams {
             .as_secs_f64(),
         run_rate: a.grow_rate,
         keep_completed_ms: if q { 500 } else { 5_000 },
+        shards: p.shards,
     }
 }
 
