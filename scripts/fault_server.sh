@@ -91,13 +91,27 @@ my_ok() { mariadb -h 127.0.0.1 -P "$MY_PORT" -u root test -e 'select 1' >/dev/nu
 my_pid() { cat "$MY_RUN/mysqld.pid" 2>/dev/null; }
 my_running() { local pid; pid=$(my_pid) && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
 
-start_mysql() {
+try_start_mysql() {
     as_root mkdir -p "$MY_RUN"
     as_root chown mysql:mysql "$MY_RUN"
     # Detached, every descriptor closed to the caller (a test reading this script's output would
     # otherwise wait on the server's end of the pipe).
     as_root setsid /usr/sbin/mariadbd "${MY_ARGS[@]}" </dev/null >/dev/null 2>&1 &
-    wait_for 60 my_ok_or_socket || die "MariaDB (fault) did not start; see $MY_DATADIR/error.log"
+    wait_for 60 my_ok_or_socket
+}
+
+start_mysql() {
+    try_start_mysql || die "MariaDB (fault) did not start; see $MY_DATADIR/error.log"
+}
+
+# The datadir, made anew.
+create_mysql_datadir() {
+    log "creating MariaDB datadir $MY_DATADIR"
+    as_root mkdir -p "$MY_DATADIR"
+    as_root chown mysql:mysql "$MY_DATADIR"
+    as_root mariadb-install-db --no-defaults --user=mysql --datadir="$MY_DATADIR" \
+        --skip-test-db --auth-root-authentication-method=socket >/dev/null \
+        || die "mariadb-install-db failed"
 }
 
 # Up enough to finish setup: TCP as root, or the socket before the TCP user exists.
@@ -107,15 +121,18 @@ my_ok_or_socket() {
 
 ensure_mysql() {
     [ -x /usr/sbin/mariadbd ] || die "MariaDB is not installed (scripts/services.sh installs it)"
-    if [ ! -d "$MY_DATADIR/mysql" ]; then
-        log "creating MariaDB datadir $MY_DATADIR"
-        as_root mkdir -p "$MY_DATADIR"
-        as_root chown mysql:mysql "$MY_DATADIR"
-        as_root mariadb-install-db --no-defaults --user=mysql --datadir="$MY_DATADIR" \
-            --skip-test-db --auth-root-authentication-method=socket >/dev/null \
-            || die "mariadb-install-db failed"
+    [ -d "$MY_DATADIR/mysql" ] || create_mysql_datadir
+    if ! my_running && ! try_start_mysql; then
+        # This instance holds nothing but what fault tests make and drop. A datadir its crash
+        # recovery refuses (InnoDB has reported "Not applying INSERT_HEAP_DYNAMIC due to
+        # corruption" after a SIGKILL here) would fail every later run: keep its log, start anew.
+        stop_mysql KILL
+        log "MariaDB (fault) did not start; its datadir is made anew (its log kept in /var/lib/backlog-mariadb-fault.error.log.failed)"
+        as_root cp "$MY_DATADIR/error.log" "/var/lib/backlog-mariadb-fault.error.log.failed" || true
+        as_root rm -rf "$MY_DATADIR"
+        create_mysql_datadir
+        start_mysql
     fi
-    my_running || start_mysql
     if ! my_ok; then
         # The new instance lets root in through its socket only: allow TCP from loopback without
         # a password, as the tests expect.
