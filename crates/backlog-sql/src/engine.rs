@@ -129,6 +129,9 @@ pub(crate) trait Dialect: Send + Sync + 'static {
     fn job_reshard(&self) -> impl Future<Output = Result<u64>> + Send {
         async { Ok(0) }
     }
+
+    /// A queue's settings were stored through this backend: forget what was cached of them.
+    fn settings_changed(&self) {}
 }
 
 /// The [`Dialect`] methods `leader_elect`, `job_rescue`, `queue_redrive` and `audit_add` of an
@@ -697,6 +700,7 @@ macro_rules! sql_backend {
                     $crate::pooler::on_pool!(self, stmt.query(), execute).db()
                 })
                 .await?;
+                $crate::engine::Dialect::settings_changed(self);
                 // Jobs on shards a lowered count no longer has: where claims look, at once.
                 $crate::engine::Dialect::job_reshard(self).await?;
                 Ok(())

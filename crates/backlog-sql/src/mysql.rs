@@ -77,7 +77,7 @@ impl ShardCounts {
         Ok(n)
     }
 
-    /// Forgets every count (a queue's settings changed).
+    /// Forgets every count (a queue's settings changed through this backend).
     fn clear(&self) {
         self.0.lock().expect("lock").clear();
     }
@@ -869,10 +869,8 @@ impl batch::InsertOps for Inserter<'_> {
 
 impl Dialect for MySqlBackend {
     /// Per queue with settings, one statement (no LATERAL in MariaDB): a probe of the claim
-    /// index above the queue's count. Also forgets the cached counts, so that a change of
-    /// settings reaches this process's next insert and claim at once.
+    /// index above the queue's count.
     async fn job_reshard(&self) -> Result<u64> {
-        self.shards.clear();
         let queues: Vec<(String, i32)> = cat::queue_shard_counts()
             .as_()
             .fetch_all(&self.pool)
@@ -888,6 +886,12 @@ impl Dialect for MySqlBackend {
             moved += res.rows_affected();
         }
         Ok(moved)
+    }
+
+    /// A change of settings reaches this process's next insert and claim at once; other
+    /// processes read the new count within `SHARDS_FRESH`.
+    fn settings_changed(&self) {
+        self.shards.clear();
     }
 
     fn capabilities(&self) -> Capabilities {
