@@ -12,6 +12,9 @@
 //!   one group per element of `NAME: &[(TYPE, …)]`.
 //! - `-- @bind NAME, NAME, …` (positional dialects only) gives the order of the placeholders
 //!   when a parameter is bound more than once.
+//! - `-- @external` marks a statement of the SQL contract that other clients run (the Python
+//!   client in `examples/python`) and this library does not: generated all the same, and
+//!   allowed to go unused.
 //! - `-- @unprepared` marks a statement that must be sent as text (`sqlx::raw_sql`), such as DDL
 //!   or VACUUM: only its text is generated, as a constant.
 //!
@@ -144,6 +147,7 @@ fn generate(
     let mut params: Vec<Param> = Vec::new();
     let mut bind: Option<Vec<String>> = None;
     let mut unprepared = false;
+    let mut external = false;
     let mut doc = Vec::new();
     for line in text.lines() {
         let Some(c) = line.trim_start().strip_prefix("--") else {
@@ -185,6 +189,8 @@ fn generate(
             });
         } else if c == "@unprepared" {
             unprepared = true;
+        } else if c == "@external" {
+            external = true;
         } else if let Some(rest) = c.strip_prefix("@bind ") {
             bind = Some(rest.split(',').map(|s| s.trim().to_owned()).collect());
         } else if c.starts_with('@') {
@@ -294,9 +300,10 @@ fn generate(
         .unwrap();
         return Ok((f, catalog_entry(name, &file, &params, &order)));
     }
+    let unused = if external { "    dead_code,\n" } else { "" };
     writeln!(
         f,
-        "#[allow(\n    clippy::too_many_arguments,\n    clippy::type_complexity,\n    clippy::needless_borrows_for_generic_args\n)]\n\
+        "#[allow(\n{unused}    clippy::too_many_arguments,\n    clippy::type_complexity,\n    clippy::needless_borrows_for_generic_args\n)]\n\
          pub(crate) fn {name}({}) -> crate::catalog::Stmt<{db}> {{",
         args.join(", ")
     )
@@ -344,7 +351,12 @@ fn generate(
     writeln!(
         f,
         "/// The text of [`{name}`], for a statement that must go unprepared.\n\
-         pub(crate) const {upper}: &str = include_str!({file:?});\n"
+         {}pub(crate) const {upper}: &str = include_str!({file:?});\n",
+        if external {
+            "#[allow(dead_code)]\n"
+        } else {
+            ""
+        }
     )
     .unwrap();
 

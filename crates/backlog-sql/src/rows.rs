@@ -19,6 +19,51 @@ pub(crate) fn trace_context(text: Option<String>) -> Option<backlog_core::TraceC
         .and_then(backlog_core::TraceContext::from_json)
 }
 
+/// One job of `job_claimed_json.sql`'s array (SQLite): the columns of a claim's row, in the
+/// order `claimed_from_row!` reads them.
+type ClaimedJson = (
+    i64,
+    Option<String>,
+    String,
+    i16,
+    i32,
+    Option<i32>,
+    i64,
+    i64,
+    Option<String>,
+    Option<String>,
+);
+
+/// The jobs of one claim from `job_claimed_json.sql`'s JSON array; the queue, token and lease
+/// expiry are the claim's own, as in `claimed_from_row!`.
+pub(crate) fn claimed_from_json(
+    text: &str,
+    queue: &str,
+    token: i64,
+    expires: i64,
+) -> Result<Vec<backlog_core::ClaimedJob>, Error> {
+    let rows: Vec<ClaimedJson> = serde_json::from_str(text)
+        .map_err(|e| crate::dberror::db(sqlx::Error::Decode(Box::new(e))))?;
+    Ok(rows
+        .into_iter()
+        .map(|r| backlog_core::ClaimedJob {
+            id: r.0,
+            queue: queue.to_owned(),
+            kind: r.1,
+            payload: r.2,
+            priority: r.3,
+            attempt: r.4,
+            max_attempts: r.5,
+            lease_token: token,
+            lease_expires_at: expires,
+            run_at: r.6,
+            created_at: r.7,
+            trace_context: trace_context(r.8),
+            group: r.9,
+        })
+        .collect())
+}
+
 /// The columns every query that returns whole jobs selects, in this order.
 macro_rules! job_from_row {
     ($row:expr) => {{

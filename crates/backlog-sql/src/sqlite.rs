@@ -6,10 +6,10 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use backlog_core::{
-    BackendTx, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
-    EnqueueOutcome, Error, GroupPromoteParams, JobClaimParams, JobCompleteClaimParams,
-    JobCompleteParams, JobCountPendingParams, JobHeartbeatParams, JobInsertParams, JobPruneParams,
-    JobRef, MigrateReport, NewJob, Ordering, Result, Retention, TxClaim,
+    BackendTx, Capabilities, ClaimedJob, CompleteClaimed, CronFireParams, EnqueueOutcome, Error,
+    GroupPromoteParams, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
+    JobCountPendingParams, JobHeartbeatParams, JobInsertParams, JobPruneParams, JobRef,
+    MigrateReport, NewJob, Ordering, Result, Retention, TxClaim,
 };
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, Row, Sqlite, SqliteConnection, SqlitePool};
@@ -382,46 +382,46 @@ impl SqliteBackend {
                 return Ok(vec![]);
             }
         }
-        let claim = match (p.strategy, p.order) {
-            _ if p.global_limit => match p.order {
+        let (queue, kinds) = (p.queue.as_str(), shared::kinds_json(&p.kinds));
+        let mut jobs = if p.global_limit {
+            let claim = match p.order {
                 Ordering::Fifo => cat::job_claim_limited_fifo,
                 Ordering::Lifo => cat::job_claim_limited_lifo,
-            },
-            (ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked, Ordering::Fifo) => {
-                cat::job_claim_fifo
-            }
-            (ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked, Ordering::Lifo) => {
-                cat::job_claim_lifo
-            }
-            (ClaimStrategy::ClaimToken, Ordering::Fifo) => cat::job_claim_token_fifo,
-            (ClaimStrategy::ClaimToken, Ordering::Lifo) => cat::job_claim_token_lifo,
-        };
-        let query = claim(
-            token,
-            &p.owner,
-            expires,
-            p.now,
-            p.queue.as_str(),
-            shared::kinds_json(&p.kinds),
-            limit,
-        )
-        .query();
-        let rows = if p.strategy == ClaimStrategy::ClaimToken && !p.global_limit {
-            query.execute(&mut *conn).await.db()?;
-            cat::job_select_token(expires, token)
+            };
+            let rows = claim(token, &p.owner, expires, p.now, queue, kinds, limit)
                 .query()
                 .fetch_all(&mut *conn)
                 .await
-                .db()?
+                .db()?;
+            rows.iter()
+                .map(|r| Ok(claimed_from_row!(r, 0, p, token, expires)))
+                .collect::<Result<Vec<_>>>()?
         } else {
-            query.fetch_all(&mut *conn).await.db()?
+            // Every strategy the same way here: the rows marked with the claim's token, then
+            // read back as one row (`job_claimed_json.sql` says why), in the caller's
+            // transaction. The one writer means no other claim can take them meanwhile.
+            let claim = match p.order {
+                Ordering::Fifo => cat::job_claim_token_fifo,
+                Ordering::Lifo => cat::job_claim_token_lifo,
+            };
+            let marked = claim(token, &p.owner, expires, p.now, queue, kinds, limit)
+                .query()
+                .execute(&mut *conn)
+                .await
+                .db()?
+                .rows_affected();
+            if marked == 0 {
+                return Ok(vec![]);
+            }
+            let text: String = cat::job_claimed_json(expires, token)
+                .scalar()
+                .fetch_one(&mut *conn)
+                .await
+                .db()?;
+            crate::rows::claimed_from_json(&text, queue, token, expires)?
         };
-        let mut jobs = rows
-            .iter()
-            .map(|r| Ok(claimed_from_row!(r, 0, p, token, expires)))
-            .collect::<Result<Vec<_>>>()?;
         if let Some(l) = limits {
-            crate::engine::store_bucket!(cat, conn, p, l, rows.len());
+            crate::engine::store_bucket!(cat, conn, p, l, jobs.len());
             let groups = jobs.iter().filter_map(|j| j.group.clone()).collect();
             crate::engine::store_group_starts!(cat, conn, p, l, groups, |g| &shared::json_list(&g));
         }
@@ -475,6 +475,46 @@ impl SqliteBackend {
         };
         let n = stmt.query().execute(conn).await.db()?;
         Ok((n.rows_affected() == p.jobs.len() as u64).then(|| p.jobs.clone()))
+    }
+
+    /// Completes (deletes) `p`'s finished jobs and claims the next in one command, in the
+    /// caller's write transaction: `None` when some had lost their lease, and the caller then
+    /// rolls back.
+    async fn complete_claim_on(
+        conn: &mut SqliteConnection,
+        p: &JobCompleteClaimParams,
+    ) -> Result<Option<CompleteClaimed>> {
+        let c = &p.claim;
+        let (token, expires) = (shared::new_token(), c.now + c.lease.as_micros() as i64);
+        let (queue, kinds, limit) = (c.queue.as_str(), shared::kinds_json(&c.kinds), c.limit);
+        let (now, owner, limit) = (c.now, c.owner.as_str(), i64::from(limit));
+        let args = CompletionArgs::of(&p.complete.jobs);
+        let jobs = args.jobs.as_str();
+        let stmt = match (&args.tokens, c.order) {
+            (Tokens::One(t), Ordering::Fifo) => cat::job_complete_claim_one_fifo(
+                token, owner, expires, now, queue, kinds, limit, jobs, *t,
+            ),
+            (Tokens::One(t), Ordering::Lifo) => cat::job_complete_claim_one_lifo(
+                token, owner, expires, now, queue, kinds, limit, jobs, *t,
+            ),
+            (Tokens::Each(_), Ordering::Fifo) => {
+                cat::job_complete_claim_fifo(token, owner, expires, now, queue, kinds, limit, jobs)
+            }
+            (Tokens::Each(_), Ordering::Lifo) => {
+                cat::job_complete_claim_lifo(token, owner, expires, now, queue, kinds, limit, jobs)
+            }
+        };
+        let (deleted, text): (i64, String) = stmt.as_().fetch_one(&mut *conn).await.db()?;
+        if deleted != p.complete.jobs.len() as i64 {
+            return Ok(None);
+        }
+        let mut claimed = crate::rows::claimed_from_json(&text, queue, token, expires)?;
+        crate::rows::sort_claimed(&mut claimed, c.order);
+        Ok(Some(CompleteClaimed {
+            completed: p.complete.jobs.clone(),
+            claimed: Ok(claimed),
+            promoted: 0,
+        }))
     }
 
     /// `job_handoff.sql` for a worker's finished jobs, in the caller's write transaction: the
@@ -568,13 +608,12 @@ impl Dialect for SqliteBackend {
 
     async fn job_claim(&self, p: &JobClaimParams) -> Result<Vec<ClaimedJob>> {
         let mut conn = self.pool.acquire().await.db()?;
-        if p.strategy == ClaimStrategy::ClaimToken || p.global_limit {
-            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
-            let jobs = self.claim_on(&mut tx, p).await?;
-            tx.commit().await.db()?;
-            return Ok(jobs);
-        }
-        self.claim_on(&mut conn, p).await
+        // A claim is two statements (rows marked, then read back): one transaction, so that
+        // a claim either hands its jobs over or leaves them available.
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+        let jobs = self.claim_on(&mut tx, p).await?;
+        tx.commit().await.db()?;
+        Ok(jobs)
     }
 
     async fn job_complete_claim(&self, p: JobCompleteClaimParams) -> Result<CompleteClaimed> {
@@ -584,6 +623,17 @@ impl Dialect for SqliteBackend {
         let mut conn = self.pool.acquire().await.db()?;
         // One transaction: its commit, one fsync, records the completions and the claim.
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+        if p.groups.is_empty() && p.complete.retention == Retention::Delete && !p.claim.global_limit
+        {
+            // The common case in one command (`job_complete_claim_fifo.sql` says why); when a
+            // lease was lost, undone and done again below, where the lost ones are told apart.
+            if let Some(done) = Self::complete_claim_on(&mut tx, &p).await? {
+                tx.commit().await.db()?;
+                return Ok(done);
+            }
+            tx.rollback().await.db()?;
+            tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+        }
         // Each finished job's turn in its ordered group straight to the group's next job,
         // before the completion (which may delete the rows that name the groups).
         let mut handed = match p.groups.is_empty() {

@@ -301,14 +301,48 @@ async fn fifo_lifo_and_priority(db: Db) {
         .await;
         let mut p = claim(&lq, 3, now, strategy);
         p.order = Ordering::Lifo;
-        let got: Vec<i64> =
-            db.b.job_claim(&p)
-                .await
-                .unwrap()
-                .iter()
-                .map(|c| c.id)
-                .collect();
+        let first = db.b.job_claim(&p).await.unwrap();
+        let got: Vec<i64> = first.iter().map(|c| c.id).collect();
         assert_eq!(got, vec![id[2], id[1], id[0]], "lifo ({strategy:?})");
+        // The same order when the claim comes with a completion of the jobs before it.
+        let later = ids(
+            &db,
+            (0..3)
+                .map(|i| {
+                    let mut j = job(&lq, "{}");
+                    j.run_at = Some(now - 5 * SEC + i);
+                    j
+                })
+                .collect(),
+            now,
+        )
+        .await;
+        let refs: Vec<JobRef> = first.iter().map(|c| c.job_ref()).collect();
+        p.limit = 2;
+        let r =
+            db.b.job_complete_claim(JobCompleteClaimParams {
+                complete: JobCompleteParams {
+                    jobs: refs,
+                    now,
+                    retention: Retention::Delete,
+                },
+                claim: p,
+                expect_jobs: true,
+                groups: vec![],
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            r.completed.len(),
+            3,
+            "lifo complete and claim ({strategy:?})"
+        );
+        let next: Vec<i64> = r.claimed.unwrap().iter().map(|c| c.id).collect();
+        assert_eq!(
+            next,
+            vec![later[2], later[1]],
+            "lifo complete and claim ({strategy:?})"
+        );
     }
 }
 

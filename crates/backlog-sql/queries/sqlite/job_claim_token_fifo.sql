@@ -1,4 +1,5 @@
--- Claim-token strategy (seeds S3, S5): mark rows with a fresh token; job_select_token reads them.
+-- Marks the rows of a claim with its fresh token; job_claimed_json reads them back. Every claim
+-- of this library on SQLite (claim-token strategy of seeds S3, S5 or not) takes this form.
 -- Claims up to `limit` due jobs of a queue, FIFO: by priority, then due time, then id. `kinds`: a
 -- JSON array, NULL for any kind.
 -- @param token: i64
