@@ -189,7 +189,11 @@ impl Baseline {
         let expires = now + LEASE_US;
         match &self.pool {
             Pool::Sqlite(p) => {
-                let jobs = self.sqlite_claim(p, queue, limit, now, token).await?;
+                let mut tx = p.begin_with("BEGIN IMMEDIATE").await?;
+                let jobs = self
+                    .sqlite_claim(&mut tx, queue, limit, now, token, None)
+                    .await?;
+                tx.commit().await?;
                 if !jobs.is_empty() {
                     self.sqlite_delete(p, &ids_of(&jobs), token).await?;
                 }
@@ -262,11 +266,9 @@ impl Baseline {
         match &self.pool {
             Pool::Sqlite(p) => {
                 let mut tx = p.begin_with("BEGIN IMMEDIATE").await?;
-                if !prev.is_empty() {
-                    self.sqlite_delete(&mut *tx, prev, prev_token).await?;
-                }
+                let done = (!prev.is_empty()).then_some((prev, prev_token));
                 let jobs = self
-                    .sqlite_claim(&mut *tx, queue, limit, now, token)
+                    .sqlite_claim(&mut tx, queue, limit, now, token, done)
                     .await?;
                 tx.commit().await?;
                 Ok(jobs)
@@ -334,30 +336,52 @@ impl Baseline {
         }
     }
 
-    /// SQLite: claims up to `limit` due jobs of `queue` in one `UPDATE … RETURNING`.
-    async fn sqlite_claim<'c>(
+    /// SQLite: claims up to `limit` due jobs of `queue`, in the caller's transaction, and
+    /// deletes `done` (ids claimed with one token) in the same command.
+    async fn sqlite_claim(
         &self,
-        ex: impl sqlx::Executor<'c, Database = sqlx::Sqlite>,
+        conn: &mut sqlx::SqliteConnection,
         queue: &str,
         limit: i64,
         now: i64,
         token: i64,
+        done: Option<(&[i64], i64)>,
     ) -> Res<Vec<BareJob>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        // One command (statements marking, deleting, reading back) and one row back: the
+        // driver runs the connection on a thread of its own, and each command and each row
+        // of a result is a hand-over between the threads (docs/explain.md, "SQLite: a claim
+        // read back in one row").
+        let expires = now + LEASE_US;
+        let t = &self.table;
+        let delete = match done {
+            Some(_) => format!(
+                "DELETE FROM {t} WHERE id IN (SELECT value FROM json_each(?6)) \
+                 AND lease_token = ?7; "
+            ),
+            None => String::new(),
+        };
+        let (ids, done_token) = done.unwrap_or((&[], 0));
+        let text: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
             "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
              lease_token = ?1, lease_expires_at = ?2, attempted_at = ?3 \
              WHERE id IN (SELECT id FROM {t} WHERE queue = ?4 AND state = 'available' \
-             AND run_at <= ?3 ORDER BY priority, run_at, id LIMIT +?5) \
-             RETURNING id, kind, payload",
-            t = self.table
+             AND run_at <= ?3 ORDER BY priority, run_at, id LIMIT +?5); {delete}\
+             SELECT json_group_array(json_array(id, kind, payload)) FROM {t} \
+             WHERE state = 'running' AND lease_expires_at = ?2 AND lease_token = ?1"
         )))
         .bind(token)
-        .bind(now + LEASE_US)
+        .bind(expires)
         .bind(now)
         .bind(queue)
         .bind(limit)
-        .fetch_all(ex)
-        .await
+        .bind(serde_json::to_string(ids).expect("ids"))
+        .bind(done_token)
+        .fetch_one(&mut *conn)
+        .await?;
+        let mut jobs: Vec<BareJob> =
+            serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+        jobs.sort_unstable_by_key(|j| j.0);
+        Ok(jobs)
     }
 
     /// SQLite: deletes the jobs `ids` claimed with `token`.
