@@ -397,23 +397,15 @@ impl SqliteBackend {
                 .map(|r| Ok(claimed_from_row!(r, 0, p, token, expires)))
                 .collect::<Result<Vec<_>>>()?
         } else {
-            // Every strategy the same way here: the rows marked with the claim's token, then
-            // read back as one row (`job_claimed_json.sql` says why), in the caller's
-            // transaction. The one writer means no other claim can take them meanwhile.
+            // Every strategy the same way here: one command of two statements, the rows
+            // marked with the claim's token and read back as one row (`job_claim_json_fifo.sql`
+            // says why), in the caller's transaction. The one writer means no other claim can
+            // take them meanwhile.
             let claim = match p.order {
-                Ordering::Fifo => cat::job_claim_token_fifo,
-                Ordering::Lifo => cat::job_claim_token_lifo,
+                Ordering::Fifo => cat::job_claim_json_fifo,
+                Ordering::Lifo => cat::job_claim_json_lifo,
             };
-            let marked = claim(token, &p.owner, expires, p.now, queue, kinds, limit)
-                .query()
-                .execute(&mut *conn)
-                .await
-                .db()?
-                .rows_affected();
-            if marked == 0 {
-                return Ok(vec![]);
-            }
-            let text: String = cat::job_claimed_json(expires, token)
+            let text: String = claim(token, &p.owner, expires, p.now, queue, kinds, limit)
                 .scalar()
                 .fetch_one(&mut *conn)
                 .await
@@ -477,38 +469,39 @@ impl SqliteBackend {
         Ok((n.rows_affected() == p.jobs.len() as u64).then(|| p.jobs.clone()))
     }
 
-    /// Completes (deletes) `p`'s finished jobs and claims the next in one command, in the
-    /// caller's write transaction: `None` when some had lost their lease, and the caller then
-    /// rolls back.
+    /// Completes (deletes) `p`'s finished jobs, which share the lease token `token` (`ids`:
+    /// their ids as JSON), and claims the next in one command, in the caller's write
+    /// transaction: `None` when some had lost their lease, and the caller then rolls back.
     async fn complete_claim_on(
         conn: &mut SqliteConnection,
         p: &JobCompleteClaimParams,
+        ids: &str,
+        token: i64,
     ) -> Result<Option<CompleteClaimed>> {
         let c = &p.claim;
-        let (token, expires) = (shared::new_token(), c.now + c.lease.as_micros() as i64);
+        let (claim_token, expires) = (shared::new_token(), c.now + c.lease.as_micros() as i64);
         let (queue, kinds, limit) = (c.queue.as_str(), shared::kinds_json(&c.kinds), c.limit);
-        let (now, owner, limit) = (c.now, c.owner.as_str(), i64::from(limit));
-        let args = CompletionArgs::of(&p.complete.jobs);
-        let jobs = args.jobs.as_str();
-        let stmt = match (&args.tokens, c.order) {
-            (Tokens::One(t), Ordering::Fifo) => cat::job_complete_claim_one_fifo(
-                token, owner, expires, now, queue, kinds, limit, jobs, *t,
-            ),
-            (Tokens::One(t), Ordering::Lifo) => cat::job_complete_claim_one_lifo(
-                token, owner, expires, now, queue, kinds, limit, jobs, *t,
-            ),
-            (Tokens::Each(_), Ordering::Fifo) => {
-                cat::job_complete_claim_fifo(token, owner, expires, now, queue, kinds, limit, jobs)
-            }
-            (Tokens::Each(_), Ordering::Lifo) => {
-                cat::job_complete_claim_lifo(token, owner, expires, now, queue, kinds, limit, jobs)
-            }
+        let stmt = match c.order {
+            Ordering::Fifo => cat::job_complete_claim_fifo,
+            Ordering::Lifo => cat::job_complete_claim_lifo,
         };
+        let (owner, limit) = (c.owner.as_str(), i64::from(limit));
+        let stmt = stmt(
+            claim_token,
+            owner,
+            expires,
+            c.now,
+            queue,
+            kinds,
+            limit,
+            ids,
+            token,
+        );
         let (deleted, text): (i64, String) = stmt.as_().fetch_one(&mut *conn).await.db()?;
         if deleted != p.complete.jobs.len() as i64 {
             return Ok(None);
         }
-        let mut claimed = crate::rows::claimed_from_json(&text, queue, token, expires)?;
+        let mut claimed = crate::rows::claimed_from_json(&text, queue, claim_token, expires)?;
         crate::rows::sort_claimed(&mut claimed, c.order);
         Ok(Some(CompleteClaimed {
             completed: p.complete.jobs.clone(),
@@ -623,11 +616,15 @@ impl Dialect for SqliteBackend {
         let mut conn = self.pool.acquire().await.db()?;
         // One transaction: its commit, one fsync, records the completions and the claim.
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
-        if p.groups.is_empty() && p.complete.retention == Retention::Delete && !p.claim.global_limit
+        let args = CompletionArgs::of(&p.complete.jobs);
+        if let Tokens::One(t) = args.tokens
+            && p.groups.is_empty()
+            && p.complete.retention == Retention::Delete
+            && !p.claim.global_limit
         {
             // The common case in one command (`job_complete_claim_fifo.sql` says why); when a
             // lease was lost, undone and done again below, where the lost ones are told apart.
-            if let Some(done) = Self::complete_claim_on(&mut tx, &p).await? {
+            if let Some(done) = Self::complete_claim_on(&mut tx, &p, &args.jobs, t).await? {
                 tx.commit().await.db()?;
                 return Ok(done);
             }

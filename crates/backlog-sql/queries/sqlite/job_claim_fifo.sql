@@ -2,8 +2,8 @@
 -- then id. `kinds`: a JSON array, NULL for any kind. One statement: SQLite has a single writer, so
 -- the picked rows cannot be taken by anyone else.
 -- The claim of the SQL contract, for clients in other languages (examples/python): their driver
--- reads a result's rows where it runs. This library marks the rows (job_claim_token_*) and reads
--- them back as one row (job_claimed_json), the same jobs in the same transaction.
+-- reads a result's rows where it runs. This library marks the rows and reads them back as one
+-- row (job_claim_json_fifo), the same jobs.
 -- @external
 -- @param token: i64
 -- @param owner: &str
