@@ -19,7 +19,7 @@ pub(crate) fn trace_context(text: Option<String>) -> Option<backlog_core::TraceC
         .and_then(backlog_core::TraceContext::from_json)
 }
 
-/// One job of `job_claimed_json.sql`'s array (SQLite): the columns of a claim's row, in the
+/// One job of `job_claim_json_fifo.sql`'s array (SQLite): the columns of a claim's row, in the
 /// order `claimed_from_row!` reads them.
 type ClaimedJson = (
     i64,
@@ -34,7 +34,7 @@ type ClaimedJson = (
     Option<String>,
 );
 
-/// The jobs of one claim from `job_claimed_json.sql`'s JSON array; the queue, token and lease
+/// The jobs of one claim from `job_claim_json_fifo.sql`'s JSON array; the queue, token and lease
 /// expiry are the claim's own, as in `claimed_from_row!`.
 pub(crate) fn claimed_from_json(
     text: &str,
