@@ -617,19 +617,21 @@ impl Dialect for SqliteBackend {
         // One transaction: its commit, one fsync, records the completions and the claim.
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
         let args = CompletionArgs::of(&p.complete.jobs);
+        let mut lease_lost = false;
         if let Tokens::One(t) = args.tokens
             && p.groups.is_empty()
             && p.complete.retention == Retention::Delete
             && !p.claim.global_limit
         {
             // The common case in one command (`job_complete_claim_fifo.sql` says why); when a
-            // lease was lost, undone and done again below, where the lost ones are told apart.
+            // lease was lost, undone and done again below, reading back which were completed.
             if let Some(done) = Self::complete_claim_on(&mut tx, &p, &args.jobs, t).await? {
                 tx.commit().await.db()?;
                 return Ok(done);
             }
             tx.rollback().await.db()?;
             tx = conn.begin_with("BEGIN IMMEDIATE").await.db()?;
+            lease_lost = true;
         }
         // Each finished job's turn in its ordered group straight to the group's next job,
         // before the completion (which may delete the rows that name the groups).
@@ -637,9 +639,10 @@ impl Dialect for SqliteBackend {
             true => vec![],
             false => Self::hand_off(&mut tx, &p).await?,
         };
-        let completed = match p.complete.retention {
-            Retention::Archive => Self::complete_on(&mut tx, &p.complete).await?,
-            Retention::Delete | Retention::Keep => {
+        let completed = match (p.complete.retention, lease_lost) {
+            // A lost lease already seen: straight to the completion that tells which.
+            (Retention::Archive, _) | (_, true) => Self::complete_on(&mut tx, &p.complete).await?,
+            (Retention::Delete | Retention::Keep, false) => {
                 match Self::complete_all_on(&mut tx, &p.complete).await? {
                     Some(all) => all,
                     None => {
