@@ -161,10 +161,20 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub concurrency: u64,
     /// Concurrent claim-and-complete loops of the bare-SQL drain (each claims concurrency/loops).
-    /// Default 2; 1 on SQLite, whose one writer runs one claim at a time, so that one claim of
-    /// the whole concurrency (its fastest bare form) is the baseline.
+    /// Default: the two-statement form runs 2 loops, and the one-statement form (the baseline of
+    /// the drain ratio) is run with 2, 4 and 8 loops, as long as each claims at least 50 jobs, and
+    /// the fastest counts; on SQLite, whose one writer runs one claim at a time, 1 loop claiming
+    /// the whole concurrency (its fastest bare form).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub baseline_loops: Option<u64>,
+    /// Claim loops of the runtime's drain (the library's `WorkerConfig::fetchers`; default: its
+    /// own choice for the concurrency and the backend).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub fetchers: Option<u64>,
+    /// Most jobs per claim in the runtime's drain (`WorkerConfig::claim_batch`; default: its
+    /// own choice).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub claim_batch: Option<u64>,
     /// Shards of the benchmark's queues (`queue set --shards`); the bare SQL spreads its rows
     /// and claims over as many (PostgreSQL, MySQL and MariaDB; SQLite keeps one head).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]

@@ -524,6 +524,20 @@ fn bench_quick(engine: Engine) {
         assert!(r[key].is_null(), "{key} in {r}");
     }
     assert_eq!(r["params"]["phases"], serde_json::json!(["drain"]));
+    // The baseline is the fastest of the loop counts tried, one a round.
+    let tried = r["params"]["fold_loops"].as_array().unwrap().clone();
+    let best = r["baseline_loops"].as_array().unwrap();
+    assert_eq!(
+        best.len() as u64,
+        r["params"]["rounds"].as_u64().unwrap(),
+        "{r}"
+    );
+    assert!(best.iter().all(|n| tried.contains(n)), "{r}");
+    let want = match engine {
+        Engine::Sqlite => serde_json::json!([1]),
+        _ => serde_json::json!([2]), // at concurrency 100, 4 loops would claim 25 each
+    };
+    assert_eq!(r["params"]["fold_loops"], want, "{r}");
     // The log the server wrote per job, beside each drain; SQLite has none to read.
     for key in ["e2e_log_bytes_per_job", "baseline_log_bytes_per_job"] {
         match engine {
