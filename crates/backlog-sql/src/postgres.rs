@@ -282,7 +282,7 @@ impl PgBackend {
             Tokens::Each(t) => t.clone(),
         };
         let (retention, done_now) = (p.complete.retention, p.complete.now);
-        let (rows, mut handed, promoted) = shared::retry_transient(|| async {
+        let (rows, mut handed, promoted) = shared::retry_contended(|| async {
             let mut tx = self.tx().await.db()?;
             let (owner, limit) = (c.owner.as_str(), c.limit as i64);
             let handed = cat::job_handoff(
@@ -925,7 +925,7 @@ impl Dialect for PgBackend {
                 .complete_claim_grouped(p, token, expires, ids, tokens)
                 .await;
         }
-        let rows = shared::retry_transient(|| async {
+        let rows = shared::retry_contended(|| async {
             let stmt = complete_claim_stmt(
                 expect, c, token, expires, retention, &ids, &tokens, done_now,
             );

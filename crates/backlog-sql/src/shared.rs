@@ -19,18 +19,58 @@ const TRANSIENT_ATTEMPTS: u64 = 10;
 /// deadlock on any engine with row locks; callers should not see it. Each retry waits a random
 /// 1 to 5×n ms (n: the retries so far), so that two victims of one deadlock do not meet again.
 /// One policy for every dialect; which errors are transient is `dberror`'s classification.
-pub(crate) async fn retry_transient<T, F, Fut>(mut op: F) -> Result<T>
+pub(crate) async fn retry_transient<T, F, Fut>(op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    retry_while(op, |_| false).await
+}
+
+/// [`retry_transient`], and also while a statement that bounds its own lock waits (PostgreSQL's
+/// folded complete-and-claim: `lock_timeout` set for its transaction) gave up waiting: it was
+/// rolled back whole too. Only PostgreSQL's `lock_not_available` (55P03) counts, not a statement
+/// timeout, which shares `DbErrorKind::LockTimeout` but says the server may be stalled.
+pub(crate) async fn retry_contended<T, F, Fut>(op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    retry_while(op, |e| {
+        let sqlx = e.downcast_ref::<sqlx::Error>();
+        let code = sqlx
+            .and_then(|e| e.as_database_error())
+            .and_then(|e| e.code());
+        code.as_deref() == Some("55P03")
+    })
+    .await
+}
+
+/// Runs `op` again after a deadlock or serialization failure, or a lock timeout whose driver
+/// error `lock_gave_up` accepts, up to [`TRANSIENT_ATTEMPTS`] runs in all.
+async fn retry_while<T, F, Fut>(
+    mut op: F,
+    lock_gave_up: impl Fn(&(dyn std::error::Error + Send + Sync + 'static)) -> bool,
+) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T>>,
 {
     let mut retries = 0u64;
     loop {
-        match op().await {
+        let again = |r: &Result<T>| match r {
             Err(Error::Database {
                 kind: DbErrorKind::Deadlock | DbErrorKind::SerializationFailure,
                 ..
-            }) if retries + 1 < TRANSIENT_ATTEMPTS => {
+            }) => true,
+            Err(Error::Database {
+                kind: DbErrorKind::LockTimeout,
+                source,
+            }) => lock_gave_up(source.as_ref()),
+            _ => false,
+        };
+        match op().await {
+            r if again(&r) && retries + 1 < TRANSIENT_ATTEMPTS => {
                 retries += 1;
                 let jitter = rand::random::<u64>() % (5 * retries);
                 tokio::time::sleep(std::time::Duration::from_millis(1 + jitter)).await;

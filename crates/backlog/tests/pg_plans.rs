@@ -135,3 +135,82 @@ async fn backlogs_connections_keep_safe_plans() {
     client.close().await;
     db.drop_db().await;
 }
+
+/// A completion-and-claim statement waits on a row lock 50 ms at most (`lock_timeout`, set for
+/// its own transaction), and the library runs it again a few times before the error comes back:
+/// two claimers that each met a row the other was deleting used to hold each other for the
+/// server's `deadlock_timeout` (1 s) before one gave way. A row held by another session for good
+/// now costs the call well under a second, changes nothing, and is a transient error; once the
+/// row is free the same call goes through. The setting does not outlive the statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_held_up_by_a_row_lock_gives_way_quickly_and_changes_nothing() {
+    use backlog::{ClaimOpts, DbErrorKind, Error, JobState};
+    use sqlx::Connection;
+
+    let db = TestDb::new(Engine::Postgres).await;
+    let client = Client::connect(&db.url).await.unwrap();
+    let mut s = QueueSettings::defaults(QueueName::new("waits").unwrap());
+    s.retention = Retention::Delete;
+    client.queue_configure(&s).await.unwrap();
+    let jobs = (0..3)
+        .map(|i| client.new_job("waits", &i).unwrap())
+        .collect();
+    client.enqueue_many(jobs).await.unwrap();
+    let opts = ClaimOpts::new("waits").unwrap().limit(1);
+    let first = client.claim(&opts).await.unwrap();
+    assert_eq!(first.len(), 1);
+
+    // Another session holds the claimed job's row (as a claimer that reached it would).
+    let mut holder = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    let mut held = holder.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM backlog_job WHERE id = $1 FOR UPDATE")
+        .bind(first[0].id)
+        .execute(&mut *held)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let call = client.complete_claim(&first, &opts);
+    let err = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("the call waited on the row lock instead of giving way")
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert!(
+        matches!(
+            err,
+            Error::Database {
+                kind: DbErrorKind::LockTimeout,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.is_transient(), "{err}");
+    assert!(waited < Duration::from_secs(3), "waited {waited:?}");
+    // Nothing changed: the job still runs under its lease, the other two still wait.
+    assert_eq!(
+        client.job(first[0].id).await.unwrap().state,
+        JobState::Running
+    );
+    let waiting = db
+        .scalar("SELECT count(*) FROM backlog_job WHERE queue = 'waits' AND state = 'available'")
+        .await;
+    assert_eq!(waiting, 2);
+
+    held.rollback().await.unwrap();
+    let r = client.complete_claim(&first, &opts).await.unwrap();
+    assert_eq!(r.completed.len(), 1);
+    assert_eq!(r.completed[0].id, first[0].id);
+    assert_eq!(r.claimed.unwrap().len(), 1);
+    // backlog's pooled connections keep the server's own lock_timeout.
+    let Some(backlog::SqlBackend::Postgres(b)) = client.sql() else {
+        panic!("a PostgreSQL backend");
+    };
+    let got: String = sqlx::query_scalar("SHOW lock_timeout")
+        .fetch_one(b.pool())
+        .await
+        .unwrap();
+    assert_eq!(got, "0");
+    client.close().await;
+    db.drop_db().await;
+}

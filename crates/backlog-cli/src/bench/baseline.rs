@@ -322,16 +322,20 @@ impl Baseline {
         let t = &self.table;
         let head = "queue = $4 AND state = 'available' AND run_at <= $3 \
                     ORDER BY priority, run_at, id LIMIT $5 FOR UPDATE SKIP LOCKED";
+        // Lock waits bounded as backlog's own folded statement bounds them (its
+        // job_complete_with_claim_*.sql says why), read before the pick locks anything.
+        let lt = "lt AS MATERIALIZED (SELECT set_config('lock_timeout', '50ms', true) AS v)";
         if self.shards == 1 {
             // $6 and $7 are bound all the same: one statement text per form.
             format!(
-                "picked AS (SELECT id FROM {t} WHERE shard = 0 AND $6::int = 1 AND $7::int >= 0 AND {head})"
+                "{lt}, picked AS (SELECT id FROM {t} WHERE shard = 0 AND $6::int = 1 AND $7::int >= 0 \
+                 AND (SELECT v FROM lt) IS NOT NULL AND {head})"
             )
         } else {
             format!(
-                "picked AS (SELECT c.id FROM generate_series(0, 255) AS s(i) \
+                "{lt}, picked AS (SELECT c.id FROM generate_series(0, 255) AS s(i) \
                  CROSS JOIN LATERAL (SELECT id FROM {t} WHERE shard = ($7::int + s.i) % $6::int \
-                 AND {head}) AS c WHERE s.i < $6::int LIMIT $5)"
+                 AND {head}) AS c WHERE s.i < $6::int AND (SELECT v FROM lt) IS NOT NULL LIMIT $5)"
             )
         }
     }

@@ -867,7 +867,8 @@ async fn drain_folded(
 }
 
 /// Runs a bare statement (or transaction) again while PostgreSQL picks it as a deadlock's victim
-/// (rolled back whole), as a hand-written loop would and as the runtime does with its own.
+/// or it gave up waiting on a lock (rolled back whole), as a hand-written loop would and as the
+/// runtime does with its own.
 /// Claimers that lock rows SKIP LOCKED can still wait on each other when they meet a row whose
 /// newer version another is deleting.
 async fn retry_deadlocks<T, Fut>(call: impl Fn() -> Fut) -> Result<T, backlog::sqlx::Error>
@@ -876,7 +877,10 @@ where
 {
     loop {
         match call().await {
-            Err(backlog::sqlx::Error::Database(e)) if e.code().as_deref() == Some("40P01") => {}
+            // A deadlock victim, or (PostgreSQL) a statement that gave up a lock wait after its
+            // own lock_timeout: rolled back whole either way.
+            Err(backlog::sqlx::Error::Database(e))
+                if matches!(e.code().as_deref(), Some("40P01" | "55P03")) => {}
             other => return other,
         }
     }

@@ -6,6 +6,13 @@
 -- when it finds none, nothing changes, no row returns, and the caller completes the jobs on their
 -- own.
 -- Shards: taken as job_claim_fifo takes them, from a random shard, each shard's head in turn.
+-- Lock waits: 50 ms at most (lock_timeout, for this statement's transaction alone), then the
+-- statement fails with 55P03 and the caller runs it again. A claim's SKIP LOCKED does not
+-- skip everything: reaching a row whose newer version another claimer is deleting, it
+-- waits for that claimer, which may be waiting to delete a row this one just locked; such a
+-- deadlock held both for deadlock_timeout (1 s by default) before one gave way. `heads` is
+-- read before any row is locked: the claim reads it first, and the completion comes after
+-- the claim's pick (it waits for picked, or follows claimed in the UNION ALL).
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
@@ -16,7 +23,8 @@
 -- @param done_ids: &[i64]
 -- @param done_token: i64
 WITH heads AS MATERIALIZED (
-    SELECT n, floor(random() * n)::int AS first
+    SELECT n, floor(random() * n)::int AS first,
+           set_config('lock_timeout', '50ms', true) AS lock_timeout
     FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
                                     OR group_rate_limit IS NOT NULL) THEN 0
                        ELSE COALESCE(max(shards), 1) END AS n
