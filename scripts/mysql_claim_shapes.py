@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Bare SQL on MariaDB/MySQL: what a job costs in several claim shapes (issue 19, item 3).
 
-    /usr/bin/python3 scripts/mysql_claim_shapes.py [JOBS] [THREADS] [SHAPE,SHAPE,...]
+    [BATCH=100] /usr/bin/python3 scripts/mysql_claim_shapes.py [JOBS] [THREADS] [SHAPE,SHAPE,...]
 
 Every shape keeps a lease per claimed job (token and expiry on the job's row, fenced completion) and
 complete by deleting. Each thread loops: one transaction deletes its previous batch (fenced by
-its token) and claims the next 100 jobs; the clock runs from the first claim to the last job.
+its token) and claims the next BATCH jobs (default 100); the clock runs from the first claim to the last job.
 
 - status: today's shape. One table; the claim index (queue, state, priority, run_at, id) and a
   lease index (state, lease_expires_at). A claim moves each row within both indexes (state
@@ -24,6 +24,11 @@ its token) and claims the next 100 jobs; the clock runs from the first claim to 
 - sharded: full with a shard column (0-15, at random at enqueue) leading the claim index after
   the state, (queue, state, shard, priority, run_at, id); a claim starts at a random shard and
   walks the others in turn until it has its batch.
+- sharded_nolease: sharded without the lease index.
+- sharded_rt: sharded in three round trips a transaction instead of five: BEGIN, the delete and
+  the first shard's SELECT go as one multi-statement command, the UPDATE and COMMIT as another.
+- ready_real: ready, the job table keeping the unique-key and group indexes of today's table
+  (neither holds the state, so neither moves on a claim) and the lease index.
 - trigger: ready_full with the ready table kept by triggers on the job table (the claim only
   updates the job; a trigger takes the row out of the ready table).
 
@@ -31,18 +36,19 @@ Default shapes: status,ready. Connections run in READ COMMITTED, as backlog's ow
 
 Needs the local MariaDB (root, no password, database `test`); makes and drops its own tables.
 """
-import sys, threading, time, random
+import os, sys, threading, time, random
 import pymysql
 
 JOBS = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
 THREADS = int(sys.argv[2]) if len(sys.argv) > 2 else 8
-BATCH = 100
+BATCH = int(os.environ.get("BATCH", "100"))
 SHARDS = 16
 
 
 def connect():
     # READ COMMITTED, as backlog's own connections: no gap locks between claimers.
     return pymysql.connect(host="127.0.0.1", user="root", database="test", autocommit=True,
+                           client_flag=pymysql.constants.CLIENT.MULTI_STATEMENTS,
                            init_command="SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
 
 
@@ -60,6 +66,12 @@ INDEXES = {
                   "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
     "sharded": "KEY claim (queue, state, shard, priority, run_at, id), KEY lease (state, lease_expires_at), "
                "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
+    "sharded_nolease": "KEY claim (queue, state, shard, priority, run_at, id), "
+                       "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
+    "sharded_rt": "KEY claim (queue, state, shard, priority, run_at, id), KEY lease (state, lease_expires_at), "
+                  "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
+    "ready_real": "KEY lease (lease_expires_at), UNIQUE KEY uniq (queue, unique_active), "
+                  "KEY grp (queue, group_key, id)",
     "trigger": "KEY claim (queue, state, priority, run_at, id), KEY lease (state, lease_expires_at), "
                "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
 }
@@ -100,7 +112,7 @@ def setup(shape):
         unique_active VARCHAR(255) GENERATED ALWAYS AS
             (CASE WHEN state IN ('available', 'running', 'held') THEN unique_key END) STORED,
         {INDEXES[shape]})""")
-    if shape in ("ready", "ready_full", "trigger"):
+    if shape.startswith("ready") or shape == "trigger":
         c.execute("""CREATE TABLE shape_ready (
             queue VARCHAR(128) NOT NULL, priority SMALLINT NOT NULL, run_at BIGINT NOT NULL,
             id BIGINT NOT NULL, PRIMARY KEY (queue, priority, run_at, id))""")
@@ -118,7 +130,7 @@ def enqueue(shape, c):
         c.execute("INSERT INTO shape_job (queue, payload, shard) VALUES " +
                   ",".join(["('q', '{\"i\": %d}', %d)" % (start + i, random.randrange(SHARDS))
                             for i in range(n)]))
-        if shape in ("ready", "ready_full"):
+        if shape.startswith("ready"):
             first = c.lastrowid  # InnoDB gives a multi-row insert consecutive ids
             c.execute("INSERT INTO shape_ready (queue, priority, run_at, id) VALUES " +
                       ",".join(["('q', 0, 0, %d)" % (first + i) for i in range(n)]))
@@ -149,6 +161,8 @@ def worker(shape, done, lock, deadlocks):
 def step(shape, c, prev, prev_token):
     """One transaction: the previous batch deleted, the next claimed. Returns (claimed, token)."""
     token = random.getrandbits(62)
+    if shape == "sharded_rt":
+        return step_few_round_trips(c, prev, prev_token, token)
     c.execute("BEGIN")
     if prev:
         ids = ",".join(map(str, prev))
@@ -158,7 +172,7 @@ def step(shape, c, prev, prev_token):
                   "WHERE r.queue = 'q' AND r.run_at <= 1 ORDER BY r.priority, r.run_at, r.id "
                   f"LIMIT {BATCH} FOR UPDATE SKIP LOCKED")
         got = [r[0] for r in c.fetchall()]
-    elif shape == "sharded":
+    elif shape.startswith("sharded"):
         got, first = [], random.randrange(SHARDS)
         for k in range(SHARDS):
             c.execute("SELECT id FROM shape_job FORCE INDEX (claim) WHERE queue = 'q' AND "
@@ -185,6 +199,39 @@ def step(shape, c, prev, prev_token):
         c.execute(f"UPDATE shape_job SET state = 'running', attempt = attempt + 1, "
                   f"lease_token = {token}, lease_expires_at = 99 WHERE id IN ({ids})")
     c.execute("COMMIT")
+    return got, token
+
+
+def step_few_round_trips(c, prev, prev_token, token):
+    """The sharded step with its statements sent as two multi-statement commands (more only
+    when the first shard comes up short)."""
+    head = "BEGIN"
+    if prev:
+        ids = ",".join(map(str, prev))
+        head += f"; DELETE FROM shape_job WHERE id IN ({ids}) AND lease_token = {prev_token}"
+    got, first = [], random.randrange(SHARDS)
+    for k in range(SHARDS):
+        sql = ("SELECT id FROM shape_job FORCE INDEX (claim) WHERE queue = 'q' AND "
+               f"state = 'available' AND shard = {(first + k) % SHARDS} AND run_at <= 1 "
+               f"ORDER BY priority, run_at, id LIMIT {BATCH - len(got)} FOR UPDATE SKIP LOCKED")
+        if head:
+            c.execute(head + "; " + sql)
+            while c.description is None and c.nextset():
+                pass  # to the SELECT's result
+            head = None
+        else:
+            c.execute(sql)
+        got += [r[0] for r in c.fetchall()]
+        if len(got) == BATCH:
+            break
+    if got:
+        ids = ",".join(map(str, got))
+        c.execute(f"UPDATE shape_job SET state = 'running', attempt = attempt + 1, "
+                  f"lease_token = {token}, lease_expires_at = 99 WHERE id IN ({ids}); COMMIT")
+        while c.nextset():
+            pass
+    else:
+        c.execute("COMMIT")
     return got, token
 
 
