@@ -14,6 +14,12 @@
 #            every row (claimed ones are passed over by the state filter), no lease index (a
 #            lease row per claim in a table of its own instead), fillfactor 70, so that
 #            PostgreSQL can update the row in place (HOT) without touching an index.
+#   wide     status on a table as wide as backlog's (its 22 columns, JSON defaults, the state
+#            CHECK): a claim copies the whole row into its new version.
+#   ready    the wide table, never written by a claim: the claimable jobs also live in a narrow
+#            table (queue, shard, priority, run_at, id) that a claim deletes from, and the lease
+#            is a row per claim in a table of its own (token, expiry, ids); the completion
+#            deletes the job rows and the lease row. Enqueue would write two rows a job.
 #   runtime  backlog's own statement (queries/postgres/job_complete_with_claim_delete_one_fifo.sql)
 #            on backlog's own table, migrated by the release build ($BACKLOG).
 #   bare     the `backlog bench` bare one-statement form on the same table.
@@ -23,15 +29,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CLIENTS=${1:-4}
 ROUNDS=${2:-3}
-SHAPES=${3:-status,hot,runtime,bare}
+SHAPES=${3:-status,hot,wide,ready,runtime,bare}
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432/test}
 BACKLOG=${BACKLOG:-target/release/backlog}
 JOBS=400000
 TX=$((360000 / CLIENTS / 100)) # 360,000 jobs claimed of 400,000 queued: never an empty head
 for shape in ${SHAPES//,/ }; do
   case $shape in
-    status | hot | runtime | bare) ;;
-    *) echo "unknown shape: $shape (status, hot, runtime, bare)" >&2; exit 2 ;;
+    status | hot | wide | ready | runtime | bare) ;;
+    *) echo "unknown shape: $shape (status, hot, wide, ready, runtime, bare)" >&2; exit 2 ;;
   esac
 done
 command -v pgbench >/dev/null || { echo "pgbench is missing (Debian: postgresql-client)" >&2; exit 2; }
@@ -39,7 +45,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 cat > "$work/slim.sql" <<'EOF'
-DROP TABLE IF EXISTS shape_job_status, shape_job_hot, shape_lease_hot;
+DROP TABLE IF EXISTS shape_job_status, shape_job_hot, shape_lease_hot, shape_job_wide,
+  shape_job_ready, shape_ready, shape_lease_ready;
 CREATE TABLE shape_job_status (id bigint PRIMARY KEY, queue text NOT NULL, shard int NOT NULL,
   state text NOT NULL DEFAULT 'available', priority int NOT NULL DEFAULT 0,
   run_at bigint NOT NULL DEFAULT 0, attempt int NOT NULL DEFAULT 0, lease_token bigint,
@@ -51,6 +58,39 @@ ALTER TABLE shape_job_hot ADD PRIMARY KEY (id);
 CREATE INDEX ON shape_job_hot (queue, shard, priority, run_at, id);
 CREATE TABLE shape_lease_hot (token bigint PRIMARY KEY, expires_at bigint NOT NULL, ids bigint[] NOT NULL);
 CREATE INDEX ON shape_lease_hot (expires_at);
+CREATE TABLE shape_job_wide (LIKE shape_job_status INCLUDING DEFAULTS);
+ALTER TABLE shape_job_wide ADD PRIMARY KEY (id),
+  ADD COLUMN kind text, ADD COLUMN max_attempts int, ADD COLUMN unique_key text,
+  ADD COLUMN errors jsonb NOT NULL DEFAULT '[]', ADD COLUMN result jsonb, ADD COLUMN progress jsonb,
+  ADD COLUMN created_at bigint NOT NULL DEFAULT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint,
+  ADD COLUMN attempted_at bigint, ADD COLUMN finished_at bigint, ADD COLUMN cancel_requested_at bigint,
+  ADD COLUMN trace_context text, ADD COLUMN group_key text,
+  ADD CHECK (state IN ('available', 'running', 'completed', 'dead', 'cancelled', 'held', 'waiting'));
+CREATE INDEX ON shape_job_wide (queue, shard, priority, run_at, id) WHERE state = 'available';
+CREATE INDEX ON shape_job_wide (lease_expires_at) WHERE lease_expires_at IS NOT NULL;
+CREATE TABLE shape_job_ready (LIKE shape_job_wide INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+ALTER TABLE shape_job_ready ADD PRIMARY KEY (id);
+CREATE TABLE shape_ready (queue text NOT NULL, shard int NOT NULL, priority int NOT NULL,
+  run_at bigint NOT NULL, id bigint NOT NULL, attempt int NOT NULL DEFAULT 0);
+CREATE INDEX ON shape_ready (queue, shard, priority, run_at, id);
+CREATE TABLE shape_lease_ready (token bigint PRIMARY KEY, expires_at bigint NOT NULL, ids bigint[] NOT NULL);
+CREATE INDEX ON shape_lease_ready (expires_at);
+EOF
+cat > "$work/fill_wide.sql" <<EOF
+TRUNCATE shape_job_wide;
+INSERT INTO shape_job_wide (id, queue, kind, shard, payload)
+  SELECT g, 'q', 'noop', (random() * 15)::int, jsonb_build_object('i', g) FROM generate_series(1, $JOBS) g;
+VACUUM ANALYZE shape_job_wide;
+EOF
+cat > "$work/fill_ready.sql" <<EOF
+TRUNCATE shape_job_ready, shape_ready, shape_lease_ready;
+INSERT INTO shape_job_ready (id, queue, kind, shard, payload)
+  SELECT g, 'q', 'noop', (random() * 15)::int, jsonb_build_object('i', g) FROM generate_series(1, $JOBS) g;
+INSERT INTO shape_ready (queue, shard, priority, run_at, id)
+  SELECT queue, shard, priority, run_at, id FROM shape_job_ready;
+VACUUM ANALYZE shape_job_ready;
+VACUUM ANALYZE shape_ready;
+VACUUM ANALYZE shape_lease_ready;
 EOF
 cat > "$work/fill_status.sql" <<EOF
 TRUNCATE shape_job_status;
@@ -89,6 +129,33 @@ cat > "$work/status.sql" <<EOF
 BEGIN;
 DELETE FROM shape_job_status WHERE id = ANY(:ids::bigint[]) AND lease_token = :tok::bigint;
 WITH c AS ($(claim shape_job_status "")) SELECT coalesce(array_agg(id), '{}')::text AS ids FROM c \gset
+COMMIT;
+\set tok :newtok
+EOF
+cat > "$work/wide.sql" <<EOF
+\set shard random(0, 15)
+\set newtok random(1, 1000000000000)
+BEGIN;
+DELETE FROM shape_job_wide WHERE id = ANY(:ids::bigint[]) AND lease_token = :tok::bigint;
+WITH c AS ($(claim shape_job_wide ", attempted_at = 1")) SELECT coalesce(array_agg(id), '{}')::text AS ids FROM c \gset
+COMMIT;
+\set tok :newtok
+EOF
+cat > "$work/ready.sql" <<'EOF'
+\set shard random(0, 15)
+\set newtok random(1, 1000000000000)
+BEGIN;
+DELETE FROM shape_job_ready WHERE id = ANY(:ids::bigint[])
+  AND EXISTS (SELECT 1 FROM shape_lease_ready WHERE token = :tok::bigint);
+DELETE FROM shape_lease_ready WHERE token = :tok::bigint;
+WITH r AS (
+  DELETE FROM shape_ready WHERE ctid = ANY(ARRAY(
+    SELECT ctid FROM shape_ready WHERE queue = 'q' AND shard = :shard::int AND run_at <= 1
+    ORDER BY priority, run_at, id LIMIT 100 FOR UPDATE SKIP LOCKED))
+  RETURNING id),
+l AS (INSERT INTO shape_lease_ready SELECT :newtok::bigint, 99, array_agg(id) FROM r HAVING count(*) > 0)
+SELECT coalesce(array_agg(j.id), '{}')::text AS ids, max(length(j.payload::text)) AS longest
+FROM shape_job_ready j WHERE j.id IN (SELECT id FROM r) \gset
 COMMIT;
 \set tok :newtok
 EOF
@@ -136,6 +203,8 @@ for round in $(seq 1 "$ROUNDS"); do
     case $shape in
       status) psql -q "$PGURL" -f "$work/fill_status.sql" >/dev/null ;;
       hot) psql -q "$PGURL" -f "$work/fill_hot.sql" >/dev/null ;;
+      wide) psql -q "$PGURL" -f "$work/fill_wide.sql" >/dev/null ;;
+      ready) psql -q "$PGURL" -f "$work/fill_ready.sql" >/dev/null ;;
       runtime | bare) psql -q "$PGURL" -f "$work/fill_backlog.sql" >/dev/null ;;
     esac
     # As backlog's connections run (docs/explain.md, "Plans made on an empty table").
@@ -146,5 +215,6 @@ for round in $(seq 1 "$ROUNDS"); do
     echo "round $round $shape: $(python3 -c "print(f'{$tps * 100:,.0f}')") jobs/s ($CLIENTS clients, claims of 100)"
   done
 done
-psql -q "$PGURL" -c "DROP TABLE IF EXISTS shape_job_status, shape_job_hot, shape_lease_hot" \
+psql -q "$PGURL" -c "DROP TABLE IF EXISTS shape_job_status, shape_job_hot, shape_lease_hot, \
+  shape_job_wide, shape_job_ready, shape_ready, shape_lease_ready" \
   -c "DELETE FROM backlog_job WHERE queue = 'shape_q'" -c "DELETE FROM backlog_queue WHERE name = 'shape_q'" >/dev/null
