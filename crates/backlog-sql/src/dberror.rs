@@ -22,6 +22,16 @@ pub(crate) fn db(err: sqlx::Error) -> Error {
     }
 }
 
+/// Whether the driver error behind a [`DbErrorKind::LockTimeout`] is PostgreSQL's
+/// `lock_not_available` (55P03: a lock wait ran past `lock_timeout`), not a statement timeout
+/// (57014), which the kind also covers.
+pub(crate) fn lock_not_available(source: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+    let code = (source.downcast_ref::<sqlx::Error>())
+        .and_then(|e| e.as_database_error())
+        .and_then(|e| e.code());
+    code.as_deref() == Some("55P03")
+}
+
 fn classify(err: &sqlx::Error) -> DbErrorKind {
     match err {
         sqlx::Error::PoolTimedOut => DbErrorKind::PoolTimeout,

@@ -36,14 +36,7 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T>>,
 {
-    retry_while(op, |e| {
-        let sqlx = e.downcast_ref::<sqlx::Error>();
-        let code = sqlx
-            .and_then(|e| e.as_database_error())
-            .and_then(|e| e.code());
-        code.as_deref() == Some("55P03")
-    })
-    .await
+    retry_while(op, crate::dberror::lock_not_available).await
 }
 
 /// Runs `op` again after a deadlock or serialization failure, or a lock timeout whose driver
