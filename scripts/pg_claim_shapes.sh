@@ -123,24 +123,20 @@ claim() { # table, extra SET columns
         AND run_at <= 1 ORDER BY priority, run_at, id LIMIT 100 FOR UPDATE SKIP LOCKED) p
   WHERE j.id = p.id RETURNING j.id, j.payload"
 }
-cat > "$work/status.sql" <<EOF
+# The status and wide shapes: the previous batch deleted (fenced by its token), the next claimed.
+status_script() { # table, extra SET columns
+  cat <<EOF
 \set shard random(0, 15)
 \set newtok random(1, 1000000000000)
 BEGIN;
-DELETE FROM shape_job_status WHERE id = ANY(:ids::bigint[]) AND lease_token = :tok::bigint;
-WITH c AS ($(claim shape_job_status "")) SELECT coalesce(array_agg(id), '{}')::text AS ids FROM c \gset
+DELETE FROM $1 WHERE id = ANY(:ids::bigint[]) AND lease_token = :tok::bigint;
+WITH c AS ($(claim "$1" "$2")) SELECT coalesce(array_agg(id), '{}')::text AS ids FROM c \gset
 COMMIT;
 \set tok :newtok
 EOF
-cat > "$work/wide.sql" <<EOF
-\set shard random(0, 15)
-\set newtok random(1, 1000000000000)
-BEGIN;
-DELETE FROM shape_job_wide WHERE id = ANY(:ids::bigint[]) AND lease_token = :tok::bigint;
-WITH c AS ($(claim shape_job_wide ", attempted_at = 1")) SELECT coalesce(array_agg(id), '{}')::text AS ids FROM c \gset
-COMMIT;
-\set tok :newtok
-EOF
+}
+status_script shape_job_status "" > "$work/status.sql"
+status_script shape_job_wide ", attempted_at = 1" > "$work/wide.sql"
 cat > "$work/ready.sql" <<'EOF'
 \set shard random(0, 15)
 \set newtok random(1, 1000000000000)
