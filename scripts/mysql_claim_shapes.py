@@ -29,6 +29,9 @@ its token) and claims the next BATCH jobs (default 100); the clock runs from the
   the first shard's SELECT go as one multi-statement command, the UPDATE and COMMIT as another.
 - ready_real: ready, the job table keeping the unique-key and group indexes of today's table
   (neither holds the state, so neither moves on a claim) and the lease index.
+- sharded_tx: sharded, with no lease: each transaction locks its batch (the same shard walk)
+  and deletes it before it commits, as a worker that runs its jobs while the claiming
+  transaction is open would. No row is written but to delete it.
 - trigger: ready_full with the ready table kept by triggers on the job table (the claim only
   updates the job; a trigger takes the row out of the ready table).
 
@@ -69,6 +72,8 @@ INDEXES = {
     "sharded_nolease": "KEY claim (queue, state, shard, priority, run_at, id), "
                        "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
     "sharded_rt": "KEY claim (queue, state, shard, priority, run_at, id), KEY lease (state, lease_expires_at), "
+                  "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
+    "sharded_tx": "KEY claim (queue, state, shard, priority, run_at, id), KEY lease (state, lease_expires_at), "
                   "UNIQUE KEY uniq (queue, unique_active), KEY grp (queue, group_key, id)",
     "ready_real": "KEY lease (lease_expires_at), UNIQUE KEY uniq (queue, unique_active), "
                   "KEY grp (queue, group_key, id)",
@@ -151,11 +156,15 @@ def worker(shape, done, lock, deadlocks):
             with lock:
                 deadlocks[0] += 1
             continue
+        if shape.endswith("_tx"):  # the batch is done when its transaction commits
+            prev = got
         with lock:
             done[0] += len(prev)
         if not got and not prev:
             return
         prev, prev_token = got, token
+        if shape.endswith("_tx"):
+            prev = []
 
 
 def step(shape, c, prev, prev_token):
@@ -164,7 +173,7 @@ def step(shape, c, prev, prev_token):
     if shape == "sharded_rt":
         return step_few_round_trips(c, prev, prev_token, token)
     c.execute("BEGIN")
-    if prev:
+    if prev and not shape.endswith("_tx"):
         ids = ",".join(map(str, prev))
         c.execute(f"DELETE FROM shape_job WHERE id IN ({ids}) AND lease_token = {prev_token}")
     if shape == "trigger":
@@ -194,7 +203,10 @@ def step(shape, c, prev, prev_token):
             ids = ",".join(map(str, got))
             c.execute(f"DELETE FROM shape_ready WHERE queue = 'q' AND priority = 0 "
                       f"AND run_at = 0 AND id IN ({ids})")
-    if got:
+    if got and shape.endswith("_tx"):
+        ids = ",".join(map(str, got))
+        c.execute(f"DELETE FROM shape_job WHERE id IN ({ids})")
+    elif got:
         ids = ",".join(map(str, got))
         c.execute(f"UPDATE shape_job SET state = 'running', attempt = attempt + 1, "
                   f"lease_token = {token}, lease_expires_at = 99 WHERE id IN ({ids})")

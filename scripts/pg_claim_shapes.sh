@@ -36,8 +36,8 @@ JOBS=400000
 TX=$((360000 / CLIENTS / 100)) # 360,000 jobs claimed of 400,000 queued: never an empty head
 for shape in ${SHAPES//,/ }; do
   case $shape in
-    status | hot | wide | ready | runtime | bare) ;;
-    *) echo "unknown shape: $shape (status, hot, wide, ready, runtime, bare)" >&2; exit 2 ;;
+    status | hot | wide | ready | runtime | bare | txclaim) ;;
+    *) echo "unknown shape: $shape (status, hot, wide, ready, runtime, bare, txclaim)" >&2; exit 2 ;;
   esac
 done
 command -v pgbench >/dev/null || { echo "pgbench is missing (Debian: postgresql-client)" >&2; exit 2; }
@@ -190,6 +190,14 @@ WITH done AS (DELETE FROM backlog_job WHERE id = ANY(:ids::bigint[]) AND lease_t
 \set tok :newtok
 EOF
 
+cat > "$work/txclaim.sql" <<'EOF'
+\set first random(0, 15)
+BEGIN;
+WITH picked AS (SELECT id, kind, payload::text FROM backlog_job WHERE queue = 'shape_q' AND shard = :first::int AND state = 'available' AND run_at <= 1 ORDER BY priority, run_at, id LIMIT 100 FOR UPDATE SKIP LOCKED) SELECT coalesce(array_agg(id), '{}')::text AS ids FROM picked \gset
+DELETE FROM backlog_job WHERE id = ANY(:ids::bigint[]);
+COMMIT;
+EOF
+
 PGOPTIONS="-c client_min_messages=warning" psql -q "$PGURL" -f "$work/slim.sql" >/dev/null
 if [[ ",$SHAPES," == *,runtime,* || ",$SHAPES," == *,bare,* ]]; then
   "$BACKLOG" --database-url "$PGURL" migrate >/dev/null
@@ -201,7 +209,7 @@ for round in $(seq 1 "$ROUNDS"); do
       hot) psql -q "$PGURL" -f "$work/fill_hot.sql" >/dev/null ;;
       wide) psql -q "$PGURL" -f "$work/fill_wide.sql" >/dev/null ;;
       ready) psql -q "$PGURL" -f "$work/fill_ready.sql" >/dev/null ;;
-      runtime | bare) psql -q "$PGURL" -f "$work/fill_backlog.sql" >/dev/null ;;
+      runtime | bare | txclaim) psql -q "$PGURL" -f "$work/fill_backlog.sql" >/dev/null ;;
     esac
     # As backlog's connections run (docs/explain.md, "Plans made on an empty table").
     tps=$(PGOPTIONS='-c enable_seqscan=off -c jit=off' pgbench -n -M prepared -c "$CLIENTS" \

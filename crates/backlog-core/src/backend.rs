@@ -452,18 +452,112 @@ impl AdminAction {
     }
 }
 
-/// A job claimed in transaction claim mode: its row lock is held by an open transaction until
-/// the job is completed, failed or rolled back. If the connection drops, the job is free at once.
+/// Jobs claimed in transaction claim mode: their row locks are held by an open transaction
+/// that writes nothing to them until it ends, so a claim costs the database a lock per job and
+/// no new row version. If the connection drops, the jobs are free at once, as if never claimed
+/// (their attempt not counted). While the transaction is open, other sessions see the jobs as
+/// they were (`available`) and pass over them.
 #[async_trait]
 pub trait TxClaim: Send {
-    /// The job.
-    fn job(&self) -> &ClaimedJob;
-    /// Completes the job and commits.
-    async fn complete(self: Box<Self>, now: i64, retention: Retention) -> Result<()>;
-    /// Records a failure (retry at `retry_at`, or dead when `None`) and commits.
-    async fn fail(self: Box<Self>, now: i64, error: String, retry_at: Option<i64>) -> Result<()>;
-    /// Rolls back: the job is available again, as if never claimed.
+    /// The jobs, in claim order; each one's `attempt` is the attempt it runs as, and its lease
+    /// token and expiry are those it is given if [`TxFinish::leased`] names it.
+    fn jobs(&self) -> &[ClaimedJob];
+    /// Ends the transaction as `finish` says and commits: the completed jobs completed (by the
+    /// retention given), the failed ones failed, the leased ones running on under their lease,
+    /// and the claim's other jobs free again as if never claimed. An id that is not one of the
+    /// claim's jobs, or named twice, is refused (`OptionInvalid`) before anything is written:
+    /// the transaction rolls back and every job is free again.
+    async fn finish(self: Box<Self>, finish: TxFinish) -> Result<()>;
+    /// Rolls back: the jobs are available again, as if never claimed.
     async fn rollback(self: Box<Self>) -> Result<()>;
+
+    /// The first job (a claim of one job has one).
+    fn job(&self) -> &ClaimedJob {
+        &self.jobs()[0]
+    }
+    /// Completes every job of the claim and commits.
+    async fn complete(self: Box<Self>, now: i64, retention: Retention) -> Result<()> {
+        let completed = self.jobs().iter().map(|j| j.id).collect();
+        self.finish(TxFinish {
+            completed,
+            ..TxFinish::new(now, retention)
+        })
+        .await
+    }
+    /// Records a failure of every job of the claim (retry at `retry_at`, or dead when `None`)
+    /// and commits.
+    async fn fail(self: Box<Self>, now: i64, error: String, retry_at: Option<i64>) -> Result<()> {
+        let failed = (self.jobs().iter())
+            .map(|j| TxFailure {
+                id: j.id,
+                error: error.clone(),
+                retry_at,
+            })
+            .collect();
+        self.finish(TxFinish {
+            failed,
+            ..TxFinish::new(now, Retention::Keep)
+        })
+        .await
+    }
+}
+
+/// How a [`TxClaim`]'s transaction ends (jobs named nowhere are released).
+#[derive(Debug, Clone)]
+pub struct TxFinish {
+    /// Now.
+    pub now: i64,
+    /// What a completion does with the row (the queue's retention).
+    pub retention: Retention,
+    /// Jobs completed.
+    pub completed: Vec<i64>,
+    /// Jobs failed.
+    pub failed: Vec<TxFailure>,
+    /// Jobs that run on after the commit, under the lease each was claimed with (completed,
+    /// failed and heartbeated as any claimed job).
+    pub leased: Vec<i64>,
+}
+
+impl TxFinish {
+    /// A finish that names no job (each list filled in by the caller).
+    pub fn new(now: i64, retention: Retention) -> Self {
+        TxFinish {
+            now,
+            retention,
+            completed: vec![],
+            failed: vec![],
+            leased: vec![],
+        }
+    }
+
+    /// Every id named, checked against the claim's `jobs`: each one of them, at most once.
+    pub fn check(&self, jobs: &[ClaimedJob]) -> Result<()> {
+        let mut seen = std::collections::HashSet::new();
+        let named = (self.completed.iter().copied())
+            .chain(self.failed.iter().map(|f| f.id))
+            .chain(self.leased.iter().copied());
+        for id in named {
+            if !jobs.iter().any(|j| j.id == id) || !seen.insert(id) {
+                return Err(crate::Error::OptionInvalid {
+                    what: "job id in a transaction claim's finish",
+                    value: id.to_string(),
+                    expected: "the claim's own jobs, each named once",
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A failure recorded by [`TxFinish`].
+#[derive(Debug, Clone)]
+pub struct TxFailure {
+    /// The job.
+    pub id: i64,
+    /// The error, appended to the job's history.
+    pub error: String,
+    /// When to retry; `None` makes the job dead.
+    pub retry_at: Option<i64>,
 }
 
 /// A transaction the caller controls, begun by [`Backend::begin`]: jobs enqueued in it exist
@@ -512,7 +606,7 @@ pub trait Backend: AsAny + Send + Sync + std::fmt::Debug + 'static {
     async fn job_insert(&self, params: JobInsertParams) -> Result<Vec<EnqueueOutcome>>;
     /// Claims up to `limit` due jobs of a queue that is not paused.
     async fn job_claim(&self, params: &JobClaimParams) -> Result<Vec<ClaimedJob>>;
-    /// Claims one job in transaction claim mode.
+    /// Claims up to `limit` jobs in transaction claim mode (`None`: none was due).
     async fn job_claim_tx(&self, params: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>>;
     /// Completes jobs whose token is current; returns the ones completed.
     async fn job_complete(&self, params: JobCompleteParams) -> Result<Vec<JobRef>>;

@@ -15,7 +15,7 @@ use backlog_core::{
     JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
     JobReleaseParams, JobRescueParams, JobVacuumParams, LeaderParams, MigrateReport, NewJob,
     OldestTransaction, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats,
-    Rescued, Result, Retention, StatDepth, StatRow, TxClaim, WakeFn,
+    Rescued, Result, StatDepth, StatRow, TxClaim, TxFinish, WakeFn,
 };
 
 /// No answer within the deadline.
@@ -160,14 +160,11 @@ struct DeadlineClaim {
 
 #[async_trait]
 impl TxClaim for DeadlineClaim {
-    fn job(&self) -> &ClaimedJob {
-        self.inner.job()
+    fn jobs(&self) -> &[ClaimedJob] {
+        self.inner.jobs()
     }
-    async fn complete(self: Box<Self>, now: i64, retention: Retention) -> Result<()> {
-        self.frame.run(self.inner.complete(now, retention)).await
-    }
-    async fn fail(self: Box<Self>, now: i64, error: String, retry_at: Option<i64>) -> Result<()> {
-        self.frame.run(self.inner.fail(now, error, retry_at)).await
+    async fn finish(self: Box<Self>, finish: TxFinish) -> Result<()> {
+        self.frame.run(self.inner.finish(finish)).await
     }
     async fn rollback(self: Box<Self>) -> Result<()> {
         self.frame.run(self.inner.rollback()).await

@@ -15,7 +15,7 @@ use backlog_core::{
     EnqueueOutcome, GroupPromoteParams, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
     JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobPruneParams,
     JobRef, JobRescueParams, JobVacuumParams, LeaderParams, MigrateReport, OldestTransaction,
-    QueueRedriveParams, Rescued, Result, Retention, TxClaim, WakeFn,
+    QueueRedriveParams, Rescued, Result, Retention, TxClaim, TxFinish, WakeFn,
 };
 
 use crate::dberror::DbResultExt;
@@ -1035,55 +1035,125 @@ macro_rules! apply_migrations {
 
 pub(crate) use apply_migrations;
 
-/// A job claimed in transaction claim mode: the open transaction holds its row lock until the
-/// job is completed, failed or rolled back.
+/// Jobs claimed in transaction claim mode: the open transaction holds their row locks, and has
+/// written nothing to them, until it ends (`job_claim_locked_*.sql` on PostgreSQL, the claim's
+/// SELECT alone on MySQL).
 pub(crate) struct SqlTxClaim<DB: sqlx::Database> {
     pub tx: sqlx::Transaction<'static, DB>,
-    pub job: ClaimedJob,
+    pub jobs: Vec<ClaimedJob>,
+    /// The worker that claimed them, recorded on the rows it completes or leases.
+    pub owner: String,
+    /// When they were claimed: their attempt's start.
+    pub claimed_at: i64,
+}
+
+/// What a dialect's connection does with the rows a transaction claim locked, in that transaction.
+pub(crate) trait LockedOps: Send {
+    /// Leases `ids` (running, the attempt counted, under `token` until `expires`).
+    fn lease(
+        &mut self,
+        token: i64,
+        owner: &str,
+        expires: i64,
+        now: i64,
+        ids: &[i64],
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// Completes `ids` by deleting them (`keep: false`) or marking them completed, kept: run as
+    /// the attempt they were claimed for, by `owner`, from `attempted` to `now`.
+    fn complete_locked(
+        &mut self,
+        keep: bool,
+        ids: &[i64],
+        owner: &str,
+        attempted: i64,
+        now: i64,
+    ) -> impl Future<Output = Result<()>> + Send;
+}
+
+impl<DB: sqlx::Database> SqlTxClaim<DB>
+where
+    DB::Connection: crate::JobConnection + ConnOps + LockedOps,
+{
+    /// The writes `f` asks for, in this transaction: completions by retention (archived ones,
+    /// like failures, through a lease and the fenced statements every claimed job takes), then
+    /// failures, then leases.
+    async fn write(&mut self, f: &TxFinish) -> Result<()> {
+        let (token, expires) = match self.jobs.first() {
+            Some(j) => (j.lease_token, j.lease_expires_at),
+            None => return Ok(()),
+        };
+        let archive = f.retention == Retention::Archive;
+        let mut leased: Vec<i64> = f.leased.clone();
+        leased.extend(f.failed.iter().map(|x| x.id));
+        if archive {
+            leased.extend(&f.completed);
+        }
+        leased.sort_unstable();
+        let conn = &mut *self.tx;
+        if !leased.is_empty() {
+            LockedOps::lease(conn, token, &self.owner, expires, self.claimed_at, &leased).await?;
+        }
+        if !f.completed.is_empty() {
+            let mut ids = f.completed.clone();
+            ids.sort_unstable();
+            match f.retention {
+                Retention::Archive => {
+                    let p = JobCompleteParams {
+                        jobs: (ids.iter()).map(|&id| JobRef { id, token }).collect(),
+                        now: f.now,
+                        retention: Retention::Archive,
+                    };
+                    crate::JobConnection::backlog_complete(conn, &p).await?;
+                }
+                r => {
+                    let keep = r == Retention::Keep;
+                    LockedOps::complete_locked(
+                        conn,
+                        keep,
+                        &ids,
+                        &self.owner,
+                        self.claimed_at,
+                        f.now,
+                    )
+                    .await?
+                }
+            }
+        }
+        for x in &f.failed {
+            let p = JobFailParams {
+                job: JobRef { id: x.id, token },
+                now: f.now,
+                error: x.error.clone(),
+                retry_at: x.retry_at,
+                cancelled: false,
+            };
+            ConnOps::fail(conn, &p).await?;
+        }
+        Ok(())
+    }
 }
 
 #[async_trait::async_trait]
 impl<DB: sqlx::Database> TxClaim for SqlTxClaim<DB>
 where
-    DB::Connection: crate::JobConnection + ConnOps,
+    DB::Connection: crate::JobConnection + ConnOps + LockedOps,
 {
-    fn job(&self) -> &ClaimedJob {
-        &self.job
+    fn jobs(&self) -> &[ClaimedJob] {
+        &self.jobs
     }
 
-    async fn complete(mut self: Box<Self>, now: i64, retention: Retention) -> Result<()> {
-        let job = self.job.job_ref();
-        let p = JobCompleteParams {
-            jobs: vec![job],
-            now,
-            retention,
+    async fn finish(mut self: Box<Self>, f: TxFinish) -> Result<()> {
+        let written = match f.check(&self.jobs) {
+            Ok(()) => self.write(&f).await,
+            Err(e) => Err(e),
         };
-        let done = crate::JobConnection::backlog_complete(&mut *self.tx, &p).await?;
-        if done.is_empty() {
-            self.tx.rollback().await.db()?;
-            return Err(backlog_core::Error::LeaseLost { job_id: job.id });
+        match written {
+            Ok(()) => self.tx.commit().await.db(),
+            Err(e) => {
+                self.tx.rollback().await.db()?;
+                Err(e)
+            }
         }
-        self.tx.commit().await.db()
-    }
-
-    async fn fail(
-        mut self: Box<Self>,
-        now: i64,
-        error: String,
-        retry_at: Option<i64>,
-    ) -> Result<()> {
-        let p = JobFailParams {
-            job: self.job.job_ref(),
-            now,
-            error,
-            retry_at,
-            cancelled: false,
-        };
-        if let Err(e) = ConnOps::fail(&mut *self.tx, &p).await {
-            self.tx.rollback().await.db()?;
-            return Err(e);
-        }
-        self.tx.commit().await.db()
     }
 
     async fn rollback(self: Box<Self>) -> Result<()> {

@@ -245,6 +245,38 @@ impl MySqlBackend {
     }
 }
 
+impl crate::engine::LockedOps for MySqlConnection {
+    async fn lease(
+        &mut self,
+        token: i64,
+        owner: &str,
+        expires: i64,
+        now: i64,
+        ids: &[i64],
+    ) -> Result<()> {
+        let stmt = cat::job_claim_update(token, owner, expires, now, ids);
+        let res = stmt.query().execute(&mut *self).await.db()?;
+        shared::locked_rows(res.rows_affected(), ids)
+    }
+
+    async fn complete_locked(
+        &mut self,
+        keep: bool,
+        ids: &[i64],
+        owner: &str,
+        attempted: i64,
+        now: i64,
+    ) -> Result<()> {
+        let stmt = match keep {
+            true => cat::job_complete_locked_keep(owner, attempted, now, ids),
+            // The rows are held by this transaction, as job_complete_delete expects.
+            false => cat::job_complete_delete(ids),
+        };
+        let res = stmt.query().execute(&mut *self).await.db()?;
+        shared::locked_rows(res.rows_affected(), ids)
+    }
+}
+
 /// Whether the server is a Galera node (`wsrep_on`).
 async fn galera_on(conn: &mut MySqlConnection) -> std::result::Result<bool, sqlx::Error> {
     let row = sqlx::raw_sql(cat::DB_CLUSTER)
@@ -396,7 +428,7 @@ async fn claim_on(
         Ordering::Fifo => cat::job_claim_fifo,
         Ordering::Lifo => cat::job_claim_lifo,
     };
-    claim_with(conn, shards, p, limit, claim).await
+    claim_with(conn, shards, p, limit, claim, true).await
 }
 
 /// A claim in a queue with a global concurrency limit or a rate limit, in the caller's
@@ -445,7 +477,7 @@ async fn claim_limited_on(
         Ordering::Fifo => cat::job_claim_limited_fifo,
         Ordering::Lifo => cat::job_claim_limited_lifo,
     };
-    let jobs = claim_with(conn, shards, p, room as u32, claim).await?;
+    let jobs = claim_with(conn, shards, p, room as u32, claim, true).await?;
     crate::engine::store_bucket!(cat, conn, p, limits, jobs.len());
     let groups = jobs.iter().filter_map(|j| j.group.clone()).collect();
     crate::engine::store_group_starts!(cat, conn, p, limits, groups, |g| &shared::json_list(&g));
@@ -515,6 +547,7 @@ async fn claim_with(
     p: &JobClaimParams,
     limit: u32,
     claim: fn(&str, i32, i64, Option<&str>, i64) -> Stmt<MySql>,
+    lease: bool,
 ) -> Result<Vec<ClaimedJob>> {
     let token = shared::new_token();
     let expires = p.now + p.lease.as_micros() as i64;
@@ -536,11 +569,11 @@ async fn claim_with(
             jobs.push(claimed_from_row!(r, 0, p, token, expires));
         }
     }
-    if jobs.is_empty() {
-        return Ok(jobs);
-    }
     if walk.several() {
         crate::rows::sort_claimed(&mut jobs, p.order);
+    }
+    if jobs.is_empty() || !lease {
+        return Ok(jobs);
     }
     let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
     cat::job_claim_update(token, &p.owner, expires, p.now, &ids)
@@ -974,15 +1007,23 @@ impl Dialect for MySqlBackend {
                  node's row locks hold on that node only",
             ));
         }
+        // The claim's SELECT alone: the rows stay locked, unwritten, until the transaction ends.
         let mut tx = self.pool.begin().await.db()?;
-        let mut jobs = claim_on(&mut tx, &self.shards, p, 1).await?;
-        match jobs.pop() {
-            Some(job) => Ok(Some(Box::new(SqlTxClaim { tx, job }))),
-            None => {
-                tx.commit().await.db()?;
-                Ok(None)
-            }
+        let claim = match p.order {
+            Ordering::Fifo => cat::job_claim_fifo,
+            Ordering::Lifo => cat::job_claim_lifo,
+        };
+        let jobs = claim_with(&mut tx, &self.shards, p, p.limit, claim, false).await?;
+        if jobs.is_empty() {
+            tx.commit().await.db()?;
+            return Ok(None);
         }
+        Ok(Some(Box::new(SqlTxClaim {
+            tx,
+            jobs,
+            owner: p.owner.clone(),
+            claimed_at: p.now,
+        })))
     }
 
     async fn job_complete_claim(&self, p: JobCompleteClaimParams) -> Result<CompleteClaimed> {

@@ -735,6 +735,37 @@ async fn complete_on(conn: &mut PgConnection, p: &JobCompleteParams) -> Result<V
     Ok(shared::refs_with_ids(&p.jobs, &done))
 }
 
+impl crate::engine::LockedOps for PgConnection {
+    async fn lease(
+        &mut self,
+        token: i64,
+        owner: &str,
+        expires: i64,
+        now: i64,
+        ids: &[i64],
+    ) -> Result<()> {
+        let stmt = cat::job_claim_update(token, owner, expires, now, ids);
+        let res = stmt.query().execute(&mut *self).await.db()?;
+        shared::locked_rows(res.rows_affected(), ids)
+    }
+
+    async fn complete_locked(
+        &mut self,
+        keep: bool,
+        ids: &[i64],
+        owner: &str,
+        attempted: i64,
+        now: i64,
+    ) -> Result<()> {
+        let stmt = match keep {
+            true => cat::job_complete_locked_keep(ids, owner, attempted, now),
+            false => cat::job_complete_locked_delete(ids),
+        };
+        let res = stmt.query().execute(&mut *self).await.db()?;
+        shared::locked_rows(res.rows_affected(), ids)
+    }
+}
+
 /// A host is ready when it answers and takes writes (not a standby in recovery).
 fn writable(conn: &mut PgConnection) -> futures::future::BoxFuture<'_, bool> {
     // Unprepared: one round trip that a transaction pooler keeps on one server connection.
@@ -854,21 +885,39 @@ impl Dialect for PgBackend {
 
     async fn job_claim_tx(&self, p: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>> {
         shared::tx_claim_limited(p)?;
-        let mut tx = self.tx().await.db()?;
-        // The claim statement with LIMIT 1: it locks the row (FOR UPDATE SKIP LOCKED) and marks
-        // it running; the lock lasts until this transaction ends, and dies with the connection.
         let (token, expires) = (shared::new_token(), p.now + p.lease.as_micros() as i64);
-        let row = claim_stmt(p, false, token, expires, shared::kinds_vec(&p.kinds), 1)
-            .query()
-            .fetch_optional(&mut *tx)
-            .await
-            .db()?;
-        let Some(row) = row else {
+        let claim = match p.order {
+            Ordering::Fifo => cat::job_claim_locked_fifo,
+            Ordering::Lifo => cat::job_claim_locked_lifo,
+        };
+        // The claim locks the rows and writes nothing; the lock lasts until the transaction
+        // ends, and dies with the connection. A claim that gave up waiting (lock_timeout, see
+        // the statement) ends its transaction and runs again in a new one.
+        let (tx, rows) = shared::retry_contended(|| async {
+            let mut tx = self.tx().await.db()?;
+            let (queue, kinds) = (p.queue.as_str(), shared::kinds_vec(&p.kinds));
+            let rows = claim(p.now, queue, kinds, p.limit as i64)
+                .query()
+                .fetch_all(&mut *tx)
+                .await
+                .db()?;
+            Ok((tx, rows))
+        })
+        .await?;
+        if rows.is_empty() {
             tx.rollback().await.db()?;
             return Ok(None);
-        };
-        let job = claimed_from_row!(&row, 0, p, token, expires);
-        Ok(Some(Box::new(SqlTxClaim { tx, job })))
+        }
+        let mut jobs = (rows.iter())
+            .map(|r| Ok(claimed_from_row!(r, 0, p, token, expires)))
+            .collect::<Result<Vec<_>>>()?;
+        crate::rows::sort_claimed(&mut jobs, p.order);
+        Ok(Some(Box::new(SqlTxClaim {
+            tx,
+            jobs,
+            owner: p.owner.clone(),
+            claimed_at: p.now,
+        })))
     }
 
     async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {

@@ -205,6 +205,15 @@ pub(crate) fn tx_claim_limited(p: &JobClaimParams) -> Result<()> {
     }
 }
 
+/// A write to the rows a transaction claim holds locked: each must be there, as claimed (the
+/// lock keeps every other writer off them): a shortfall reads as a lost lease.
+pub(crate) fn locked_rows(changed: u64, ids: &[i64]) -> Result<()> {
+    match (changed == ids.len() as u64, ids.first()) {
+        (false, Some(&job_id)) => Err(Error::LeaseLost { job_id }),
+        _ => Ok(()),
+    }
+}
+
 /// State (as stored), run_at and finished_at a failure leads to.
 pub(crate) fn fail_target(p: &JobFailParams) -> (&'static str, i64, Option<i64>) {
     let (state, run_at, finished_at) = p.target();

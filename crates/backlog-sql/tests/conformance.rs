@@ -1984,6 +1984,122 @@ async fn transaction_claim_mode(db: Db) {
     assert!(t.is_none(), "job 2 is running, nothing else is available");
 }
 
+/// Transaction claim mode in batches: one transaction locks several jobs and writes nothing to
+/// them until it ends, when each is completed, failed, leased to run on, or let go as if never
+/// claimed; a finish naming a job twice, or one the claim does not hold, changes nothing.
+async fn transaction_claims_in_batches(db: Db) {
+    if !db.b.capabilities().row_locks {
+        return; // no transaction claim mode (transaction_claim_mode checks the refusal)
+    }
+    let now = db.now;
+    let (later, retry_at) = (now + SEC, now + 60 * SEC);
+    for retention in [Retention::Keep, Retention::Delete, Retention::Archive] {
+        let qn = format!("txb_{retention:?}").to_lowercase();
+        let jobs = (0..6).map(|i| job(&qn, &i.to_string())).collect();
+        let id = ids(&db, jobs, now).await;
+        let held =
+            db.b.job_claim_tx(&claim(&qn, 5, now, db.strategy()))
+                .await
+                .unwrap()
+                .expect("jobs");
+        let got: Vec<i64> = held.jobs().iter().map(|j| j.id).collect();
+        assert_eq!(got, id[..5], "FIFO, five of six");
+        assert!(held.jobs().iter().all(|j| j.attempt == 1));
+        // Nothing written while the transaction is open: other sessions see the jobs as they
+        // were, and other claimers pass over them.
+        let seen = db.b.job_get(id[0]).await.unwrap().unwrap();
+        assert_eq!((seen.state, seen.attempt), (JobState::Available, 0));
+        let other =
+            db.b.job_claim(&claim(&qn, 10, now, db.strategy()))
+                .await
+                .unwrap();
+        assert_eq!(other.iter().map(|c| c.id).collect::<Vec<_>>(), vec![id[5]]);
+        let token = held.jobs()[3].lease_token;
+
+        let mut finish = TxFinish::new(later, retention);
+        finish.completed = vec![id[1], id[0]];
+        finish.failed = vec![TxFailure {
+            id: id[2],
+            error: "boom".into(),
+            retry_at: Some(retry_at),
+        }];
+        finish.leased = vec![id[3]];
+        held.finish(finish).await.unwrap();
+
+        for &done in &id[..2] {
+            match retention {
+                Retention::Delete => assert!(db.b.job_get(done).await.unwrap().is_none()),
+                Retention::Keep => {
+                    let j = db.b.job_get(done).await.unwrap().unwrap();
+                    assert_eq!(
+                        (j.state, j.attempt, j.attempted_at, j.finished_at),
+                        (JobState::Completed, 1, Some(now), Some(later))
+                    );
+                    assert_eq!(j.lease_owner.as_deref(), Some("test-worker"));
+                }
+                Retention::Archive => {
+                    assert_eq!(db.archived(done).await, Some("completed".to_string()))
+                }
+            }
+        }
+        let failed = db.b.job_get(id[2]).await.unwrap().unwrap();
+        assert_eq!(
+            (
+                failed.state,
+                failed.attempt,
+                failed.run_at,
+                failed.errors.len()
+            ),
+            (JobState::Available, 1, retry_at, 1)
+        );
+        let leased = db.b.job_get(id[3]).await.unwrap().unwrap();
+        assert_eq!(
+            (leased.state, leased.attempt, leased.lease_token),
+            (JobState::Running, 1, Some(token))
+        );
+        let untouched = db.b.job_get(id[4]).await.unwrap().unwrap();
+        assert_eq!(
+            (untouched.state, untouched.attempt),
+            (JobState::Available, 0)
+        );
+        // The leased job is completed as any claimed job, fenced by its token.
+        let by_token = JobRef { id: id[3], token };
+        assert_eq!(
+            complete(&db, vec![by_token], later, retention).await.len(),
+            1
+        );
+
+        // Bad input: the same job twice, or a job the claim does not hold. Refused, nothing
+        // written, and the claim's jobs are free again.
+        for bad in [vec![id[4], id[4]], vec![id[4], id[5]]] {
+            let held =
+                db.b.job_claim_tx(&claim(&qn, 5, later, db.strategy()))
+                    .await
+                    .unwrap()
+                    .expect("the job left alone");
+            assert_eq!(
+                held.jobs().iter().map(|j| j.id).collect::<Vec<_>>(),
+                vec![id[4]]
+            );
+            let mut finish = TxFinish::new(later, retention);
+            finish.completed = bad;
+            let err = held.finish(finish).await.unwrap_err();
+            assert!(matches!(err, Error::OptionInvalid { .. }), "{err:?}");
+            let j = db.b.job_get(id[4]).await.unwrap().unwrap();
+            assert_eq!((j.state, j.attempt), (JobState::Available, 0));
+        }
+        // Rolled back: as if never claimed.
+        let held =
+            db.b.job_claim_tx(&claim(&qn, 5, later, db.strategy()))
+                .await
+                .unwrap()
+                .expect("the job left alone");
+        held.rollback().await.unwrap();
+        let j = db.b.job_get(id[4]).await.unwrap().unwrap();
+        assert_eq!((j.state, j.attempt), (JobState::Available, 0));
+    }
+}
+
 /// A job held open in transaction claim mode past its lease must not stall anyone else: the
 /// rescue that every claimer runs passes over its locked row (it used to wait on it on MariaDB,
 /// stopping lease-mode claims on every queue until the lock wait timed out).
@@ -2447,6 +2563,7 @@ harness::conformance!(
     claimers_of_several_processes_never_share_a_job,
     concurrent_complete_claim_loops,
     transaction_claim_mode,
+    transaction_claims_in_batches,
     transaction_claim_never_stalls_others,
     heartbeat_reports_cancel_requests,
     progress_and_result,

@@ -130,8 +130,8 @@ pub use backlog_core::{
     EnqueueOutcome, Error, ErrorRecord, GroupFailure, GroupKey, Job, JobRef, JobState, Kind,
     ManualClock, NewJob, Ordering, Payload, QueueFlow, QueueInfo, QueueName, QueueSettings,
     QueueStats, RateLimit, Result, Retention, StatCounts, StatDepth, StatRow, StateFilter,
-    SystemClock, TraceContext, UniqueKey, WAIT_BOUNDS_US, format_duration, minute_of,
-    parse_duration,
+    SystemClock, TraceContext, TxClaim, TxFailure, TxFinish, UniqueKey, WAIT_BOUNDS_US,
+    format_duration, minute_of, parse_duration,
 };
 /// For tests that need no database: `Client::from_backend(Arc::new(MemoryBackend::new()))`.
 ///

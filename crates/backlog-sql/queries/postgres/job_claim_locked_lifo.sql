@@ -1,0 +1,36 @@
+-- Claims up to `limit` due jobs of a queue in transaction claim mode, LIFO: by priority, then latest
+-- due time first. It locks the rows (FOR UPDATE SKIP LOCKED) and writes nothing: the lock held
+-- by the open transaction is the claim, so a claim costs a lock per job and no new row version.
+-- The transaction then completes, fails or leases each job (job_complete_locked_*,
+-- job_claim_update) before it commits; a job it leaves alone, or a transaction that ends
+-- without a commit, leaves the row as it was. The attempt returned is the one the job runs as.
+-- Shards: taken as job_claim_fifo takes them, from a random shard, each shard's head in turn.
+-- Lock waits: 50 ms at most, for this transaction (see job_complete_with_claim_delete_fifo).
+-- @param now: i64
+-- @param queue: &str
+-- @param kinds: Option<Vec<String>>
+-- @param limit: i64
+WITH heads AS MATERIALIZED (
+    SELECT n, floor(random() * n)::int AS first,
+           set_config('lock_timeout', '50ms', true) AS lock_timeout
+    FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
+                                    OR group_rate_limit IS NOT NULL) THEN 0
+                       ELSE COALESCE(max(shards), 1) END AS n
+          FROM backlog_queue WHERE name = $2) AS q
+)
+SELECT c.id, c.kind, c.payload::text AS payload, c.priority, c.attempt + 1 AS attempt,
+       c.max_attempts, c.run_at, c.created_at, c.trace_context, c.group_key
+FROM heads AS q
+CROSS JOIN generate_series(0, 255) AS s(i)
+CROSS JOIN LATERAL (
+    SELECT id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context,
+           group_key
+    FROM backlog_job
+    WHERE queue = $2 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $1
+      AND ($3::text[] IS NULL OR kind = ANY($3::text[]))
+    ORDER BY priority, run_at DESC, id DESC
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+) AS c
+WHERE s.i < q.n
+LIMIT $4

@@ -1,0 +1,12 @@
+-- Completes jobs job_claim_locked_* locked in this transaction (transaction claim mode), kept:
+-- the attempt they ran as counted, the claim's time as the attempt's start, the owner that ran
+-- them recorded. The lock is their fence, so no token is read. Returns their ids.
+-- @param ids: &[i64]
+-- @param owner: &str
+-- @param attempted: i64
+-- @param now: i64
+UPDATE backlog_job
+SET state = 'completed', attempt = attempt + 1, lease_owner = $2, attempted_at = $3,
+    finished_at = $4, lease_token = NULL, lease_expires_at = NULL
+WHERE id = ANY($1::bigint[]) AND state = 'available'
+RETURNING id
