@@ -175,6 +175,10 @@ pub struct BenchArgs {
     /// own choice).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub claim_batch: Option<u64>,
+    /// The runtime's drain claims under a lease only (`WorkerConfig::claim_in_transaction` off),
+    /// to set its transaction claims beside it.
+    #[arg(long)]
+    pub lease_claims: bool,
     /// Shards of the benchmark's queues (`queue set --shards`); the bare SQL spreads its rows
     /// and claims over as many (PostgreSQL, MySQL and MariaDB; SQLite keeps one head).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]

@@ -533,6 +533,18 @@ fn bench_quick(engine: Engine) {
         "{r}"
     );
     assert!(best.iter().all(|n| tried.contains(n)), "{r}");
+    // And of the forms the database has: a batch deleted by the statement that claims the next,
+    // or (where a claim can hold row locks) locked and deleted in one transaction.
+    let forms = r["baseline_forms"].as_array().unwrap();
+    assert_eq!(forms.len(), best.len(), "{r}");
+    let known: &[&str] = match engine {
+        Engine::Sqlite => &["statement"],
+        _ => &["statement", "transaction"],
+    };
+    assert!(
+        forms.iter().all(|f| known.contains(&f.as_str().unwrap())),
+        "{r}"
+    );
     let want = match engine {
         Engine::Sqlite => serde_json::json!([1]),
         _ => serde_json::json!([2]), // at concurrency 100, 4 loops would claim 25 each

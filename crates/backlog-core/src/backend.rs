@@ -39,6 +39,11 @@ pub struct Capabilities {
     pub few_claimers: bool,
     /// Row locks held by an open transaction (transaction claim mode).
     pub row_locks: bool,
+    /// A transaction claim's transaction ends on its own when its client falls silent for the
+    /// claim's lease (PostgreSQL's `idle_in_transaction_session_timeout`, set for that
+    /// transaction alone), so a worker cut off mid-claim holds its jobs no longer than a lease;
+    /// the worker runtime claims in transaction claim mode only then.
+    pub bounded_tx_claims: bool,
 }
 
 impl Capabilities {

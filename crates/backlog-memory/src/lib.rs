@@ -161,6 +161,7 @@ impl Backend for MemoryBackend {
             single_writer: true,
             few_claimers: false,
             row_locks: false,
+            bounded_tx_claims: false,
         }
     }
 

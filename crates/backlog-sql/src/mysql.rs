@@ -939,6 +939,7 @@ impl Dialect for MySqlBackend {
             // A Galera node's row locks hold on that node only: another node could claim the
             // row a transaction-mode job holds.
             row_locks: !self.cluster,
+            bounded_tx_claims: false,
         }
     }
 

@@ -790,6 +790,7 @@ impl Dialect for PgBackend {
             single_writer: false,
             few_claimers: false,
             row_locks: true,
+            bounded_tx_claims: true,
         }
     }
 
@@ -896,7 +897,8 @@ impl Dialect for PgBackend {
         let (tx, rows) = shared::retry_contended(|| async {
             let mut tx = self.tx().await.db()?;
             let (queue, kinds) = (p.queue.as_str(), shared::kinds_vec(&p.kinds));
-            let rows = claim(p.now, queue, kinds, p.limit as i64)
+            let idle_ms = p.lease.as_millis().clamp(1, i32::MAX as u128) as i64;
+            let rows = claim(p.now, queue, kinds, p.limit as i64, idle_ms)
                 .query()
                 .fetch_all(&mut *tx)
                 .await

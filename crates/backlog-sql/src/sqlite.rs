@@ -540,6 +540,7 @@ impl Dialect for SqliteBackend {
             single_writer: true,
             few_claimers: false,
             row_locks: false,
+            bounded_tx_claims: false,
         }
     }
 

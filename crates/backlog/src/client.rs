@@ -14,7 +14,7 @@ use backlog_core::{
     JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
     JobProgressParams, JobRef, JobReleaseParams, JobRescueParams, JobState, Kind, MigrateReport,
     NewJob, Payload, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats, Result,
-    StateFilter, SystemClock, TxClaim, backoff_delay,
+    StateFilter, SystemClock, TxClaim, TxFinish, backoff_delay,
 };
 
 /// How long queue settings are cached in a process.
@@ -688,6 +688,7 @@ impl Client {
     /// commit is the cheapest way through a queue (PostgreSQL, MySQL/MariaDB). A dropped
     /// connection frees the jobs at once, with no attempt counted.
     pub async fn claim_tx_many(&self, opts: &ClaimOpts) -> Result<Option<Box<dyn TxClaim>>> {
+        self.rescue_if_due().await?;
         let settings = self.queue_settings(&opts.queue).await?;
         let p = self.claim_params(opts, &settings);
         let claim = self.backend.job_claim_tx(&p).await?;
@@ -695,6 +696,21 @@ impl Client {
             self.record_started(&opts.queue, c.jobs());
         }
         Ok(claim)
+    }
+
+    /// Ends a transaction claim of `queue` ([`TxClaim::finish`]), counting its completions.
+    pub(crate) async fn finish_tx(
+        &self,
+        queue: &str,
+        claim: Box<dyn TxClaim>,
+        finish: TxFinish,
+    ) -> Result<()> {
+        let n = finish.completed.len() as i64;
+        claim.finish(finish).await?;
+        if n > 0 {
+            self.record(queue, self.now(), |c| c.completed += n);
+        }
+        Ok(())
     }
 
     /// Completes a job, fenced by its lease token (`LeaseLost` if the lease is gone).

@@ -99,6 +99,21 @@ async fn latency(engine: Engine) {
 /// write and its completion, fenced by the old lease token, change nothing. The job is
 /// completed once, by the second worker, with one results row.
 async fn a_partitioned_worker_comes_back_late(engine: Engine) {
+    comes_back_late(engine, false).await
+}
+
+/// The same partition with the worker claiming in transaction claim mode, cut off after its
+/// job's first poll, before the commit that would lease the job: its transaction still holds
+/// the row lock on the server, which ends the silent session after the lease (PostgreSQL) and so
+/// frees the job for the other process. The cut-off worker's commit fails when the partition
+/// heals, and it drops the handler it had started: the job is completed once, by the other
+/// process, as its first counted attempt. Where the runtime claims under a lease instead (MySQL,
+/// MariaDB), this is the lease-mode test again.
+async fn a_worker_cut_off_mid_claim_holds_its_job_no_longer_than_a_lease(engine: Engine) {
+    comes_back_late(engine, true).await
+}
+
+async fn comes_back_late(engine: Engine, claim_in_transaction: bool) {
     let db = TestDb::new(engine).await;
     db.create_results().await;
     let proxy = Proxy::for_url(&db.url).await;
@@ -125,15 +140,17 @@ async fn a_partitioned_worker_comes_back_late(engine: Engine) {
                 }
             }
         })
-        .configure(|c| {
+        .configure(move |c| {
             c.lease = Some(Duration::from_secs(1));
             c.maintenance = None;
             c.drain = Some(DrainMode::All);
             c.poll_max = Duration::from_millis(100);
+            c.claim_in_transaction = claim_in_transaction;
         })
         .build()
         .unwrap();
     db.enqueue_numbered("net", 1).await;
+    let held_in_tx = claim_in_transaction && db.client.backend().capabilities().bounded_tx_claims;
     let first = tokio::spawn(async move { worker.run(CancellationToken::new()).await });
     tokio::time::timeout(Duration::from_secs(10), started.notified())
         .await
@@ -170,8 +187,11 @@ async fn a_partitioned_worker_comes_back_late(engine: Engine) {
         (0, 1),
         "{report:?}"
     );
+    // Under a lease the cut-off worker's attempt counted; in a transaction it was never
+    // committed.
+    let attempts = if held_in_tx { 1 } else { 2 };
     let job = db.client.job(id).await.unwrap();
-    assert_eq!((job.state, job.attempt), (JobState::Completed, 2));
+    assert_eq!((job.state, job.attempt), (JobState::Completed, attempts));
     db.assert_each_done_once("net", 1).await;
     db.drop_db().await;
 }
@@ -267,5 +287,6 @@ async fn a_stall_never_hangs(engine: Engine) {
 backlog_testdb::on_server_backends!(
     latency,
     a_partitioned_worker_comes_back_late,
+    a_worker_cut_off_mid_claim_holds_its_job_no_longer_than_a_lease,
     a_stall_never_hangs
 );

@@ -214,3 +214,79 @@ async fn a_completion_held_up_by_a_row_lock_gives_way_quickly_and_changes_nothin
     client.close().await;
     db.drop_db().await;
 }
+
+/// The server's counts of rows updated and deleted in `backlog_job`, once every backend has
+/// reported them (two equal readings a second and a half apart).
+async fn settled_writes(db: &TestDb) -> (i64, i64) {
+    let read = async || {
+        let q = |col: &str| {
+            format!(
+                "SELECT coalesce({col}, 0) FROM pg_stat_user_tables \
+                 WHERE relid = to_regclass('backlog_job')"
+            )
+        };
+        (
+            db.scalar(&q("n_tup_upd")).await,
+            db.scalar(&q("n_tup_del")).await,
+        )
+    };
+    let started = Instant::now();
+    let mut last = read().await;
+    loop {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let now = read().await;
+        if now == last || started.elapsed() > Duration::from_secs(20) {
+            return now;
+        }
+        last = now;
+    }
+}
+
+/// In transaction claim mode (the runtime's default on PostgreSQL) a job whose handler ends in
+/// its first poll costs its row one write: the claim only locks it, and the commit that ends
+/// the claim deletes it. Claimed under a lease, the same jobs are each updated once (the claim)
+/// before their delete: the counts the server keeps tell the two apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_that_end_at_once_cost_their_row_one_write() {
+    use backlog::{DrainMode, Outcome, Worker};
+
+    const N: i64 = 2000;
+    let db = TestDb::new(Engine::Postgres).await;
+    for claim_in_transaction in [true, false] {
+        let before = settled_writes(&db).await;
+        // A client of its own, closed after the drain: its sessions report their counts as
+        // they end.
+        let client = Arc::new(Client::connect(&db.url).await.unwrap());
+        let mut s = QueueSettings::defaults(QueueName::new("once").unwrap());
+        s.retention = Retention::Delete;
+        client.queue_configure(&s).await.unwrap();
+        let jobs = (0..N)
+            .map(|i| client.new_job("once", &i).unwrap())
+            .collect();
+        client.enqueue_many(jobs).await.unwrap();
+        let report = Worker::builder(client.clone())
+            .queue("once", 100)
+            .fallback_handler(|_| async { Ok(Outcome::Complete) })
+            .configure(move |c| {
+                c.maintenance = None;
+                c.drain = Some(DrainMode::All);
+                c.claim_in_transaction = claim_in_transaction;
+            })
+            .build()
+            .unwrap()
+            .drain()
+            .await
+            .unwrap();
+        assert_eq!(report.completed, N as u64, "{report:?}");
+        client.close().await;
+        let after = settled_writes(&db).await;
+        let (updated, deleted) = (after.0 - before.0, after.1 - before.1);
+        assert_eq!(deleted, N, "each job deleted once");
+        let want = if claim_in_transaction { 0 } else { N };
+        assert_eq!(
+            updated, want,
+            "rows updated (in transaction: {claim_in_transaction})"
+        );
+    }
+    db.drop_db().await;
+}

@@ -33,6 +33,26 @@ const LEASE_US: i64 = 30_000_000;
 /// as text), and no more.
 pub type BareJob = (i64, Option<String>, String);
 
+/// A bare drain's form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BareForm {
+    /// Each batch deleted, fenced by its lease token, by the statement (or transaction) that
+    /// claims the next under a lease.
+    Statement,
+    /// A batch locked and deleted in one transaction (transaction claim mode's shape).
+    Transaction,
+}
+
+impl std::fmt::Display for BareForm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BareForm::Statement => "statement",
+            BareForm::Transaction => "transaction",
+        })
+    }
+}
+
 /// The hot table's size.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct Sizes {
@@ -319,6 +339,11 @@ impl Baseline {
     /// scan (with statistics taken while the table was empty, a sort of the queue per row of a
     /// million-row table).
     fn pg_picked(&self) -> String {
+        self.pg_picked_cols("id")
+    }
+
+    /// [`Baseline::pg_picked`] returning `cols` of each locked row.
+    fn pg_picked_cols(&self, cols: &str) -> String {
         let t = &self.table;
         let head = "queue = $4 AND state = 'available' AND run_at <= $3 \
                     ORDER BY priority, run_at, id LIMIT $5 FOR UPDATE SKIP LOCKED";
@@ -328,15 +353,79 @@ impl Baseline {
         if self.shards == 1 {
             // $6 and $7 are bound all the same: one statement text per form.
             format!(
-                "{lt}, picked AS (SELECT id FROM {t} WHERE shard = 0 AND $6::int = 1 AND $7::int >= 0 \
+                "{lt}, picked AS (SELECT {cols} FROM {t} WHERE shard = 0 AND $6::int = 1 AND $7::int >= 0 \
                  AND (SELECT v FROM lt) IS NOT NULL AND {head})"
             )
         } else {
             format!(
-                "{lt}, picked AS (SELECT c.id FROM generate_series(0, 255) AS s(i) \
-                 CROSS JOIN LATERAL (SELECT id FROM {t} WHERE shard = ($7::int + s.i) % $6::int \
+                "{lt}, picked AS (SELECT c.* FROM generate_series(0, 255) AS s(i) \
+                 CROSS JOIN LATERAL (SELECT {cols} FROM {t} WHERE shard = ($7::int + s.i) % $6::int \
                  AND {head}) AS c WHERE s.i < $6::int AND (SELECT v FROM lt) IS NOT NULL LIMIT $5)"
             )
+        }
+    }
+
+    /// The bare drain forms this database has: the transaction form where a claim can hold row
+    /// locks (not SQLite, whose one writer claims and deletes in one transaction already).
+    pub fn forms(&self) -> Vec<BareForm> {
+        match self.pool {
+            Pool::Sqlite(_) => vec![BareForm::Statement],
+            _ => vec![BareForm::Statement, BareForm::Transaction],
+        }
+    }
+
+    /// Locks up to `limit` due jobs of `queue` and deletes them in one transaction, writing
+    /// nothing else: transaction claim mode's shape, as the runtime takes it for jobs that end
+    /// in their first poll (PostgreSQL, MySQL; `None` on SQLite, whose one-writer claim and
+    /// delete are already one transaction). Returns the jobs.
+    pub async fn claim_delete_tx(
+        &self,
+        queue: &str,
+        limit: i64,
+        now: i64,
+    ) -> Res<Option<Vec<BareJob>>> {
+        let t = &self.table;
+        match &self.pool {
+            Pool::Sqlite(_) => Ok(None),
+            Pool::Postgres(p) => {
+                let mut tx = p.begin().await?;
+                let jobs: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "WITH {picked} SELECT id, kind, payload FROM picked",
+                    picked = self.pg_picked_cols("id, kind, payload::text AS payload"),
+                )))
+                .bind(0_i64)
+                .bind(0_i64)
+                .bind(now)
+                .bind(queue)
+                .bind(limit)
+                .bind(self.shards)
+                .bind(self.random_shard())
+                .fetch_all(&mut *tx)
+                .await?;
+                let ids = ids_of(&jobs);
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "DELETE FROM {t} WHERE id = ANY($1)"
+                )))
+                .bind(&ids)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(Some(jobs))
+            }
+            Pool::MySql(p) => {
+                let mut tx = p.begin().await?;
+                let jobs = self.mysql_lock(&mut tx, queue, limit, now).await?;
+                if !jobs.is_empty() {
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                        "DELETE FROM {t} WHERE id IN ({list})",
+                        list = id_list(&ids_of(&jobs))
+                    )))
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                tx.commit().await?;
+                Ok(Some(jobs))
+            }
         }
     }
 
@@ -417,6 +506,32 @@ impl Baseline {
         token: i64,
     ) -> Res<Vec<BareJob>> {
         let t = &self.table;
+        let jobs = self.mysql_lock(tx, queue, limit, now).await?;
+        if !jobs.is_empty() {
+            // Every value is an integer, written into the text: the statement goes over the
+            // text protocol, one round trip, with no prepared statement to cache.
+            let (list, expires) = (id_list(&ids_of(&jobs)), now + LEASE_US);
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
+                 lease_token = {token}, lease_expires_at = {expires}, attempted_at = {now} \
+                 WHERE id IN ({list})"
+            )))
+            .execute(&mut *tx)
+            .await?;
+        }
+        Ok(jobs)
+    }
+
+    /// MySQL: locks up to `limit` due jobs of `queue` in the transaction `tx` (a locking read,
+    /// SKIP LOCKED), as backlog's own claim does, and returns them.
+    async fn mysql_lock(
+        &self,
+        tx: &mut sqlx::MySqlConnection,
+        queue: &str,
+        limit: i64,
+        now: i64,
+    ) -> Res<Vec<BareJob>> {
+        let t = &self.table;
         // backlog's own claim: each shard's head in turn from a random one, one statement each.
         let mut jobs: Vec<BareJob> = vec![];
         let first = self.random_shard();
@@ -436,18 +551,6 @@ impl Baseline {
             if jobs.len() as i64 >= limit {
                 break;
             }
-        }
-        if !jobs.is_empty() {
-            // Every value is an integer, written into the text: the statement goes over the
-            // text protocol, one round trip, with no prepared statement to cache.
-            let (list, expires) = (id_list(&ids_of(&jobs)), now + LEASE_US);
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-                "UPDATE {t} SET state = 'running', attempt = attempt + 1, \
-                 lease_token = {token}, lease_expires_at = {expires}, attempted_at = {now} \
-                 WHERE id IN ({list})"
-            )))
-            .execute(&mut *tx)
-            .await?;
         }
         Ok(jobs)
     }

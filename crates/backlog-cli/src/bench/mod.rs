@@ -23,7 +23,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::cli::BenchArgs;
-use baseline::Baseline;
+use baseline::{BareForm, Baseline};
 
 /// A part of the benchmark, for `--only`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -61,6 +61,8 @@ pub struct Params {
     /// The runtime's claim loops and claim size, when set (`--fetchers`, `--claim-batch`).
     pub fetchers: Option<u64>,
     pub claim_batch: Option<u64>,
+    /// The runtime's drain claims under a lease only (`--lease-claims`).
+    pub lease_claims: bool,
     pub shards: u16,
     pub steady_secs: f64,
     pub latency_jobs: u64,
@@ -109,6 +111,9 @@ pub struct Report {
     /// The loop count of each round's fastest one-statement bare drain (`params.fold_loops`
     /// were tried): the baseline the drain ratio is taken against.
     pub baseline_loops: Vec<u64>,
+    /// And its form: `statement` (each batch deleted by the statement that claims the next,
+    /// under a lease) or `transaction` (a batch locked and deleted in one transaction).
+    pub baseline_forms: Vec<BareForm>,
     pub e2e_steady_jobs_per_s: f64,
     pub latency_p50_ms: f64,
     pub latency_p99_ms: f64,
@@ -270,6 +275,7 @@ fn params(url: &str, a: &BenchArgs) -> Params {
         fold_loops,
         fetchers: a.fetchers,
         claim_batch: a.claim_batch,
+        lease_claims: a.lease_claims,
         shards: a.shards,
         steady_secs: a
             .steady
@@ -476,25 +482,29 @@ async fn measure(
             base.checkpoint().await?;
             r.drain_base
                 .push(drain_bare(client, base, &q("drain_base"), p, bar, &tag).await?);
-            // The one-statement form with each loop count; the round keeps the fastest.
-            let mut best: Option<(f64, f64, f64, u64)> = None;
-            for &loops in &p.fold_loops {
-                fill_bare(base, &q("drain_fold"), p).await?;
-                base.checkpoint().await?;
-                let (cpu, log) = (CpuClock::start(), base.log_bytes().await?);
-                let rate =
-                    drain_folded(client, base, &q("drain_fold"), p, loops, bar, &tag).await?;
-                let cpu = cpu.us_per(p.batch_jobs);
-                let log = per_job(log, base.log_bytes().await?, p.batch_jobs);
-                if best.is_none_or(|b| rate > b.0) {
-                    best = Some((rate, cpu, log, loops));
+            // The one-statement form and the transaction form (lock, delete, commit: where
+            // the database has one) with each loop count; the round keeps the fastest.
+            let mut best: Option<(f64, f64, f64, u64, BareForm)> = None;
+            for form in base.forms() {
+                for &loops in &p.fold_loops {
+                    fill_bare(base, &q("drain_fold"), p).await?;
+                    base.checkpoint().await?;
+                    let (cpu, log) = (CpuClock::start(), base.log_bytes().await?);
+                    let (queue, fold) = (&q("drain_fold"), Fold { loops, form });
+                    let rate = drain_folded(client, base, queue, p, fold, bar, &tag).await?;
+                    let cpu = cpu.us_per(p.batch_jobs);
+                    let log = per_job(log, base.log_bytes().await?, p.batch_jobs);
+                    if best.is_none_or(|b| rate > b.0) {
+                        best = Some((rate, cpu, log, loops, form));
+                    }
                 }
             }
-            let (rate, cpu, log, loops) = best.expect("at least one loop count");
+            let (rate, cpu, log, loops, form) = best.expect("at least one loop count");
             r.drain_fold.push(rate);
             r.drain_fold_cpu.push(cpu);
             r.drain_fold_log.push(log);
             r.drain_fold_loops.push(loops);
+            r.drain_fold_forms.push(form);
             if !backlog_first {
                 base.checkpoint().await?;
                 let (cpu, log) = (CpuClock::start(), base.log_bytes().await?);
@@ -581,6 +591,7 @@ async fn measure(
         e2e_log_bytes_per_job: median(&r.drain_log),
         baseline_log_bytes_per_job: median(&r.drain_fold_log),
         baseline_loops: r.drain_fold_loops.clone(),
+        baseline_forms: r.drain_fold_forms.clone(),
         e2e_steady_jobs_per_s: steady,
         latency_p50_ms: p50,
         latency_p99_ms: p99,
@@ -606,6 +617,8 @@ struct Rounds {
     drain_fold_log: Vec<f64>,
     /// The loop count of each round's fastest one-statement bare drain.
     drain_fold_loops: Vec<u64>,
+    /// And its form.
+    drain_fold_forms: Vec<BareForm>,
     batch_cpu: Vec<f64>,
     batch_base_cpu: Vec<f64>,
 }
@@ -823,19 +836,29 @@ async fn fill_bare(base: &Baseline, queue: &str, p: &Params) -> anyhow::Result<(
     Ok(())
 }
 
+/// A bare drain form and how many loops run it.
+#[derive(Debug, Clone, Copy)]
+struct Fold {
+    loops: u64,
+    form: BareForm,
+}
+
 /// (b) bare loops that delete each batch in the statement (or transaction) that claims the
-/// next, as the runtime does: the fold's own ceiling.
+/// next, as the runtime does under a lease (`BareForm::Statement`), or that lock a batch and
+/// delete it in one transaction, as the runtime does in transaction claim mode
+/// (`BareForm::Transaction`): the ceilings of the runtime's two paths.
 async fn drain_folded(
     client: &Arc<Client>,
     base: &Baseline,
     queue: &str,
     p: &Params,
-    loops: u64,
+    fold: Fold,
     bar: &ProgressBar,
     tag: &str,
 ) -> anyhow::Result<f64> {
+    let Fold { loops, form } = fold;
     let limit = (p.concurrency / loops).max(1) as i64;
-    let label = format!("{tag}: drain (bare SQL, one statement, {loops} loops)");
+    let label = format!("{tag}: drain (bare SQL, {form}, {loops} loops)");
     bare_loops(p, loops, bar, &label, || {
         let (base, client, queue, bar) =
             (base.clone(), client.clone(), queue.to_owned(), bar.clone());
@@ -843,23 +866,34 @@ async fn drain_folded(
             let (mut prev, mut prev_token) = (vec![], 0);
             loop {
                 let token = rand::random::<i64>();
-                let jobs = retry_deadlocks(|| {
-                    base.complete_claim_folded(
-                        &queue,
-                        limit,
-                        client.now(),
-                        token,
-                        &prev,
-                        prev_token,
-                    )
-                })
-                .await?;
+                let jobs = match form {
+                    BareForm::Statement => {
+                        retry_deadlocks(|| {
+                            base.complete_claim_folded(
+                                &queue,
+                                limit,
+                                client.now(),
+                                token,
+                                &prev,
+                                prev_token,
+                            )
+                        })
+                        .await?
+                    }
+                    BareForm::Transaction => {
+                        retry_deadlocks(|| base.claim_delete_tx(&queue, limit, client.now()))
+                            .await?
+                            .unwrap_or_default()
+                    }
+                };
                 if jobs.is_empty() {
                     return Ok(());
                 }
                 bar.inc(jobs.len() as u64);
-                prev = jobs.iter().map(|j| j.0).collect();
-                prev_token = token;
+                if form == BareForm::Statement {
+                    prev = jobs.iter().map(|j| j.0).collect();
+                    prev_token = token;
+                }
             }
         }
     })
@@ -877,10 +911,10 @@ where
 {
     loop {
         match call().await {
-            // A deadlock victim, or (PostgreSQL) a statement that gave up a lock wait after its
-            // own lock_timeout: rolled back whole either way.
+            // A deadlock victim (PostgreSQL's code, MySQL's), or (PostgreSQL) a statement that
+            // gave up a lock wait after its own lock_timeout: rolled back whole either way.
             Err(backlog::sqlx::Error::Database(e))
-                if matches!(e.code().as_deref(), Some("40P01" | "55P03")) => {}
+                if matches!(e.code().as_deref(), Some("40P01" | "40001" | "55P03")) => {}
             other => return other,
         }
     }
@@ -930,6 +964,7 @@ async fn drain_backlog(
             c.drain = Some(DrainMode::All);
             c.fetchers = p.fetchers.map(|n| n as usize);
             c.claim_batch = p.claim_batch.map(|n| n as usize);
+            c.claim_in_transaction = !p.lease_claims;
         })
         .build()?;
     let started = Instant::now();
@@ -1141,7 +1176,9 @@ fn human(r: &Report) -> String {
         r.e2e_ratio,
     );
     if !r.baseline_loops.is_empty() {
-        let loops: Vec<String> = r.baseline_loops.iter().map(u64::to_string).collect();
+        let loops: Vec<String> = (r.baseline_loops.iter().zip(&r.baseline_forms))
+            .map(|(n, form)| format!("{n} {form}"))
+            .collect();
         let tried: Vec<String> = r.params.fold_loops.iter().map(u64::to_string).collect();
         s.push_str(&format!(
             "{:<34} {:>22}  (of {} tried)\n",

@@ -9,4 +9,4 @@
 UPDATE backlog_job FORCE INDEX (PRIMARY)
 SET state = 'completed', attempt = attempt + 1, lease_owner = ?, attempted_at = ?,
     finished_at = ?, lease_token = NULL, lease_expires_at = NULL
-WHERE id IN (/*IDS*/) AND state = 'available'
+WHERE id IN (/*IDS*/)

@@ -6,13 +6,18 @@
 -- without a commit, leaves the row as it was. The attempt returned is the one the job runs as.
 -- Shards: taken as job_claim_fifo takes them, from a random shard, each shard's head in turn.
 -- Lock waits: 50 ms at most, for this transaction (see job_complete_with_claim_delete_fifo).
+-- A client that falls silent mid-transaction (cut off by the network, say) holds the jobs no
+-- longer than `idle_ms` (the claim's lease): the server ends the session then
+-- (idle_in_transaction_session_timeout, for this transaction alone), and the jobs are free.
 -- @param now: i64
 -- @param queue: &str
 -- @param kinds: Option<Vec<String>>
 -- @param limit: i64
+-- @param idle_ms: i64
 WITH heads AS MATERIALIZED (
     SELECT n, floor(random() * n)::int AS first,
-           set_config('lock_timeout', '50ms', true) AS lock_timeout
+           set_config('lock_timeout', '50ms', true) AS lock_timeout,
+           set_config('idle_in_transaction_session_timeout', $5::bigint::text, true) AS idle
     FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
                                     OR group_rate_limit IS NOT NULL) THEN 0
                        ELSE COALESCE(max(shards), 1) END AS n

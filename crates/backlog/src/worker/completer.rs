@@ -101,6 +101,27 @@ impl Finished {
         }
     }
 
+    /// `n` running jobs of the claim `token` ended and were recorded by the claim loop itself
+    /// (completed in a transaction claim's commit), which keeps their slots for its next claim.
+    pub fn settled(&self, token: i64, n: usize) {
+        let last = {
+            let mut running = self.running.lock().expect("lock");
+            match running.get_mut(&token) {
+                Some(left) if *left > n => {
+                    *left -= n;
+                    false
+                }
+                _ => {
+                    running.remove(&token);
+                    true
+                }
+            }
+        };
+        if last {
+            self.notify.notify_waiters();
+        }
+    }
+
     /// Whether jobs of the claims these finished jobs came from are still running: jobs claimed
     /// together tend to end together (a burst), and a claim waits a moment for the rest.
     pub fn burst_running(&self, finished: &[ClaimedJob]) -> bool {

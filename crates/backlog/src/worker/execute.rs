@@ -22,7 +22,7 @@ use super::heartbeat::{InFlight, InFlightMap};
 use super::outcome::{Report, unwrap};
 use super::run::{Counters, Inner};
 use super::{BoxFuture, JobContext, Outcome};
-use crate::{ClaimedJob, JobRef};
+use crate::{ClaimedJob, JobRef, TxClaim, TxFinish};
 
 /// Starts claimed jobs: polled once by their claim loop while its `inline_budget` lasts, then
 /// in tasks of their own, registered with the heartbeater.
@@ -62,43 +62,154 @@ impl Dispatch for Executor {
                         finished.ended(token, Some(job), slot);
                         continue;
                     }
-                    Settled::Report(report) => Err(report),
+                    Settled::Report(report) => Later::Report(report),
                 },
-                None => {
-                    let job_ref = exec.job_ref();
-                    self.inflight.lock().expect("lock").insert(
-                        job_ref.id,
-                        InFlight {
-                            job: job_ref,
-                            lease,
-                            stop: exec.stop().clone(),
-                        },
-                    );
-                    Ok(exec)
+                None => Later::Running(exec),
+            };
+            self.run_on(start, token, slot, lease, retention, finished);
+        }
+    }
+
+    async fn start_tx(
+        &self,
+        claim: Box<dyn TxClaim>,
+        claimed: Claimed,
+        finished: &Arc<Finished>,
+    ) -> Vec<tokio::sync::OwnedSemaphorePermit> {
+        let Claimed {
+            jobs,
+            slots,
+            lease,
+            retention,
+        } = claimed;
+        let inner = &self.inner;
+        let queue = jobs.first().map(|j| j.queue.clone()).unwrap_or_default();
+        let mut finish = TxFinish::new(0, retention);
+        // Jobs that ended in their first poll, completed in the claim's transaction, and the
+        // others, leased in it, with what each goes on with after the commit.
+        let (mut done, mut later) = (vec![], vec![]);
+        let inline_since = std::time::Instant::now();
+        for (job, slot) in jobs.into_iter().zip(slots) {
+            let (id, token) = (job.id, job.lease_token);
+            // A job of an ordered group completes as any leased job, with its group's hand-off.
+            let grouped = job.group.is_some();
+            let mut exec = Execution::new(inner, job, inner.config.job_timeout);
+            let first = match inline_since.elapsed() < inner.config.inline_budget {
+                true => exec.poll_once(),
+                false => None,
+            };
+            let start = match first {
+                Some(ended) => match exec.settle(ended) {
+                    Settled::Complete(job) if !grouped => {
+                        finish.completed.push(id);
+                        done.push((job, slot));
+                        continue;
+                    }
+                    Settled::Complete(job) => Later::Finished(job),
+                    Settled::Report(report) => Later::Report(report),
+                },
+                None => Later::Running(exec),
+            };
+            finish.leased.push(id);
+            later.push((start, token, slot));
+        }
+        finish.now = inner.client.now();
+        let token = done.first().map(|(j, _): &(ClaimedJob, _)| j.lease_token);
+        let (jobs, mut slots): (Vec<ClaimedJob>, Vec<_>) = done.into_iter().unzip();
+        if let Some(token) = token {
+            finished.settled(token, jobs.len());
+        }
+        match inner.client.finish_tx(&queue, claim, finish).await {
+            Ok(()) => {
+                let refs: Vec<JobRef> = jobs.iter().map(ClaimedJob::job_ref).collect();
+                super::completer::record(&self.counters, &jobs, &refs);
+                for (start, token, slot) in later {
+                    match start {
+                        Later::Finished(job) => finished.ended(token, Some(job), slot),
+                        start => self.run_on(start, token, slot, lease, retention, finished),
+                    }
+                }
+                slots
+            }
+            Err(e) => {
+                // Nothing was committed: every job is free again, as if never claimed (the
+                // handlers still running are dropped, so that none runs beside its next claim).
+                tracing::warn!(
+                    "a transaction claim of {} job(s) from {queue} did not commit; they run again: {e}",
+                    jobs.len() + later.len()
+                );
+                if let Some((_, token, _)) = later.first() {
+                    finished.settled(*token, later.len());
+                }
+                slots.extend(later.into_iter().map(|(start, _, slot)| {
+                    drop(start);
+                    slot
+                }));
+                slots
+            }
+        }
+    }
+}
+
+/// What a claimed job goes on with after its first poll, if it did not complete there.
+enum Later {
+    /// Its handler, to run on in a task of its own.
+    Running(Execution),
+    /// Its outcome, to record.
+    Report(Report),
+    /// It completed, and its completion goes with the claim loop's next claim.
+    Finished(ClaimedJob),
+}
+
+impl Executor {
+    /// Runs a job on in a task of its own: its handler (registered with the heartbeater while
+    /// it runs) or the recording of its outcome; it ends in `finished`, with its slot.
+    fn run_on(
+        &self,
+        start: Later,
+        token: i64,
+        slot: tokio::sync::OwnedSemaphorePermit,
+        lease: Duration,
+        retention: crate::Retention,
+        finished: &Arc<Finished>,
+    ) {
+        let start = match start {
+            Later::Finished(job) => return finished.ended(token, Some(job), slot),
+            Later::Report(report) => Err(report),
+            Later::Running(exec) => {
+                let job_ref = exec.job_ref();
+                self.inflight.lock().expect("lock").insert(
+                    job_ref.id,
+                    InFlight {
+                        job: job_ref,
+                        lease,
+                        stop: exec.stop().clone(),
+                    },
+                );
+                Ok(exec)
+            }
+        };
+        let (inner, counters) = (self.inner.clone(), self.counters.clone());
+        let (inflight, finished) = (self.inflight.clone(), finished.clone());
+        self.tasks.spawn(async move {
+            let settled = match start {
+                Ok(mut exec) => {
+                    let ended = exec.run().await;
+                    inflight.lock().expect("lock").remove(&exec.job_ref().id);
+                    exec.settle(ended)
+                }
+                Err(report) => Settled::Report(report),
+            };
+            // Outcomes other than a completion are recorded in a boxed future, so that the
+            // executor's own stays small.
+            let job = match settled {
+                Settled::Complete(job) => Some(job),
+                Settled::Report(r) => {
+                    Box::pin(r.record(&*inner.client, retention, &counters)).await
                 }
             };
-            let (inner, counters) = (inner.clone(), self.counters.clone());
-            let (inflight, finished) = (self.inflight.clone(), finished.clone());
-            self.tasks.spawn(async move {
-                let settled = match start {
-                    Ok(mut exec) => {
-                        let ended = exec.run().await;
-                        inflight.lock().expect("lock").remove(&exec.job_ref().id);
-                        exec.settle(ended)
-                    }
-                    Err(report) => Settled::Report(report),
-                };
-                // Outcomes other than a completion are recorded in a boxed future, so that the
-                // executor's own stays small.
-                let job = match settled {
-                    Settled::Complete(job) => Some(job),
-                    Settled::Report(r) => {
-                        Box::pin(r.record(&*inner.client, retention, &counters)).await
-                    }
-                };
-                finished.ended(token, job, slot);
-            });
-        }
+            finished.ended(token, job, slot);
+        });
     }
 }
 

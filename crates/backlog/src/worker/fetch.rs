@@ -19,8 +19,8 @@ use super::metrics::ClaimTimes;
 use super::plan::{ClaimPlan, GATHER, Idle};
 use super::run::Counters;
 use crate::{
-    ClaimOpts, ClaimedJob, Client, CompleteClaimed, Kind, QueueName, QueueSettings, Result,
-    Retention,
+    ClaimOpts, ClaimedJob, Client, CompleteClaimed, Error, Kind, QueueName, QueueSettings, Result,
+    Retention, TxClaim,
 };
 
 /// What a claim loop asks of the database (the [`Client`]'s calls).
@@ -33,6 +33,13 @@ pub(crate) trait Claimer: Completions {
         opts: &ClaimOpts,
         limit: u32,
     ) -> impl Future<Output = Result<CompleteClaimed>> + Send;
+    /// Claims up to `limit` jobs in transaction claim mode ([`Client::claim_tx_many`]); `None`
+    /// when none is due.
+    fn claim_tx(
+        &self,
+        opts: &ClaimOpts,
+        limit: u32,
+    ) -> impl Future<Output = Result<Option<Box<dyn TxClaim>>>> + Send;
     /// A queue's settings (cached by the client).
     fn queue_settings(
         &self,
@@ -55,6 +62,10 @@ impl Claimer for Client {
         limit: u32,
     ) -> Result<CompleteClaimed> {
         Client::complete_claim(self, finished, &opts.clone().limit(limit)).await
+    }
+
+    async fn claim_tx(&self, opts: &ClaimOpts, limit: u32) -> Result<Option<Box<dyn TxClaim>>> {
+        Client::claim_tx_many(self, &opts.clone().limit(limit)).await
     }
 
     fn queue_settings(
@@ -88,6 +99,16 @@ pub(crate) struct Claimed {
 pub(crate) trait Dispatch: Send + Sync + 'static {
     /// Starts the jobs; each ends in `finished`, with its slot.
     fn start(&self, claimed: Claimed, finished: &Arc<Finished>);
+    /// Starts the jobs of a transaction claim (`claimed.jobs` are `claim`'s) and ends its
+    /// transaction: the jobs that ended at once completed in it, the others leased to run on.
+    /// Returns the slots of the jobs completed in the transaction (or of every job the
+    /// transaction held, when it did not commit), for the claim loop's next claim.
+    fn start_tx(
+        &self,
+        claim: Box<dyn TxClaim>,
+        claimed: Claimed,
+        finished: &Arc<Finished>,
+    ) -> impl Future<Output = Vec<OwnedSemaphorePermit>> + Send;
 }
 
 /// What every claim loop of a run shares.
@@ -106,6 +127,9 @@ pub(crate) struct Pipeline<C, D> {
     pub drain: Option<DrainMode>,
     /// Longest wait between polls of an empty queue.
     pub poll_max: Duration,
+    /// Claim in transaction claim mode where a queue allows it (`WorkerConfig::claim_in_transaction`,
+    /// on a backend with row locks).
+    pub tx_claims: bool,
     /// Outcomes recorded.
     pub counters: Arc<Counters>,
     /// Claim round trips and their durations.
@@ -159,6 +183,35 @@ pub(crate) struct Fetcher<C, D> {
     plan: ClaimPlan,
     opts: ClaimOpts,
     idle: Idle,
+    /// Claims left to make under a lease before a transaction claim is tried again: set when
+    /// most jobs of one outlived their first poll (they paid a lease anyway, and their
+    /// completion a statement of its own), or when the queue refused one.
+    leased_turns: u32,
+    /// The slots of the jobs the last transaction claim completed, kept for the next claim (as
+    /// finished jobs carry theirs): given back one by one, the other loops would take them for
+    /// claims of a job or two.
+    carried: Vec<OwnedSemaphorePermit>,
+}
+
+/// Claims made under a lease after a transaction claim whose jobs mostly outlived their first
+/// poll, before the loop tries one again.
+const LEASED_TURNS: u32 = 32;
+
+/// What a claim loop's turn claimed.
+enum Turn {
+    /// Jobs under a lease.
+    Leased(Vec<ClaimedJob>),
+    /// Jobs held by an open transaction.
+    Held(Box<dyn TxClaim>),
+}
+
+impl Turn {
+    fn len(&self) -> usize {
+        match self {
+            Turn::Leased(jobs) => jobs.len(),
+            Turn::Held(claim) => claim.jobs().len(),
+        }
+    }
 }
 
 impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
@@ -176,6 +229,8 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
             plan,
             opts,
             idle,
+            leased_turns: 0,
+            carried: vec![],
         }
     }
 
@@ -184,7 +239,8 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
         let (wake, done) = (self.queue.woken.clone(), self.queue.finished.clone());
         let siblings = self.queue.stopped.clone();
         loop {
-            let Some(batch) = self.next_batch().await else {
+            let carried = std::mem::take(&mut self.carried);
+            let Some(batch) = self.next_batch(carried).await else {
                 return Ok(());
             };
             // Register for wake-ups (new jobs, and jobs finishing while this claim runs) before
@@ -198,9 +254,12 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
             let sibling_stopped = siblings.notified();
             tokio::pin!(sibling_stopped);
             sibling_stopped.as_mut().enable();
-            let claimed = self.claim(&batch).await?;
+            let claimed = match self.in_transaction().await {
+                true => self.claim_in_tx(&batch).await?,
+                false => Turn::Leased(self.claim(&batch).await?),
+            };
             let mut slots = batch.slots;
-            if claimed.is_empty() {
+            if claimed.len() == 0 {
                 drop(slots);
                 if self.drained().await? {
                     return Ok(());
@@ -217,13 +276,66 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
             }
             self.idle.reset();
             slots.truncate(claimed.len());
-            self.start(claimed, slots).await;
+            match claimed {
+                Turn::Leased(jobs) => self.start(jobs, slots).await,
+                Turn::Held(claim) => self.start_tx(claim, slots).await,
+            }
+        }
+    }
+
+    /// Whether this turn claims in transaction claim mode: the run does, the loop has not
+    /// turned to leases for a while, and the queue has no limit a claim must count against.
+    async fn in_transaction(&mut self) -> bool {
+        let p = &*self.pipeline;
+        if !p.tx_claims {
+            return false;
+        }
+        if self.leased_turns > 0 {
+            self.leased_turns -= 1;
+            return false;
+        }
+        match p.claimer.queue_settings(&self.queue.name).await {
+            Ok(s) => {
+                s.global_concurrency.is_none()
+                    && s.rate_limit.is_none()
+                    && s.group_rate_limit.is_none()
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// A transaction claim: the batch's finished jobs (which ran under a lease) completed on
+    /// their own, then up to the plan's claim locked. A claim that fails for a transient reason
+    /// claims nothing (the loop tries again); one the queue refuses sends the loop to leases.
+    async fn claim_in_tx(&mut self, batch: &Batch) -> Result<Turn> {
+        let p = &*self.pipeline;
+        completer::complete_alone(&*p.claimer, &batch.done, &p.counters).await;
+        let limit = self.plan.limit(batch.slots.len());
+        let started = std::time::Instant::now();
+        let result = p.claimer.claim_tx(&self.opts, limit).await;
+        p.claim_times.record(started.elapsed());
+        let queue = &self.queue.name;
+        match result {
+            Ok(Some(claim)) => Ok(Turn::Held(claim)),
+            Ok(None) => Ok(Turn::Leased(vec![])),
+            Err(e) if e.is_transient() => {
+                tracing::warn!("claim from {queue} failed, retrying: {e}");
+                Ok(Turn::Leased(vec![]))
+            }
+            // A limit set on the queue since its settings were read.
+            Err(Error::Unsupported(why)) => {
+                tracing::debug!("claiming from {queue} under a lease: {why}");
+                self.leased_turns = LEASED_TURNS;
+                Ok(Turn::Leased(vec![]))
+            }
+            Err(e) => Err(e),
         }
     }
 
     /// Waits for a free slot or a finished job (whose slot comes with it), takes what there is,
     /// and waits a moment for the rest of a burst; `None` once stopped.
-    async fn next_batch(&self) -> Option<Batch> {
+    /// `carried`: slots this loop kept from its last claim, taken first.
+    async fn next_batch(&self, mut carried: Vec<OwnedSemaphorePermit>) -> Option<Batch> {
         let q = &self.queue;
         loop {
             // Checked on every turn, not only while waiting: on a busy queue whose handlers end
@@ -234,6 +346,7 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
                 return None;
             }
             let mut batch = Batch::default();
+            batch.slots.append(&mut carried);
             let finished = q.finished.notified();
             tokio::pin!(finished);
             finished.as_mut().enable();
@@ -384,6 +497,32 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
         };
         p.dispatch.start(claimed, &q.finished);
     }
+
+    /// Starts the jobs of a transaction claim, each with one of `slots`, and ends its
+    /// transaction. When most of them outlived their first poll, the next claims go under a
+    /// lease.
+    async fn start_tx(&mut self, claim: Box<dyn TxClaim>, slots: Vec<OwnedSemaphorePermit>) {
+        let p = &*self.pipeline;
+        let q = &self.queue;
+        let settings = p
+            .claimer
+            .queue_settings(&q.name)
+            .await
+            .unwrap_or_else(|_| QueueSettings::defaults(q.name.clone()));
+        let jobs = claim.jobs().to_vec();
+        q.finished.started(&jobs);
+        let n = jobs.len();
+        let claimed = Claimed {
+            jobs,
+            slots,
+            lease: p.lease.unwrap_or(settings.lease),
+            retention: settings.retention,
+        };
+        self.carried = p.dispatch.start_tx(claim, claimed, &q.finished).await;
+        if self.carried.len() * 2 < n {
+            self.leased_turns = LEASED_TURNS;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -501,6 +640,12 @@ mod tests {
             })
         }
 
+        async fn claim_tx(&self, _: &ClaimOpts, _: u32) -> Result<Option<Box<dyn TxClaim>>> {
+            Err(Error::Unsupported(
+                "the scripted claimer makes no transaction claims",
+            ))
+        }
+
         async fn queue_settings(&self, _: &QueueName) -> Result<QueueSettings> {
             self.settings.clone().ok_or_else(fakes::fatal)
         }
@@ -557,6 +702,15 @@ mod tests {
                 }
             }
         }
+
+        async fn start_tx(
+            &self,
+            _: Box<dyn TxClaim>,
+            _: Claimed,
+            _: &Arc<Finished>,
+        ) -> Vec<OwnedSemaphorePermit> {
+            unreachable!("the scripted claimer makes no transaction claims")
+        }
     }
 
     /// A claim loop of a queue of `concurrency` (its only loop), and what the test looks at.
@@ -586,6 +740,7 @@ mod tests {
             lease: c.lease,
             drain: c.drain,
             poll_max: c.poll_max,
+            tx_claims: false,
             counters: Arc::default(),
             claim_times: Arc::default(),
             stop: CancellationToken::new(),

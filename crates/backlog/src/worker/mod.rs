@@ -101,6 +101,18 @@ pub struct WorkerConfig {
     /// a task at its first `await`. Set it to zero to give every job a task at once (for
     /// handlers that do long work without awaiting, which would hold up the next claim).
     pub inline_budget: Duration,
+    /// Claim in transaction claim mode where the database has row locks (PostgreSQL, MySQL and
+    /// MariaDB; default on): a claim locks its jobs and writes nothing to them, each handler is
+    /// polled once, and one commit completes the jobs that ended there and leases the rest,
+    /// which then run on as any claimed job. A job that ends in its first poll then costs its
+    /// row one write (the completion) instead of two (the claim's lease, then the completion).
+    /// A claim loop whose jobs mostly outlive their first poll claims under a lease at once for
+    /// a while, and looks again later. What it gives up: if the process dies while its handlers
+    /// take their first poll, those jobs are free again at once with no attempt counted, so a
+    /// handler that kills the process in its first poll (not a panic: those are caught) is never
+    /// counted towards its job's `max_attempts`. Queues with a global concurrency limit or a
+    /// rate limit always claim under a lease.
+    pub claim_in_transaction: bool,
     /// Stop once the queues are drained (see [`DrainMode`]); `None` runs until shut down.
     pub drain: Option<DrainMode>,
     /// Maintenance (leader election, rescue, pruning, periodic jobs); `None` to run none.
@@ -119,6 +131,7 @@ impl Default for WorkerConfig {
             claim_batch: None,
             fetchers: None,
             inline_budget: Duration::from_millis(1),
+            claim_in_transaction: true,
             drain: None,
             maintenance: Some(MaintenanceConfig::default()),
         }

@@ -226,6 +226,7 @@ mod tests {
             single_writer,
             few_claimers,
             row_locks: true,
+            bounded_tx_claims: false,
         };
         assert_eq!(Claimers::of(&caps(false, false)), Claimers::Many);
         assert_eq!(Claimers::of(&caps(false, true)), Claimers::Few);

@@ -111,6 +111,10 @@ pub(crate) async fn run(
         lease: inner.config.lease,
         drain: inner.config.drain,
         poll_max: inner.config.poll_max,
+        tx_claims: inner.config.claim_in_transaction && {
+            let caps = inner.client.backend().capabilities();
+            caps.row_locks && caps.skip_locked && caps.bounded_tx_claims
+        },
         counters: counters.clone(),
         claim_times: inner.claim_times.clone(),
         stop: stop_fetching.clone(),
