@@ -23,13 +23,16 @@
 #   runtime  backlog's own statement (queries/postgres/job_complete_with_claim_delete_one_fifo.sql)
 #            on backlog's own table, migrated by the release build ($BACKLOG).
 #   bare     the `backlog bench` bare one-statement form on the same table.
+#   txclaim  transaction claim mode on backlog's table: one transaction locks 100 jobs (FOR UPDATE
+#            SKIP LOCKED, from a random shard, writing nothing) and deletes them before it
+#            commits, as the runtime does with jobs that end in their first poll.
 # Prints jobs/s per shape and round. Needs pgbench (Debian's postgresql-client) and a
 # PostgreSQL on $PGURL (default: the test database the project's scripts start).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLIENTS=${1:-4}
 ROUNDS=${2:-3}
-SHAPES=${3:-status,hot,wide,ready,runtime,bare}
+SHAPES=${3:-status,hot,wide,ready,runtime,bare,txclaim}
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432/test}
 BACKLOG=${BACKLOG:-target/release/backlog}
 JOBS=400000

@@ -1170,7 +1170,7 @@ fn human(r: &Report) -> String {
     );
     row(
         &mut s,
-        "drain (one statement a batch)",
+        "drain (best bare form)",
         r.e2e_jobs_per_s,
         r.baseline_jobs_per_s,
         r.e2e_ratio,
