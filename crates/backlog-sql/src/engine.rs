@@ -1070,6 +1070,45 @@ pub(crate) trait LockedOps: Send {
     ) -> impl Future<Output = Result<()>> + Send;
 }
 
+/// [`LockedOps`] for the connection type `$conn` over the catalog module `$cat`, whose delete of
+/// locked rows is `$delete`.
+macro_rules! locked_ops {
+    ($conn:ty, $cat:ident, $delete:ident) => {
+        impl $crate::engine::LockedOps for $conn {
+            async fn lease(
+                &mut self,
+                token: i64,
+                owner: &str,
+                expires: i64,
+                now: i64,
+                ids: &[i64],
+            ) -> backlog_core::Result<()> {
+                let stmt = $cat::job_claim_update(token, owner, expires, now, ids);
+                let res = stmt.query().execute(&mut *self).await.db()?;
+                $crate::shared::locked_rows(res.rows_affected(), ids)
+            }
+
+            async fn complete_locked(
+                &mut self,
+                keep: bool,
+                ids: &[i64],
+                owner: &str,
+                attempted: i64,
+                now: i64,
+            ) -> backlog_core::Result<()> {
+                let stmt = match keep {
+                    true => $cat::job_complete_locked_keep(owner, attempted, now, ids),
+                    false => $cat::$delete(ids),
+                };
+                let res = stmt.query().execute(&mut *self).await.db()?;
+                $crate::shared::locked_rows(res.rows_affected(), ids)
+            }
+        }
+    };
+}
+
+pub(crate) use locked_ops;
+
 impl<DB: sqlx::Database> SqlTxClaim<DB>
 where
     DB::Connection: crate::JobConnection + ConnOps + LockedOps,

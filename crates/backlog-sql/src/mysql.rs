@@ -245,37 +245,8 @@ impl MySqlBackend {
     }
 }
 
-impl crate::engine::LockedOps for MySqlConnection {
-    async fn lease(
-        &mut self,
-        token: i64,
-        owner: &str,
-        expires: i64,
-        now: i64,
-        ids: &[i64],
-    ) -> Result<()> {
-        let stmt = cat::job_claim_update(token, owner, expires, now, ids);
-        let res = stmt.query().execute(&mut *self).await.db()?;
-        shared::locked_rows(res.rows_affected(), ids)
-    }
-
-    async fn complete_locked(
-        &mut self,
-        keep: bool,
-        ids: &[i64],
-        owner: &str,
-        attempted: i64,
-        now: i64,
-    ) -> Result<()> {
-        let stmt = match keep {
-            true => cat::job_complete_locked_keep(owner, attempted, now, ids),
-            // The rows are held by this transaction, as job_complete_delete expects.
-            false => cat::job_complete_delete(ids),
-        };
-        let res = stmt.query().execute(&mut *self).await.db()?;
-        shared::locked_rows(res.rows_affected(), ids)
-    }
-}
+// The rows are held by the transaction, as job_complete_delete expects.
+crate::engine::locked_ops!(MySqlConnection, cat, job_complete_delete);
 
 /// Whether the server is a Galera node (`wsrep_on`).
 async fn galera_on(conn: &mut MySqlConnection) -> std::result::Result<bool, sqlx::Error> {

@@ -735,36 +735,8 @@ async fn complete_on(conn: &mut PgConnection, p: &JobCompleteParams) -> Result<V
     Ok(shared::refs_with_ids(&p.jobs, &done))
 }
 
-impl crate::engine::LockedOps for PgConnection {
-    async fn lease(
-        &mut self,
-        token: i64,
-        owner: &str,
-        expires: i64,
-        now: i64,
-        ids: &[i64],
-    ) -> Result<()> {
-        let stmt = cat::job_claim_update(token, owner, expires, now, ids);
-        let res = stmt.query().execute(&mut *self).await.db()?;
-        shared::locked_rows(res.rows_affected(), ids)
-    }
-
-    async fn complete_locked(
-        &mut self,
-        keep: bool,
-        ids: &[i64],
-        owner: &str,
-        attempted: i64,
-        now: i64,
-    ) -> Result<()> {
-        let stmt = match keep {
-            true => cat::job_complete_locked_keep(ids, owner, attempted, now),
-            false => cat::job_complete_locked_delete(ids),
-        };
-        let res = stmt.query().execute(&mut *self).await.db()?;
-        shared::locked_rows(res.rows_affected(), ids)
-    }
-}
+// The rows are held by the transaction, as job_complete_locked_delete expects.
+crate::engine::locked_ops!(PgConnection, cat, job_complete_locked_delete);
 
 /// A host is ready when it answers and takes writes (not a standby in recovery).
 fn writable(conn: &mut PgConnection) -> futures::future::BoxFuture<'_, bool> {

@@ -50,11 +50,7 @@ impl Dispatch for Executor {
         let inline_since = std::time::Instant::now();
         for (job, slot) in jobs.into_iter().zip(slots) {
             let token = job.lease_token;
-            let mut exec = Execution::new(inner, job, inner.config.job_timeout);
-            let first = match inline_since.elapsed() < inner.config.inline_budget {
-                true => exec.poll_once(),
-                false => None,
-            };
+            let (exec, first) = Execution::first_poll(inner, job, inline_since);
             // What the job's task starts from: an outcome to record, or a handler to run on.
             let start = match first {
                 Some(ended) => match exec.settle(ended) {
@@ -93,11 +89,7 @@ impl Dispatch for Executor {
             let (id, token) = (job.id, job.lease_token);
             // A job of an ordered group completes as any leased job, with its group's hand-off.
             let grouped = job.group.is_some();
-            let mut exec = Execution::new(inner, job, inner.config.job_timeout);
-            let first = match inline_since.elapsed() < inner.config.inline_budget {
-                true => exec.poll_once(),
-                false => None,
-            };
+            let (exec, first) = Execution::first_poll(inner, job, inline_since);
             let start = match first {
                 Some(ended) => match exec.settle(ended) {
                     Settled::Complete(job) if !grouped => {
@@ -265,6 +257,21 @@ impl Execution {
             }
         });
         Self::start(job, timeout, call)
+    }
+
+    /// Calls the job's handler and, while the claim's inline budget (counted from `since`)
+    /// lasts, polls it once: how it ended, if it did there.
+    fn first_poll(
+        inner: &Inner,
+        job: ClaimedJob,
+        since: std::time::Instant,
+    ) -> (Self, Option<Ended>) {
+        let mut exec = Execution::new(inner, job, inner.config.job_timeout);
+        let first = match since.elapsed() < inner.config.inline_budget {
+            true => exec.poll_once(),
+            false => None,
+        };
+        (exec, first)
     }
 
     /// Calls `call`, the job's handler given the job and its stop signal (`None`: there is no
