@@ -79,14 +79,18 @@ impl Dispatch for Executor {
             retention,
         } = claimed;
         let inner = &self.inner;
-        let queue = jobs.first().map(|j| j.queue.clone()).unwrap_or_default();
+        // Every job of one claim has the claim's queue and lease token.
+        let (queue, token) = match jobs.first() {
+            Some(j) => (j.queue.clone(), j.lease_token),
+            None => return slots,
+        };
         let mut finish = TxFinish::new(0, retention);
         // Jobs that ended in their first poll, completed in the claim's transaction, and the
         // others, leased in it, with what each goes on with after the commit.
         let (mut done, mut later) = (vec![], vec![]);
         let inline_since = std::time::Instant::now();
         for (job, slot) in jobs.into_iter().zip(slots) {
-            let (id, token) = (job.id, job.lease_token);
+            let id = job.id;
             // A job of an ordered group completes as any leased job, with its group's hand-off.
             let grouped = job.group.is_some();
             let (exec, first) = Execution::first_poll(inner, job, inline_since);
@@ -103,23 +107,19 @@ impl Dispatch for Executor {
                 None => Later::Running(exec),
             };
             finish.leased.push(id);
-            later.push((start, token, slot));
+            later.push((start, slot));
         }
         finish.now = inner.client.now();
-        let token = done.first().map(|(j, _): &(ClaimedJob, _)| j.lease_token);
         let (jobs, mut slots): (Vec<ClaimedJob>, Vec<_>) = done.into_iter().unzip();
-        if let Some(token) = token {
+        if !jobs.is_empty() {
             finished.settled(token, jobs.len());
         }
         match inner.client.finish_tx(&queue, claim, finish).await {
             Ok(()) => {
                 let refs: Vec<JobRef> = jobs.iter().map(ClaimedJob::job_ref).collect();
                 super::completer::record(&self.counters, &jobs, &refs);
-                for (start, token, slot) in later {
-                    match start {
-                        Later::Finished(job) => finished.ended(token, Some(job), slot),
-                        start => self.run_on(start, token, slot, lease, retention, finished),
-                    }
+                for (start, slot) in later {
+                    self.run_on(start, token, slot, lease, retention, finished);
                 }
                 slots
             }
@@ -130,10 +130,10 @@ impl Dispatch for Executor {
                     "a transaction claim of {} job(s) from {queue} did not commit; they run again: {e}",
                     jobs.len() + later.len()
                 );
-                if let Some((_, token, _)) = later.first() {
-                    finished.settled(*token, later.len());
+                if !later.is_empty() {
+                    finished.settled(token, later.len());
                 }
-                slots.extend(later.into_iter().map(|(start, _, slot)| {
+                slots.extend(later.into_iter().map(|(start, slot)| {
                     drop(start);
                     slot
                 }));

@@ -478,6 +478,28 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
     /// Starts the claimed jobs, each with one of `slots`, under the queue's current lease and
     /// retention.
     async fn start(&self, claimed: Vec<ClaimedJob>, slots: Vec<OwnedSemaphorePermit>) {
+        let claimed = self.running(claimed, slots).await;
+        self.pipeline.dispatch.start(claimed, &self.queue.finished);
+    }
+
+    /// Starts the jobs of a transaction claim, each with one of `slots`, and ends its
+    /// transaction. When most of them outlived their first poll, the next claims go under a
+    /// lease.
+    async fn start_tx(&mut self, claim: Box<dyn TxClaim>, slots: Vec<OwnedSemaphorePermit>) {
+        let n = claim.jobs().len();
+        let claimed = self.running(claim.jobs().to_vec(), slots).await;
+        let dispatch = &self.pipeline.dispatch;
+        self.carried = dispatch
+            .start_tx(claim, claimed, &self.queue.finished)
+            .await;
+        if self.carried.len() * 2 < n {
+            self.leased_turns = LEASED_TURNS;
+        }
+    }
+
+    /// Counts claimed jobs as running and gives them, with their slots, the queue's current
+    /// lease and retention.
+    async fn running(&self, jobs: Vec<ClaimedJob>, slots: Vec<OwnedSemaphorePermit>) -> Claimed {
         let p = &*self.pipeline;
         let q = &self.queue;
         // Read here, never while a handler holds a job transaction: on SQLite that transaction
@@ -488,39 +510,12 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
             .queue_settings(&q.name)
             .await
             .unwrap_or_else(|_| QueueSettings::defaults(q.name.clone()));
-        q.finished.started(&claimed);
-        let claimed = Claimed {
-            jobs: claimed,
-            slots,
-            lease: p.lease.unwrap_or(settings.lease),
-            retention: settings.retention,
-        };
-        p.dispatch.start(claimed, &q.finished);
-    }
-
-    /// Starts the jobs of a transaction claim, each with one of `slots`, and ends its
-    /// transaction. When most of them outlived their first poll, the next claims go under a
-    /// lease.
-    async fn start_tx(&mut self, claim: Box<dyn TxClaim>, slots: Vec<OwnedSemaphorePermit>) {
-        let p = &*self.pipeline;
-        let q = &self.queue;
-        let settings = p
-            .claimer
-            .queue_settings(&q.name)
-            .await
-            .unwrap_or_else(|_| QueueSettings::defaults(q.name.clone()));
-        let jobs = claim.jobs().to_vec();
         q.finished.started(&jobs);
-        let n = jobs.len();
-        let claimed = Claimed {
+        Claimed {
             jobs,
             slots,
             lease: p.lease.unwrap_or(settings.lease),
             retention: settings.retention,
-        };
-        self.carried = p.dispatch.start_tx(claim, claimed, &q.finished).await;
-        if self.carried.len() * 2 < n {
-            self.leased_turns = LEASED_TURNS;
         }
     }
 }
