@@ -41,7 +41,8 @@ pub struct Capabilities {
     pub row_locks: bool,
     /// A transaction claim's transaction ends on its own when its client falls silent for the
     /// claim's lease (PostgreSQL's `idle_in_transaction_session_timeout`, set for that
-    /// transaction alone), so a worker cut off mid-claim holds its jobs no longer than a lease;
+    /// transaction alone; MySQL's `wait_timeout`, set for the session while the claim lasts), so
+    /// a worker cut off mid-claim holds its jobs no longer than a lease;
     /// the worker runtime claims in transaction claim mode only then.
     pub bounded_tx_claims: bool,
 }

@@ -1038,13 +1038,35 @@ pub(crate) use apply_migrations;
 /// Jobs claimed in transaction claim mode: the open transaction holds their row locks, and has
 /// written nothing to them, until it ends (`job_claim_locked_*.sql` on PostgreSQL, the claim's
 /// SELECT alone on MySQL).
-pub(crate) struct SqlTxClaim<DB: sqlx::Database> {
-    pub tx: sqlx::Transaction<'static, DB>,
+pub(crate) struct SqlTxClaim<T> {
+    pub tx: T,
     pub jobs: Vec<ClaimedJob>,
     /// The worker that claimed them, recorded on the rows it completes or leases.
     pub owner: String,
     /// When they were claimed: their attempt's start.
     pub claimed_at: i64,
+}
+
+/// The open transaction a claim holds: the connection it runs on, ended by a commit or a
+/// rollback.
+pub(crate) trait HeldTx:
+    std::ops::DerefMut<Target = <Self::DB as sqlx::Database>::Connection> + Send
+{
+    type DB: sqlx::Database;
+    fn commit(self) -> impl Future<Output = Result<()>> + Send;
+    fn rollback(self) -> impl Future<Output = Result<()>> + Send;
+}
+
+impl<DB: sqlx::Database> HeldTx for sqlx::Transaction<'static, DB> {
+    type DB = DB;
+
+    async fn commit(self) -> Result<()> {
+        sqlx::Transaction::commit(self).await.db()
+    }
+
+    async fn rollback(self) -> Result<()> {
+        sqlx::Transaction::rollback(self).await.db()
+    }
 }
 
 /// What a dialect's connection does with the rows a transaction claim locked, in that transaction.
@@ -1070,10 +1092,11 @@ pub(crate) trait LockedOps: Send {
     ) -> impl Future<Output = Result<()>> + Send;
 }
 
-/// [`LockedOps`] for the connection type `$conn` over the catalog module `$cat`, whose delete of
-/// locked rows is `$delete`.
+/// [`LockedOps`] for the connection type `$conn` over the catalog module `$cat`: its
+/// `job_lease_locked`, `job_complete_locked_delete` and `job_complete_locked_keep`, whose id list
+/// is what `$ids` makes of a `&[i64]`.
 macro_rules! locked_ops {
-    ($conn:ty, $cat:ident, $delete:ident) => {
+    ($conn:ty, $cat:ident, $ids:expr) => {
         impl $crate::engine::LockedOps for $conn {
             async fn lease(
                 &mut self,
@@ -1083,7 +1106,8 @@ macro_rules! locked_ops {
                 now: i64,
                 ids: &[i64],
             ) -> backlog_core::Result<()> {
-                let stmt = $cat::job_claim_update(token, owner, expires, now, ids);
+                let list = $ids(ids);
+                let stmt = $cat::job_lease_locked(&*list, token, owner, expires, now);
                 let res = stmt.query().execute(&mut *self).await.db()?;
                 $crate::shared::locked_rows(res.rows_affected(), ids)
             }
@@ -1096,9 +1120,10 @@ macro_rules! locked_ops {
                 attempted: i64,
                 now: i64,
             ) -> backlog_core::Result<()> {
+                let list = $ids(ids);
                 let stmt = match keep {
-                    true => $cat::job_complete_locked_keep(owner, attempted, now, ids),
-                    false => $cat::$delete(ids),
+                    true => $cat::job_complete_locked_keep(owner, attempted, now, &*list),
+                    false => $cat::job_complete_locked_delete(&*list),
                 };
                 let res = stmt.query().execute(&mut *self).await.db()?;
                 $crate::shared::locked_rows(res.rows_affected(), ids)
@@ -1109,9 +1134,9 @@ macro_rules! locked_ops {
 
 pub(crate) use locked_ops;
 
-impl<DB: sqlx::Database> SqlTxClaim<DB>
+impl<T: HeldTx> SqlTxClaim<T>
 where
-    DB::Connection: crate::JobConnection + ConnOps + LockedOps,
+    <T::DB as sqlx::Database>::Connection: crate::JobConnection + ConnOps + LockedOps,
 {
     /// The writes `f` asks for, in this transaction: completions by retention (archived ones,
     /// like failures, through a lease and the fenced statements every claimed job takes), then
@@ -1173,9 +1198,9 @@ where
 }
 
 #[async_trait::async_trait]
-impl<DB: sqlx::Database> TxClaim for SqlTxClaim<DB>
+impl<T: HeldTx + 'static> TxClaim for SqlTxClaim<T>
 where
-    DB::Connection: crate::JobConnection + ConnOps + LockedOps,
+    <T::DB as sqlx::Database>::Connection: crate::JobConnection + ConnOps + LockedOps,
 {
     fn jobs(&self) -> &[ClaimedJob] {
         &self.jobs
@@ -1187,16 +1212,16 @@ where
             Err(e) => Err(e),
         };
         match written {
-            Ok(()) => self.tx.commit().await.db(),
+            Ok(()) => self.tx.commit().await,
             Err(e) => {
-                self.tx.rollback().await.db()?;
+                self.tx.rollback().await?;
                 Err(e)
             }
         }
     }
 
     async fn rollback(self: Box<Self>) -> Result<()> {
-        self.tx.rollback().await.db()
+        self.tx.rollback().await
     }
 }
 

@@ -245,8 +245,77 @@ impl MySqlBackend {
     }
 }
 
-// The rows are held by the transaction, as job_complete_delete expects.
-crate::engine::locked_ops!(MySqlConnection, cat, job_complete_delete);
+/// A transaction claim's transaction, which the server ends (rolling it back, freeing its rows)
+/// once the client has been silent for a lease (`session_claim_begin.sql`). Dropped before it
+/// ends, or if its end fails, it closes its connection, so no session leaves it open or carries
+/// the shortened wait_timeout back into the pool.
+struct SilenceBoundTx {
+    conn: sqlx::pool::PoolConnection<MySql>,
+    ended: bool,
+}
+
+impl SilenceBoundTx {
+    async fn begin(pool: &MySqlPool, lease: Duration) -> Result<Self> {
+        let conn = pool.acquire().await.db()?;
+        let mut tx = Self { conn, ended: false };
+        let secs = lease.as_secs() + u64::from(lease.subsec_nanos() > 0);
+        let secs = secs.clamp(1, i32::MAX as u64) as i64;
+        let conn = &mut *tx.conn;
+        cat::session_claim_begin(secs)
+            .query()
+            .execute(&mut *conn)
+            .await
+            .db()?;
+        sqlx::raw_sql(cat::SESSION_CLAIM_OPEN)
+            .execute(&mut *conn)
+            .await
+            .db()?;
+        Ok(tx)
+    }
+
+    async fn end(mut self, stmt: &'static str) -> Result<()> {
+        sqlx::raw_sql(stmt).execute(&mut *self.conn).await.db()?;
+        self.ended = true;
+        Ok(())
+    }
+}
+
+impl Drop for SilenceBoundTx {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.conn.close_on_drop();
+        }
+    }
+}
+
+impl std::ops::Deref for SilenceBoundTx {
+    type Target = MySqlConnection;
+
+    fn deref(&self) -> &MySqlConnection {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for SilenceBoundTx {
+    fn deref_mut(&mut self) -> &mut MySqlConnection {
+        &mut self.conn
+    }
+}
+
+impl crate::engine::HeldTx for SilenceBoundTx {
+    type DB = MySql;
+
+    async fn commit(self) -> Result<()> {
+        self.end(cat::SESSION_CLAIM_COMMIT).await
+    }
+
+    async fn rollback(self) -> Result<()> {
+        self.end(cat::SESSION_CLAIM_ROLLBACK).await
+    }
+}
+
+// Ids as the JSON arrays the locked statements look up one by one.
+crate::engine::locked_ops!(MySqlConnection, cat, shared::ids_json);
 
 /// Whether the server is a Galera node (`wsrep_on`).
 async fn galera_on(conn: &mut MySqlConnection) -> std::result::Result<bool, sqlx::Error> {
@@ -910,7 +979,7 @@ impl Dialect for MySqlBackend {
             // A Galera node's row locks hold on that node only: another node could claim the
             // row a transaction-mode job holds.
             row_locks: !self.cluster,
-            bounded_tx_claims: false,
+            bounded_tx_claims: !self.cluster,
         }
     }
 
@@ -979,15 +1048,16 @@ impl Dialect for MySqlBackend {
                  node's row locks hold on that node only",
             ));
         }
-        // The claim's SELECT alone: the rows stay locked, unwritten, until the transaction ends.
-        let mut tx = self.pool.begin().await.db()?;
+        // The claim's SELECT alone: the rows stay locked, unwritten, until the transaction ends,
+        // which the server does itself if the client falls silent for a lease.
+        let mut tx = SilenceBoundTx::begin(&self.pool, p.lease).await?;
         let claim = match p.order {
             Ordering::Fifo => cat::job_claim_fifo,
             Ordering::Lifo => cat::job_claim_lifo,
         };
         let jobs = claim_with(&mut tx, &self.shards, p, p.limit, claim, false).await?;
         if jobs.is_empty() {
-            tx.commit().await.db()?;
+            crate::engine::HeldTx::rollback(tx).await?;
             return Ok(None);
         }
         Ok(Some(Box::new(SqlTxClaim {

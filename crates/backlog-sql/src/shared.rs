@@ -97,6 +97,11 @@ pub(crate) fn json_list(items: &[String]) -> String {
     serde_json::to_string(items).expect("strings serialize")
 }
 
+/// Ids as a JSON array (the list argument of MySQL's `JSON_TABLE`).
+pub(crate) fn ids_json(ids: &[i64]) -> String {
+    serde_json::to_string(ids).expect("integers serialize")
+}
+
 /// The kinds as owned strings (`None` for "any kind").
 pub(crate) fn kinds_vec(kinds: &[Kind]) -> Option<Vec<String>> {
     (!kinds.is_empty()).then(|| kinds.iter().map(|k| k.as_str().to_owned()).collect())

@@ -104,11 +104,11 @@ async fn a_partitioned_worker_comes_back_late(engine: Engine) {
 
 /// The same partition with the worker claiming in transaction claim mode, cut off after its
 /// job's first poll, before the commit that would lease the job: its transaction still holds
-/// the row lock on the server, which ends the silent session after the lease (PostgreSQL) and so
-/// frees the job for the other process. The cut-off worker's commit fails when the partition
+/// the row lock on the server, which ends the silent session after the lease (PostgreSQL's
+/// idle-in-transaction timeout, MySQL's wait_timeout) and so frees the job for the other process. The cut-off worker's commit fails when the partition
 /// heals, and it drops the handler it had started: the job is completed once, by the other
-/// process, as its first counted attempt. Where the runtime claims under a lease instead (MySQL,
-/// MariaDB), this is the lease-mode test again.
+/// process, as its first counted attempt. Where the runtime claims under a lease instead (a
+/// Galera cluster), this is the lease-mode test again.
 async fn a_worker_cut_off_mid_claim_holds_its_job_no_longer_than_a_lease(engine: Engine) {
     comes_back_late(engine, true).await
 }

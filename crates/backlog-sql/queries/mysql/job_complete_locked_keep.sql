@@ -1,12 +1,13 @@
 -- Completes jobs a transaction claim (job_claim_fifo/lifo without job_claim_update) locked in
 -- this transaction, kept: the attempt they ran as counted, the claim's time as the attempt's
--- start, the owner that ran them recorded. The lock is their fence, so no token is read.
--- FORCE INDEX: see job_claim_update.
+-- start, the owner that ran them recorded. The lock is their fence, so no token is read. Found
+-- by primary-key lookups in the JSON array's order, as in job_lease_locked (which says why).
 -- @param owner: &str
 -- @param attempted: i64
 -- @param now: i64
--- @list IDS ids: i64
-UPDATE backlog_job FORCE INDEX (PRIMARY)
-SET state = 'completed', attempt = attempt + 1, lease_owner = ?, attempted_at = ?,
-    finished_at = ?, lease_token = NULL, lease_expires_at = NULL
-WHERE id IN (/*IDS*/)
+-- @param ids: &str
+-- @bind ids, owner, attempted, now
+UPDATE JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$')) AS j
+STRAIGHT_JOIN backlog_job d FORCE INDEX (PRIMARY) ON d.id = j.id
+SET d.state = 'completed', d.attempt = d.attempt + 1, d.lease_owner = ?, d.attempted_at = ?,
+    d.finished_at = ?, d.lease_token = NULL, d.lease_expires_at = NULL

@@ -2,7 +2,7 @@
 -- due time first. It locks the rows (FOR UPDATE SKIP LOCKED) and writes nothing: the lock held
 -- by the open transaction is the claim, so a claim costs a lock per job and no new row version.
 -- The transaction then completes, fails or leases each job (job_complete_locked_*,
--- job_claim_update) before it commits; a job it leaves alone, or a transaction that ends
+-- job_lease_locked) before it commits; a job it leaves alone, or a transaction that ends
 -- without a commit, leaves the row as it was. The attempt returned is the one the job runs as.
 -- Shards: taken as job_claim_fifo takes them, from a random shard, each shard's head in turn.
 -- Lock waits: 50 ms at most, for this transaction (see job_complete_with_claim_delete_fifo).

@@ -4,12 +4,12 @@
 -- No state in the WHERE: the rows are held by this transaction's lock, as claimed, and a
 -- predicate like the claim index's own would let a plan made on an empty table walk that index
 -- instead of the primary key (it did: thousands of rows read a claim).
+-- @param ids: &[i64]
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
 -- @param now: i64
--- @param ids: &[i64]
 UPDATE backlog_job
-SET state = 'running', attempt = attempt + 1, lease_token = $1, lease_owner = $2,
-    lease_expires_at = $3, attempted_at = $4
-WHERE id = ANY($5::bigint[])
+SET state = 'running', attempt = attempt + 1, lease_token = $2, lease_owner = $3,
+    lease_expires_at = $4, attempted_at = $5
+WHERE id = ANY($1::bigint[])
