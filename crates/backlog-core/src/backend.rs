@@ -468,6 +468,12 @@ pub trait TxClaim: Send {
     /// The jobs, in claim order; each one's `attempt` is the attempt it runs as, and its lease
     /// token and expiry are those it is given if [`TxFinish::leased`] names it.
     fn jobs(&self) -> &[ClaimedJob];
+    /// The jobs, handed to the caller, who will run them: a claim that can gives up its own
+    /// (`jobs` is empty afterwards; a finish still names them by id), one that cannot returns a
+    /// copy.
+    fn take_jobs(&mut self) -> Vec<ClaimedJob> {
+        self.jobs().to_vec()
+    }
     /// Ends the transaction as `finish` says and commits: the completed jobs completed (by the
     /// retention given), the failed ones failed, the leased ones running on under their lease,
     /// and the claim's other jobs free again as if never claimed. An id that is not one of the
@@ -538,20 +544,34 @@ impl TxFinish {
 
     /// Every id named, checked against the claim's `jobs`: each one of them, at most once.
     pub fn check(&self, jobs: &[ClaimedJob]) -> Result<()> {
-        let mut seen = std::collections::HashSet::new();
-        let named = (self.completed.iter().copied())
+        let mut held: Vec<i64> = jobs.iter().map(|j| j.id).collect();
+        held.sort_unstable();
+        self.check_ids(&held)
+    }
+
+    /// [`check`](Self::check) against the claim's job ids, `held`, sorted.
+    pub fn check_ids(&self, held: &[i64]) -> Result<()> {
+        let mut named: Vec<i64> = (self.completed.iter().copied())
             .chain(self.failed.iter().map(|f| f.id))
-            .chain(self.leased.iter().copied());
-        for id in named {
-            if !jobs.iter().any(|j| j.id == id) || !seen.insert(id) {
-                return Err(crate::Error::OptionInvalid {
-                    what: "job id in a transaction claim's finish",
-                    value: id.to_string(),
-                    expected: "the claim's own jobs, each named once",
-                });
-            }
+            .chain(self.leased.iter().copied())
+            .collect();
+        // The first id that is not held, else the first named twice (in sorted order).
+        let stranger = named
+            .iter()
+            .copied()
+            .find(|id| held.binary_search(id).is_err());
+        let twice = || {
+            named.sort_unstable();
+            named.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
+        };
+        match stranger.or_else(twice) {
+            Some(id) => Err(crate::Error::OptionInvalid {
+                what: "job id in a transaction claim's finish",
+                value: id.to_string(),
+                expected: "the claim's own jobs, each named once",
+            }),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -742,4 +762,38 @@ pub trait Backend: AsAny + Send + Sync + std::fmt::Debug + 'static {
     async fn audit_list(&self, params: &AuditListParams) -> Result<Vec<AuditEntry>>;
     /// Closes the pool.
     async fn close(&self);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(f: &TxFinish, held: &[i64]) -> Option<String> {
+        match f.check_ids(held) {
+            Err(crate::Error::OptionInvalid { value, .. }) => Some(value),
+            Err(e) => panic!("{e}"),
+            Ok(()) => None,
+        }
+    }
+
+    #[test]
+    fn a_finish_names_the_claims_jobs_each_once() {
+        let held = [3, 5, 9];
+        let mut f = TxFinish::new(0, Retention::Delete);
+        assert_eq!(refused(&f, &held), None, "naming none is fine");
+        f.completed = vec![9, 3];
+        f.leased = vec![5];
+        assert_eq!(refused(&f, &held), None);
+        f.failed.push(TxFailure {
+            id: 4,
+            error: "x".into(),
+            retry_at: None,
+        });
+        assert_eq!(refused(&f, &held).as_deref(), Some("4"), "not the claim's");
+        f.failed[0].id = 3;
+        assert_eq!(refused(&f, &held).as_deref(), Some("3"), "named twice");
+        f.failed.clear();
+        f.leased = vec![5, 5];
+        assert_eq!(refused(&f, &held).as_deref(), Some("5"), "leased twice");
+    }
 }

@@ -163,6 +163,9 @@ impl TxClaim for DeadlineClaim {
     fn jobs(&self) -> &[ClaimedJob] {
         self.inner.jobs()
     }
+    fn take_jobs(&mut self) -> Vec<ClaimedJob> {
+        self.inner.take_jobs()
+    }
     async fn finish(self: Box<Self>, finish: TxFinish) -> Result<()> {
         self.frame.run(self.inner.finish(finish)).await
     }

@@ -1039,12 +1039,36 @@ pub(crate) use apply_migrations;
 /// written nothing to them, until it ends (`job_claim_locked_*.sql` on PostgreSQL, the claim's
 /// SELECT alone on MySQL).
 pub(crate) struct SqlTxClaim<T> {
-    pub tx: T,
-    pub jobs: Vec<ClaimedJob>,
+    tx: T,
+    /// The jobs, until [`TxClaim::take_jobs`] hands them over.
+    jobs: Vec<ClaimedJob>,
+    /// Their ids, sorted: what a finish may name.
+    held: Vec<i64>,
+    /// The lease token and expiry of the jobs it leases.
+    lease: (i64, i64),
     /// The worker that claimed them, recorded on the rows it completes or leases.
-    pub owner: String,
+    owner: String,
     /// When they were claimed: their attempt's start.
-    pub claimed_at: i64,
+    claimed_at: i64,
+}
+
+impl<T> SqlTxClaim<T> {
+    /// The claim of `jobs` (not empty), which `tx` holds locked, by `owner` at `claimed_at`.
+    pub fn new(tx: T, jobs: Vec<ClaimedJob>, owner: String, claimed_at: i64) -> Self {
+        let mut held: Vec<i64> = jobs.iter().map(|j| j.id).collect();
+        held.sort_unstable();
+        let lease = jobs
+            .first()
+            .map_or((0, 0), |j| (j.lease_token, j.lease_expires_at));
+        SqlTxClaim {
+            tx,
+            jobs,
+            held,
+            lease,
+            owner,
+            claimed_at,
+        }
+    }
 }
 
 /// The open transaction a claim holds: the connection it runs on, ended by a commit or a
@@ -1142,10 +1166,7 @@ where
     /// like failures, through a lease and the fenced statements every claimed job takes), then
     /// failures, then leases.
     async fn write(&mut self, f: &TxFinish) -> Result<()> {
-        let (token, expires) = match self.jobs.first() {
-            Some(j) => (j.lease_token, j.lease_expires_at),
-            None => return Ok(()),
-        };
+        let (token, expires) = self.lease;
         let archive = f.retention == Retention::Archive;
         let mut leased: Vec<i64> = f.leased.clone();
         leased.extend(f.failed.iter().map(|x| x.id));
@@ -1206,8 +1227,12 @@ where
         &self.jobs
     }
 
+    fn take_jobs(&mut self) -> Vec<ClaimedJob> {
+        std::mem::take(&mut self.jobs)
+    }
+
     async fn finish(mut self: Box<Self>, f: TxFinish) -> Result<()> {
-        let written = match f.check(&self.jobs) {
+        let written = match f.check_ids(&self.held) {
             Ok(()) => self.write(&f).await,
             Err(e) => Err(e),
         };

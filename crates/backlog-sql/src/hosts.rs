@@ -22,6 +22,9 @@ use sqlx::{ConnectOptions, Connection, Database, Pool};
 
 use crate::BackendConfig;
 
+/// How long a pooled connection may sit idle and still be used without a ping first.
+pub(crate) const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
+
 /// A URL cut around its hosts: what comes before them (scheme and user information), the
 /// hosts as written (`h1:p1,h2:p2`), and the rest (path, query); `None` without a `://`.
 fn host_list(url: &str) -> Option<(&str, &str, &str)> {
@@ -119,15 +122,24 @@ impl<DB: Database> Hosts<DB> {
     }
 
     /// Pool options sized by `config` whose connections to a host the pool moved away from are
-    /// closed rather than used (when acquired or released).
+    /// closed rather than used (when acquired or released). A connection idle for
+    /// [`PING_AFTER_IDLE`] or longer is pinged before use, and closed if the ping fails; one
+    /// back from use a moment ago is not: sqlx's own test pings at every acquire, a round trip
+    /// (and a server wake-up) on each claim of a busy worker.
     pub(crate) fn pool_options(self: &Arc<Self>, config: &BackendConfig) -> PoolOptions<DB> {
         let (acquired, released) = (self.clone(), self.clone());
         PoolOptions::new()
             .max_connections(config.max_connections.max(1))
             .acquire_timeout(config.acquire_timeout)
-            .before_acquire(move |_conn, meta| {
+            .test_before_acquire(false)
+            .before_acquire(move |conn: &mut DB::Connection, meta| {
                 let fresh = !acquired.is_stale(&meta);
-                Box::pin(async move { Ok(fresh) })
+                Box::pin(async move {
+                    if fresh && meta.idle_for >= PING_AFTER_IDLE && conn.ping().await.is_err() {
+                        return Ok(false);
+                    }
+                    Ok(fresh)
+                })
             })
             .after_release(move |_conn, meta| {
                 let fresh = !released.is_stale(&meta);

@@ -1060,12 +1060,12 @@ impl Dialect for MySqlBackend {
             crate::engine::HeldTx::rollback(tx).await?;
             return Ok(None);
         }
-        Ok(Some(Box::new(SqlTxClaim {
+        Ok(Some(Box::new(SqlTxClaim::new(
             tx,
             jobs,
-            owner: p.owner.clone(),
-            claimed_at: p.now,
-        })))
+            p.owner.clone(),
+            p.now,
+        ))))
     }
 
     async fn job_complete_claim(&self, p: JobCompleteClaimParams) -> Result<CompleteClaimed> {

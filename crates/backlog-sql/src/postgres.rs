@@ -886,12 +886,12 @@ impl Dialect for PgBackend {
             .map(|r| Ok(claimed_from_row!(r, 0, p, token, expires)))
             .collect::<Result<Vec<_>>>()?;
         crate::rows::sort_claimed(&mut jobs, p.order);
-        Ok(Some(Box::new(SqlTxClaim {
+        Ok(Some(Box::new(SqlTxClaim::new(
             tx,
             jobs,
-            owner: p.owner.clone(),
-            claimed_at: p.now,
-        })))
+            p.owner.clone(),
+            p.now,
+        ))))
     }
 
     async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {

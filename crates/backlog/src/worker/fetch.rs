@@ -485,9 +485,10 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
     /// Starts the jobs of a transaction claim, each with one of `slots`, and ends its
     /// transaction. When most of them outlived their first poll, the next claims go under a
     /// lease.
-    async fn start_tx(&mut self, claim: Box<dyn TxClaim>, slots: Vec<OwnedSemaphorePermit>) {
-        let n = claim.jobs().len();
-        let claimed = self.running(claim.jobs().to_vec(), slots).await;
+    async fn start_tx(&mut self, mut claim: Box<dyn TxClaim>, slots: Vec<OwnedSemaphorePermit>) {
+        let jobs = claim.take_jobs();
+        let n = jobs.len();
+        let claimed = self.running(jobs, slots).await;
         let dispatch = &self.pipeline.dispatch;
         self.carried = dispatch
             .start_tx(claim, claimed, &self.queue.finished)
