@@ -96,6 +96,7 @@ impl JobContext {
         if self.inline {
             return Ok(());
         }
+        self.stop.leased().await;
         self.client.progress(self.job.job_ref(), progress).await
     }
 
@@ -125,6 +126,10 @@ pub(crate) enum StopReason {
 pub(crate) struct JobStop {
     state: AtomicU8,
     notify: Notify,
+    /// The job was claimed in a transaction that has not committed its lease yet: the job's
+    /// row carries no lease token to fence a write with until then (`hold_lease`).
+    lease_pending: std::sync::atomic::AtomicBool,
+    lease_written: Notify,
 }
 
 const RUNNING: u8 = 0;
@@ -168,6 +173,35 @@ impl JobStop {
 
     pub fn is_stopped(&self) -> bool {
         self.state.load(Ordering::Acquire) != RUNNING
+    }
+
+    /// The job's lease is not written yet (a transaction claim's first poll): the context's
+    /// writes to the job's row wait for [`lease_written`](Self::lease_written). A write sent
+    /// before the claim's commit would find the row without its lease token: PostgreSQL makes
+    /// it wait on the row lock, but InnoDB's UPDATE at READ COMMITTED reads the last committed
+    /// row, finds no token, and passes over it (a lost lease).
+    pub fn hold_lease(&self) {
+        self.lease_pending.store(true, Ordering::Release);
+    }
+
+    /// The claim's commit wrote the job's lease.
+    pub fn lease_written(&self) {
+        if self.lease_pending.swap(false, Ordering::AcqRel) {
+            self.lease_written.notify_waiters();
+        }
+    }
+
+    /// Resolves once the job's lease is written (at once for a job claimed under a lease).
+    pub async fn leased(&self) {
+        loop {
+            let woken = self.lease_written.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if !self.lease_pending.load(Ordering::Acquire) {
+                return;
+            }
+            woken.await;
+        }
     }
 
     /// Resolves once the job is stopped (or has ended).

@@ -50,7 +50,7 @@ impl Dispatch for Executor {
         let inline_since = std::time::Instant::now();
         for (job, slot) in jobs.into_iter().zip(slots) {
             let token = job.lease_token;
-            let (exec, first) = Execution::first_poll(inner, job, inline_since);
+            let (exec, first) = Execution::first_poll(inner, job, inline_since, false);
             // What the job's task starts from: an outcome to record, or a handler to run on.
             let start = match first {
                 Some(ended) => match exec.settle(ended) {
@@ -93,7 +93,7 @@ impl Dispatch for Executor {
             let id = job.id;
             // A job of an ordered group completes as any leased job, with its group's hand-off.
             let grouped = job.group.is_some();
-            let (exec, first) = Execution::first_poll(inner, job, inline_since);
+            let (exec, first) = Execution::first_poll(inner, job, inline_since, true);
             let start = match first {
                 Some(ended) => match exec.settle(ended) {
                     Settled::Complete(job) if !grouped => {
@@ -169,6 +169,8 @@ impl Executor {
             Later::Finished(job) => return finished.ended(token, Some(job), slot),
             Later::Report(report) => Err(report),
             Later::Running(exec) => {
+                // Its lease is written (a transaction claim's has committed by now).
+                exec.stop().lease_written();
                 let job_ref = exec.job_ref();
                 self.inflight.lock().expect("lock").insert(
                     job_ref.id,
@@ -261,12 +263,17 @@ impl Execution {
 
     /// Calls the job's handler and, while the claim's inline budget (counted from `since`)
     /// lasts, polls it once: how it ended, if it did there.
+    /// `in_tx`: the job was claimed in a transaction that writes its lease only at its commit.
     fn first_poll(
         inner: &Inner,
         job: ClaimedJob,
         since: std::time::Instant,
+        in_tx: bool,
     ) -> (Self, Option<Ended>) {
         let mut exec = Execution::new(inner, job, inner.config.job_timeout);
+        if in_tx {
+            exec.stop().hold_lease();
+        }
         let first = match since.elapsed() < inner.config.inline_budget {
             true => exec.poll_once(),
             false => None,
