@@ -36,6 +36,23 @@ fn spawn_child(role: &str, url: &str, owner: &str) -> Child {
     spawn_child_with(role, url, owner, &[])
 }
 
+/// A child's client. The fault tests cut connections from the moment a child connects, so a
+/// connection lost while connecting is retried, as a service's start-up would, for up to 30 s;
+/// any other error ends the child with it.
+async fn connect_child(url: &str) -> Client {
+    let started = Instant::now();
+    loop {
+        match Client::connect(url).await {
+            Ok(client) => return client,
+            Err(e) if e.is_transient() && started.elapsed() < Duration::from_secs(30) => {
+                eprintln!("child: connecting again after {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("child: could not connect: {e}"),
+        }
+    }
+}
+
 /// A child process with more settings in its environment.
 fn spawn_child_with(role: &str, url: &str, owner: &str, env: &[(&str, String)]) -> Child {
     Command::new(std::env::current_exe().unwrap())
@@ -129,7 +146,7 @@ async fn child_process() {
     let poll_max = std::env::var("BACKLOG_CHILD_POLL_MS").map_or(Duration::from_millis(100), |v| {
         Duration::from_millis(v.parse().unwrap())
     });
-    let client = Client::connect(&url).await.unwrap();
+    let client = connect_child(&url).await;
     let tick = client.new_job("ticks", &serde_json::json!({})).unwrap();
     let builder = Worker::builder(client).configure(|c| {
         c.owner = owner;

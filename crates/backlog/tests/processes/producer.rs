@@ -30,7 +30,7 @@ pub async fn produce(url: &str) {
         .append(true)
         .open(env("BACKLOG_CHILD_OUT"))
         .unwrap();
-    let client = Client::connect(url).await.unwrap();
+    let client = super::connect_child(url).await;
     let fire = QueueName::new("fire").unwrap();
     for i in first..first + jobs {
         let key = UniqueKey::new(format!("job-{i}")).unwrap();

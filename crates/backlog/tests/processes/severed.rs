@@ -220,9 +220,14 @@ async fn severed_connections(engine: Engine, server: Server) {
         if done >= jobs || running == 0 {
             break;
         }
+        if let Some(status) = producer.0[0].try_wait().unwrap() {
+            assert!(status.success(), "the producer failed: {status}");
+        }
         assert!(
             started.elapsed() < Duration::from_secs(180),
-            "no progress while connections were cut: {done} of {jobs}"
+            "no progress while connections were cut: {done} of {jobs} completed, {} producer \
+             calls recorded",
+            producer::read_calls(&calls).ok
         );
         tokio::time::sleep(Duration::from_millis(rand::random_range(100..300))).await;
         rounds += 1;
