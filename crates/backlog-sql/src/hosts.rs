@@ -133,7 +133,9 @@ impl<DB: Database> Hosts<DB> {
             .acquire_timeout(config.acquire_timeout)
             .test_before_acquire(false)
             .before_acquire(move |conn: &mut DB::Connection, meta| {
-                let fresh = !acquired.is_stale(&meta);
+                // A connection whose ROLLBACK failed still counts its transaction open (see
+                // `sqlite::pool_options`): closed, not handed out.
+                let fresh = !acquired.is_stale(&meta) && !conn.is_in_transaction();
                 Box::pin(async move {
                     if fresh && meta.idle_for >= PING_AFTER_IDLE && conn.ping().await.is_err() {
                         return Ok(false);

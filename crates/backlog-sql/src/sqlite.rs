@@ -109,7 +109,7 @@ impl SqliteBackend {
         let acquire = config
             .acquire_timeout
             .max(config.sqlite_busy_timeout + Duration::from_secs(1));
-        let pool = SqlitePoolOptions::new()
+        let pool = pool_options()
             .max_connections(1)
             .min_connections(1)
             .idle_timeout(None)
@@ -124,7 +124,7 @@ impl SqliteBackend {
             pool.close().await;
             return Err(connect_error(url, e));
         }
-        let tx_pool = SqlitePoolOptions::new()
+        let tx_pool = pool_options()
             .max_connections(8)
             .acquire_timeout(acquire)
             .connect_lazy_with(opts);
@@ -150,6 +150,20 @@ impl SqliteBackend {
     pub(crate) async fn begin_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
         self.tx_pool.begin_with("BEGIN IMMEDIATE").await.db()
     }
+}
+
+/// The options of the pools `connect` makes: a connection that still counts a transaction open
+/// is closed instead of handed out. sqlx counts a transaction ended only once its ROLLBACK
+/// succeeds, and after a COMMIT that failed on a disk error SQLite has rolled back already, so
+/// the ROLLBACK sent when the transaction is dropped fails and the connection came back to the
+/// pool counting one open: every later `BEGIN IMMEDIATE` on it failed with "attempted to call
+/// begin_with at non-zero transaction depth" instead of the disk's own error. The count is final
+/// by the time a connection is acquired: the pool's ping on release runs the queued ROLLBACK.
+fn pool_options() -> SqlitePoolOptions {
+    SqlitePoolOptions::new().before_acquire(|conn, _| {
+        let open = sqlx::Connection::is_in_transaction(conn);
+        Box::pin(async move { Ok(!open) })
+    })
 }
 
 /// True when the URL opens the database to read only (`mode=ro`, or `immutable` for read-only
@@ -196,6 +210,30 @@ async fn check_writable(pool: &SqlitePool) -> Result<(), sqlx::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A connection whose transaction sqlx could not roll back (SQLite had ended it already, as
+    /// after a COMMIT that failed on a disk error) is not handed out again: the next write
+    /// transaction begins on a fresh connection, on the writer pool and on the job pool alike.
+    #[tokio::test]
+    async fn a_connection_left_counting_a_transaction_is_not_handed_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let b = SqliteBackend::connect(&url, &BackendConfig::default())
+            .await
+            .unwrap();
+        for pool in [&b.pool, &b.tx_pool] {
+            let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.unwrap();
+            // SQLite's transaction ends here; sqlx's ROLLBACK at the drop below then fails.
+            sqlx::raw_sql("ROLLBACK").execute(&mut *tx).await.unwrap();
+            drop(tx);
+            let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.unwrap();
+            sqlx::raw_sql("CREATE TABLE IF NOT EXISTS t (x INTEGER)")
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+        }
+    }
 
     #[test]
     fn read_only_urls() {
