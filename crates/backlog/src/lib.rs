@@ -165,6 +165,7 @@ pub use tokio_util::sync::CancellationToken;
 pub use typed::JobArgs;
 pub use worker::{
     CLAIM_BOUNDS_US, DEFAULT_CLAIM_MAX, DrainMode, FEW_CLAIMERS_CLAIM_MAX, HandlerError,
-    HandlerResult, JobContext, MAX_AUTO_FETCHERS, MaintenanceConfig, Outcome, PeriodicJob,
-    QueueLoad, RunReport, Schedule, Worker, WorkerBuilder, WorkerConfig, WorkerMetrics,
+    HandlerResult, JobContext, MANY_CLAIMERS_CLAIM_MAX, MAX_AUTO_FETCHERS, MaintenanceConfig,
+    Outcome, PeriodicJob, QueueLoad, RunReport, Schedule, Worker, WorkerBuilder, WorkerConfig,
+    WorkerMetrics,
 };

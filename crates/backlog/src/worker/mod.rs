@@ -43,11 +43,20 @@ use crate::{Client, Error, JobArgs, Kind, QueueName, Result};
 type BoxFuture = Pin<Box<dyn Future<Output = HandlerResult> + Send>>;
 pub(crate) type ErasedHandler = Arc<dyn Fn(JobContext) -> BoxFuture + Send + Sync>;
 
-/// The most jobs one claim takes unless [`WorkerConfig::claim_batch`] says otherwise. A claimed
-/// job starts only when its claim's statement returns, so a bigger claim holds its jobs back
-/// longer before they start (the S2 replay shows it); a smaller one costs throughput on a drain
-/// of very short jobs at high concurrency. The figures are in BENCHMARKS.md.
+/// The most jobs one claim takes on a backend with one writer (SQLite) unless
+/// [`WorkerConfig::claim_batch`] says otherwise. A claimed job starts only when its claim's
+/// statement returns, so a bigger claim holds its jobs back longer before they start (the S2
+/// replay shows it); a smaller one costs throughput on a drain of very short jobs at high
+/// concurrency. The figures are in BENCHMARKS.md.
 pub const DEFAULT_CLAIM_MAX: usize = 100;
+
+/// The most jobs one claim takes by default where claimers work side by side (PostgreSQL): a
+/// queue gets one claim loop per this many slots. In transaction claim mode a claim's cost to
+/// the worker is mostly per claim (its round trips, its commit): at concurrency 500, two loops
+/// claiming 250 cost 3.5–4.2 µs of worker CPU a job against 4.9–6.0 for five loops of 100, and
+/// drained at 93% of the best bare SQL against 73% (medians of six runs), with the S2 replay
+/// unchanged (BENCHMARKS.md, "PostgreSQL: fewer, larger claims").
+pub const MANY_CLAIMERS_CLAIM_MAX: usize = 250;
 
 /// The most jobs one claim takes by default where claimers slow each other down (MySQL,
 /// MariaDB; [`Capabilities::few_claimers`](backlog_core::Capabilities::few_claimers)): their
@@ -75,9 +84,9 @@ pub struct WorkerConfig {
     pub poll_max: Duration,
     /// Most completions per statement.
     pub complete_batch: usize,
-    /// Most jobs per claim (default: half the queue's concurrency, so that one batch is being
-    /// claimed while another finishes and the database sees two statements in flight, and at
-    /// most [`DEFAULT_CLAIM_MAX`]). A claimed job starts when its claim's statement returns, and
+    /// Most jobs per claim (default: the claim loop's share of the queue's concurrency, half of
+    /// it with two loops, so that one batch is being claimed while another finishes and the
+    /// database sees two statements in flight, and at most [`MANY_CLAIMERS_CLAIM_MAX`]). A claimed job starts when its claim's statement returns, and
     /// a bigger claim takes longer: raise it for throughput of very short jobs at high
     /// concurrency, lower it for the quickest start. On SQLite (one writer: claims run one at
     /// a time and each costs a commit) the default is every free slot, up to
@@ -87,8 +96,8 @@ pub struct WorkerConfig {
     /// Claim loops per queue, sharing its concurrency: with two, one claim can be in flight while
     /// the other loop's jobs run and complete, as two hand-written loops would. `None` (the
     /// default): enough loops for their claims to fill the queue's concurrency, one per
-    /// [`DEFAULT_CLAIM_MAX`] slots, at least 2 and at most [`MAX_AUTO_FETCHERS`] (a queue of
-    /// concurrency 500 gets 5). Several loops claim side by side, which a queue with shards
+    /// [`MANY_CLAIMERS_CLAIM_MAX`] slots, at least 2 and at most [`MAX_AUTO_FETCHERS`] (a queue
+    /// of concurrency 500 gets 2, of 2,000 gets 8). Several loops claim side by side, which a queue with shards
     /// (`QueueSettings::shards`) lets the database do without them meeting at one head. On
     /// SQLite the default is 2 whatever the concurrency: more loops would only queue for its
     /// one writer. On MySQL and MariaDB it is 2 as well: each claim there scans past what the

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use backlog_core::Capabilities;
 
-use super::{DEFAULT_CLAIM_MAX, FEW_CLAIMERS_CLAIM_MAX, MAX_AUTO_FETCHERS, WorkerConfig};
+use super::{
+    DEFAULT_CLAIM_MAX, FEW_CLAIMERS_CLAIM_MAX, MANY_CLAIMERS_CLAIM_MAX, MAX_AUTO_FETCHERS,
+    WorkerConfig,
+};
 
 /// Longest wait for the rest of a burst (the jobs of the same claims) before the next claim.
 pub(crate) const GATHER: Duration = Duration::from_millis(2);
@@ -17,7 +20,7 @@ pub(crate) const MIN_IDLE: Duration = Duration::from_millis(10);
 /// How a backend's claims of one queue meet, from its [`Capabilities`]: what sizes the loops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Claimers {
-    /// Side by side (PostgreSQL): one loop per [`DEFAULT_CLAIM_MAX`] slots.
+    /// Side by side (PostgreSQL): one loop per [`MANY_CLAIMERS_CLAIM_MAX`] slots.
     Many,
     /// Few and large (MySQL, MariaDB): two loops, each claiming its half of the slots up to
     /// [`FEW_CLAIMERS_CLAIM_MAX`].
@@ -52,7 +55,7 @@ pub(crate) struct ClaimPlan {
 impl ClaimPlan {
     /// The plan of a queue of `concurrency`: `fetchers` loops (at most one per slot), each
     /// claiming `claim_batch` jobs at most, by default its share of the slots up to
-    /// [`DEFAULT_CLAIM_MAX`], and never more than the queue's concurrency.
+    /// [`MANY_CLAIMERS_CLAIM_MAX`], and never more than the queue's concurrency.
     ///
     /// On a backend with one writer (`Claimers::OneWriter`: SQLite) claims run one at a time
     /// whatever the number of loops, and each costs a commit: by default two loops (one claim
@@ -66,14 +69,14 @@ impl ClaimPlan {
         let auto = match claimers {
             Claimers::OneWriter | Claimers::Few => 2,
             Claimers::Many => concurrency
-                .div_ceil(DEFAULT_CLAIM_MAX)
+                .div_ceil(MANY_CLAIMERS_CLAIM_MAX)
                 .clamp(2, MAX_AUTO_FETCHERS),
         };
         let fetchers = config.fetchers.unwrap_or(auto).clamp(1, most);
         let (share, cap) = match claimers {
             Claimers::OneWriter => (concurrency, DEFAULT_CLAIM_MAX),
             Claimers::Few => (concurrency.div_ceil(fetchers), FEW_CLAIMERS_CLAIM_MAX),
-            Claimers::Many => (concurrency.div_ceil(fetchers), DEFAULT_CLAIM_MAX),
+            Claimers::Many => (concurrency.div_ceil(fetchers), MANY_CLAIMERS_CLAIM_MAX),
         };
         let max_claim = config.claim_batch.unwrap_or(share.min(cap)).clamp(1, most);
         ClaimPlan {
@@ -169,7 +172,7 @@ mod tests {
         let p = plan(10, |_| {});
         assert_eq!((p.fetchers, p.max_claim, p.complete_max), (2, 5, 500));
         assert_eq!(plan(11, |_| {}).max_claim, 6);
-        assert_eq!(plan(1000, |_| {}).max_claim, DEFAULT_CLAIM_MAX);
+        assert_eq!(plan(1000, |_| {}).max_claim, MANY_CLAIMERS_CLAIM_MAX);
         let single = plan(1, |_| {});
         assert_eq!(
             (single.fetchers, single.max_claim),
@@ -185,15 +188,21 @@ mod tests {
     fn by_default_enough_loops_for_their_claims_to_fill_the_concurrency() {
         let loops = |concurrency| plan(concurrency, |_| {}).fetchers;
         assert_eq!(loops(100), 2);
-        assert_eq!(loops(200), 2);
-        assert_eq!(loops(201), 3);
-        assert_eq!(loops(500), 5);
+        assert_eq!(loops(500), 2);
+        assert_eq!(loops(501), 3);
+        assert_eq!(loops(2000), 8);
         assert_eq!(loops(5000), MAX_AUTO_FETCHERS);
+        assert_eq!(
+            plan(100, |_| {}).max_claim,
+            50,
+            "two claims of 50 fill 100 slots"
+        );
         let p = plan(500, |_| {});
         assert_eq!(
-            p.max_claim, DEFAULT_CLAIM_MAX,
-            "five claims of 100 fill 500 slots"
+            p.max_claim, MANY_CLAIMERS_CLAIM_MAX,
+            "two claims of 250 fill 500 slots"
         );
+        assert_eq!(plan(2000, |_| {}).max_claim, MANY_CLAIMERS_CLAIM_MAX);
     }
 
     #[test]
