@@ -76,6 +76,14 @@ impl JobContext {
     }
 
     /// The client (to enqueue follow-up jobs, for example).
+    ///
+    /// In transaction claim mode the job's lease is written by the claim's commit, right after
+    /// the handler's first poll. A statement about this job itself that the handler sends
+    /// through the client before its first await returns can reach the server before that
+    /// commit: PostgreSQL makes it wait for the claim's row lock, but MySQL and MariaDB (at READ
+    /// COMMITTED) read the row as last committed, without the lease, and the statement finds no
+    /// job holding this attempt's token. [`JobContext::progress`] waits for the lease; for other
+    /// writes to the job's own row, await something else first.
     pub fn client(&self) -> &Arc<Client> {
         &self.client
     }
