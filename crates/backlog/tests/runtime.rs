@@ -864,7 +864,7 @@ async fn claims_are_capped(engine: Engine) {
         (false, false) => backlog::MANY_CLAIMERS_CLAIM_MAX,
     };
     assert_eq!(
-        c.backend().capabilities().few_claimers,
+        caps.few_claimers,
         matches!(engine, Engine::MySql | Engine::Galera)
     );
     for (claim_batch, expected) in [(None, cap), (Some(150), 150)] {

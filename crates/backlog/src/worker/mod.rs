@@ -86,9 +86,10 @@ pub struct WorkerConfig {
     pub complete_batch: usize,
     /// Most jobs per claim (default: the claim loop's share of the queue's concurrency, half of
     /// it with two loops, so that one batch is being claimed while another finishes and the
-    /// database sees two statements in flight, and at most [`MANY_CLAIMERS_CLAIM_MAX`]). A claimed job starts when its claim's statement returns, and
-    /// a bigger claim takes longer: raise it for throughput of very short jobs at high
-    /// concurrency, lower it for the quickest start. On SQLite (one writer: claims run one at
+    /// database sees two statements in flight, and at most [`MANY_CLAIMERS_CLAIM_MAX`]). A
+    /// claimed job starts when its claim's statement returns, and a bigger claim takes longer:
+    /// raise it for throughput of very short jobs at high concurrency, lower it for the
+    /// quickest start. On SQLite (one writer: claims run one at
     /// a time and each costs a commit) the default is every free slot, up to
     /// [`DEFAULT_CLAIM_MAX`]; on MySQL and MariaDB (where claimers slow each other down), half
     /// the concurrency up to [`FEW_CLAIMERS_CLAIM_MAX`].
@@ -97,11 +98,12 @@ pub struct WorkerConfig {
     /// the other loop's jobs run and complete, as two hand-written loops would. `None` (the
     /// default): enough loops for their claims to fill the queue's concurrency, one per
     /// [`MANY_CLAIMERS_CLAIM_MAX`] slots, at least 2 and at most [`MAX_AUTO_FETCHERS`] (a queue
-    /// of concurrency 500 gets 2, of 2,000 gets 8). Several loops claim side by side, which a queue with shards
-    /// (`QueueSettings::shards`) lets the database do without them meeting at one head. On
-    /// SQLite the default is 2 whatever the concurrency: more loops would only queue for its
-    /// one writer. On MySQL and MariaDB it is 2 as well: each claim there scans past what the
-    /// others' claims left at the head of the claim index, so more claimers drain slower.
+    /// of concurrency 500 gets 2, of 2,000 gets 8). Several loops claim side by side, which a
+    /// queue with shards (`QueueSettings::shards`) lets the database do without them meeting at
+    /// one head. On SQLite the default is 2 whatever the concurrency: more loops would only
+    /// queue for its one writer. On MySQL and MariaDB it is 2 as well: each claim there scans
+    /// past what the others' claims left at the head of the claim index, so more claimers drain
+    /// slower.
     pub fetchers: Option<usize>,
     /// How long a claim loop may spend, per claim, polling its jobs' handlers once itself
     /// before it hands the rest to tasks of their own (default 1 ms). A handler that ends in its
