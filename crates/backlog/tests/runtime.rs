@@ -940,6 +940,51 @@ async fn a_drain_leaves_its_counts(engine: Engine) {
     db.drop_db().await;
 }
 
+/// A handler's first statement about its own row, sent through its client: after
+/// `JobContext::leased` it finds this attempt's lease, also when a transaction claim writes
+/// that lease only at its commit (without it, PostgreSQL, MySQL and MariaDB alike read the row
+/// as last committed, with no token, and the write is a lost lease).
+async fn own_row_written_after_leased(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    let ids: Vec<i64> = c
+        .enqueue_many((0..24).map(|i| c.new_job("own", &i).unwrap()).collect())
+        .await
+        .unwrap()
+        .iter()
+        .map(|o| o.id)
+        .collect();
+    let report = builder(&db)
+        .queue("own", 8)
+        .fallback_handler(|ctx: JobContext| async move {
+            ctx.leased().await;
+            let result = serde_json::json!({ "id": ctx.id() });
+            ctx.client()
+                .set_result(ctx.job().job_ref(), &result)
+                .await?;
+            Ok(Outcome::Complete)
+        })
+        .configure(|w| w.drain = Some(DrainMode::All))
+        .build()
+        .unwrap()
+        .run(CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(report.completed, 24, "{report:?}");
+    for id in ids {
+        let job = job_state(c, id).await;
+        assert_eq!(job.state, JobState::Completed, "job {id}");
+        assert_eq!(
+            job.errors,
+            vec![],
+            "job {id}: its first attempt lost its lease"
+        );
+        let result: serde_json::Value = serde_json::from_str(&job.result.unwrap()).unwrap();
+        assert_eq!(result, serde_json::json!({ "id": id }), "job {id}");
+    }
+    db.drop_db().await;
+}
+
 // On the Galera cluster too (`scripts/galera.sh`), each test's clients listing the nodes from a
 // random one on.
 backlog_testdb::on_every_backend_and_galera!(
@@ -957,4 +1002,5 @@ backlog_testdb::on_every_backend_and_galera!(
     test_helpers,
     leader_prunes_per_retention,
     a_drain_leaves_its_counts,
+    own_row_written_after_leased,
 );

@@ -77,15 +77,26 @@ impl JobContext {
 
     /// The client (to enqueue follow-up jobs, for example).
     ///
-    /// In transaction claim mode the job's lease is written by the claim's commit, right after
-    /// the handler's first poll. A statement about this job itself that the handler sends
-    /// through the client before its first await returns can reach the server before that
-    /// commit: PostgreSQL makes it wait for the claim's row lock, but MySQL and MariaDB (at READ
-    /// COMMITTED) read the row as last committed, without the lease, and the statement finds no
-    /// job holding this attempt's token. [`JobContext::progress`] waits for the lease; for other
-    /// writes to the job's own row, await something else first.
+    /// In transaction claim mode (the default on PostgreSQL and MySQL/MariaDB) the job's lease
+    /// is written by the claim's commit, right after the handler's first poll. A statement about
+    /// this job itself that the handler sends through the client before its first await returns
+    /// can reach the server before that commit: it reads the row as last committed, without
+    /// this attempt's lease token, and does not wait for the claim's row lock, so it finds no
+    /// job holding the token ([`Error::LeaseLost`](crate::Error::LeaseLost)).
+    /// [`JobContext::progress`] waits for the lease; before other writes to the job's own row
+    /// ([`Client::set_result`], [`Client::heartbeat`]), await [`JobContext::leased`].
     pub fn client(&self) -> &Arc<Client> {
         &self.client
+    }
+
+    /// Resolves once this attempt's lease is in the database: at once for a job claimed under a
+    /// lease (and in [`testing`](crate::testing)), after the claim's commit for one claimed in
+    /// transaction claim mode. Await it before a statement about the job's own row sent
+    /// through [`client`](Self::client), so that the statement finds this attempt's token.
+    pub async fn leased(&self) {
+        if !self.inline {
+            self.stop.leased().await;
+        }
     }
 
     /// Resolves when the job should stop: cancellation requested, lease lost, timeout or
@@ -185,9 +196,10 @@ impl JobStop {
 
     /// The job's lease is not written yet (a transaction claim's first poll): the context's
     /// writes to the job's row wait for [`lease_written`](Self::lease_written). A write sent
-    /// before the claim's commit would find the row without its lease token: PostgreSQL makes
-    /// it wait on the row lock, but InnoDB's UPDATE at READ COMMITTED reads the last committed
-    /// row, finds no token, and passes over it (a lost lease).
+    /// before the claim's commit would find the row without its lease token: an UPDATE at READ
+    /// COMMITTED (PostgreSQL's, and InnoDB's) matches its WHERE against the last committed row,
+    /// which has no token, and so passes over the row without waiting for its lock (a lost
+    /// lease).
     pub fn hold_lease(&self) {
         self.lease_pending.store(true, Ordering::Release);
     }
