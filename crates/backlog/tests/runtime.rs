@@ -58,6 +58,22 @@ async fn job_state(client: &Client, id: i64) -> backlog::Job {
     client.job(id).await.unwrap()
 }
 
+/// Runs the worker `builder` makes until its queues are drained: its report.
+async fn drain(builder: WorkerBuilder) -> backlog::RunReport {
+    let worker = builder
+        .configure(|w| w.drain = Some(DrainMode::All))
+        .build()
+        .unwrap();
+    worker.run(CancellationToken::new()).await.unwrap()
+}
+
+/// Enqueues `n` jobs of `queue` (payloads 0 to n - 1) in one call: their ids.
+async fn enqueue_numbered(client: &Client, queue: &str, n: u32) -> Vec<i64> {
+    let jobs = (0..n).map(|i| client.new_job(queue, &i).unwrap()).collect();
+    let outcomes = client.enqueue_many(jobs).await.unwrap();
+    outcomes.iter().map(|o| o.id).collect()
+}
+
 async fn wait_until<F: AsyncFnMut() -> bool>(what: &str, limit: Duration, mut f: F) {
     let start = Instant::now();
     while !f().await {
@@ -772,13 +788,7 @@ async fn leader_prunes_per_retention(engine: Engine) {
     let mut archive = QueueSettings::defaults(QueueName::new("archived").unwrap());
     archive.retention = backlog::Retention::Archive;
     c.queue_configure(&archive).await.unwrap();
-    let kept: Vec<i64> = c
-        .enqueue_many((0..23).map(|i| c.new_job("kept", &i).unwrap()).collect())
-        .await
-        .unwrap()
-        .iter()
-        .map(|o| o.id)
-        .collect();
+    let kept = enqueue_numbered(c, "kept", 23).await;
     let arch = c
         .enqueue(c.new_job("archived", &1).unwrap())
         .await
@@ -911,20 +921,15 @@ async fn a_drain_leaves_its_counts(engine: Engine) {
         .await
         .unwrap();
     c.enqueue(task(c, 99, "discard")).await.unwrap();
-    let report = builder(&db)
-        .queue("work", 8)
-        .handler(|_ctx: JobContext, t: Task| async move {
+    let report = drain(builder(&db).queue("work", 8).handler(
+        |_ctx: JobContext, t: Task| async move {
             Ok(match t.action.as_str() {
                 "discard" => Outcome::Discard("no".into()),
                 _ => Outcome::Complete,
             })
-        })
-        .configure(|w| w.drain = Some(DrainMode::All))
-        .build()
-        .unwrap()
-        .run(CancellationToken::new())
-        .await
-        .unwrap();
+        },
+    ))
+    .await;
     assert_eq!(report.completed, 30);
     let totals = c.totals().await.unwrap();
     let work = totals
@@ -947,29 +952,18 @@ async fn a_drain_leaves_its_counts(engine: Engine) {
 async fn own_row_written_after_leased(engine: Engine) {
     let db = TestDb::new(engine).await;
     let c = &db.client;
-    let ids: Vec<i64> = c
-        .enqueue_many((0..24).map(|i| c.new_job("own", &i).unwrap()).collect())
-        .await
-        .unwrap()
-        .iter()
-        .map(|o| o.id)
-        .collect();
-    let report = builder(&db)
-        .queue("own", 8)
-        .fallback_handler(|ctx: JobContext| async move {
+    let ids = enqueue_numbered(c, "own", 24).await;
+    let report = drain(builder(&db).queue("own", 8).fallback_handler(
+        |ctx: JobContext| async move {
             ctx.leased().await;
             let result = serde_json::json!({ "id": ctx.id() });
             ctx.client()
                 .set_result(ctx.job().job_ref(), &result)
                 .await?;
             Ok(Outcome::Complete)
-        })
-        .configure(|w| w.drain = Some(DrainMode::All))
-        .build()
-        .unwrap()
-        .run(CancellationToken::new())
-        .await
-        .unwrap();
+        },
+    ))
+    .await;
     assert_eq!(report.completed, 24, "{report:?}");
     for id in ids {
         let job = job_state(c, id).await;
