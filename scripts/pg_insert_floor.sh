@@ -16,12 +16,20 @@ bin="${1:-target/release/backlog}"
 rounds="${2:-3}"
 seconds="${3:-10}"
 host=127.0.0.1 port="${4:-5432}" user=postgres db=backlog_insert_floor
+for n in "$rounds" "$seconds" "$port"; do
+    if [[ ! "$n" =~ ^[1-9][0-9]*$ ]]; then
+        echo "pg_insert_floor: ROUNDS, SECONDS and PORT are positive whole numbers, not '$n'" >&2
+        exit 2
+    fi
+done
 if [[ ! -x "$bin" ]]; then
     echo "pg_insert_floor: no backlog binary at $bin (cargo build --release)" >&2
     exit 2
 fi
 export PGOPTIONS="-c client_min_messages=warning"
 psql=(psql -qX -v ON_ERROR_STOP=1 -h "$host" -p "$port" -U "$user")
+work="$(mktemp -d)"
+chmod 755 "$work"
 "${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
 trap '"${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS $db" || true; rm -rf "$work"' EXIT
 "$bin" --database-url "postgres://$user@$host:$port/$db" migrate > /dev/null
@@ -29,8 +37,6 @@ trap '"${psql[@]}" -d postgres -c "DROP DATABASE IF EXISTS $db" || true; rm -rf 
     -c "CREATE TABLE bare (LIKE backlog_job INCLUDING ALL)" \
     -c "CREATE UNLOGGED TABLE bare_unlogged (LIKE backlog_job INCLUDING ALL)"
 
-work="$(mktemp -d)"
-chmod 755 "$work"
 python3 -c '
 import sys
 with open(sys.argv[1], "w") as f:
