@@ -157,14 +157,11 @@ async fn every_outcome_by(engine: Engine, path: Path) {
             }
         })
         .configure(|c| {
-            c.drain = Some(DrainMode::All);
             if path == Path::OwnTask {
                 c.inline_budget = Duration::ZERO;
             }
-        })
-        .build()
-        .unwrap();
-    let report = worker.run(CancellationToken::new()).await.unwrap();
+        });
+    let report = drain(worker).await;
     let st = |i: usize| {
         let c = c.clone();
         let id = ids[i];
@@ -238,11 +235,8 @@ async fn handler_panicking_when_called(engine: Engine) {
                 panic!("no future for you");
             }
             async { Ok(Outcome::Complete) }
-        })
-        .configure(|w| w.drain = Some(DrainMode::All))
-        .build()
-        .unwrap();
-    let report = worker.run(CancellationToken::new()).await.unwrap();
+        });
+    let report = drain(worker).await;
     assert_eq!((report.completed, report.failed), (1, 1), "{report:?}");
     let r = job_state(c, ids[1]).await;
     assert!(
@@ -287,13 +281,10 @@ async fn handlers_run_inline_within_a_budget(engine: Engine) {
                 }
             })
             .configure(|w| {
-                w.drain = Some(DrainMode::All);
                 w.fetchers = Some(1);
                 w.inline_budget = budget;
-            })
-            .build()
-            .unwrap();
-        let report = worker.run(CancellationToken::new()).await.unwrap();
+            });
+        let report = drain(worker).await;
         assert_eq!(report.completed, jobs as u64);
         let tasks = tasks.lock().unwrap();
         let shared = *tasks.values().max().unwrap();
@@ -894,15 +885,12 @@ async fn claims_are_capped(engine: Engine) {
                 async { Ok(Outcome::Complete) }
             })
             .configure(|w| {
-                w.drain = Some(DrainMode::All);
                 w.claim_batch = claim_batch;
                 // One loop: its first claim sees all 400 slots free. With several, a loop may
                 // claim while the others hold some of the slots and take fewer than the cap.
                 w.fetchers = Some(1);
-            })
-            .build()
-            .unwrap();
-        let report = worker.run(CancellationToken::new()).await.unwrap();
+            });
+        let report = drain(worker).await;
         assert_eq!(report.completed, 400);
         let sizes = per_claim.lock().unwrap();
         assert_eq!(sizes.values().sum::<usize>(), 400);
