@@ -72,8 +72,12 @@ for r in $(seq "$rounds"); do
         name="${f%%:*}" clients=1
         [[ "$f" == *:* ]] && clients="${f##*:}"
         "${psql[@]}" -d "$db" -c "TRUNCATE bare, bare_unlogged, backlog_job" -c "CHECKPOINT"
-        tps=$(pgbench -h "$host" -p "$port" -U "$user" -n -c "$clients" -j "$clients" \
-            -T "$seconds" -f "$work/$name.sql" "$db" 2>&1 | awk '/^tps/ {print $3}')
+        log=$(pgbench -h "$host" -p "$port" -U "$user" -n -c "$clients" -j "$clients" \
+            -T "$seconds" -f "$work/$name.sql" "$db" 2>&1) || {
+            echo "pg_insert_floor: pgbench failed on $name: $log" >&2
+            exit 1
+        }
+        tps=$(awk '/^tps/ {print $3}' <<< "$log")
         out[$f]+=$(awk -v t="$tps" 'BEGIN {printf "%12.0f", t * 1000}')
     done
 done
