@@ -158,6 +158,8 @@ spawn() {
 # Waits until node N is Synced in a primary component of SIZE nodes.
 wait_synced() {
     local n="$1" size="$2" end=$((SECONDS + WAIT)) pid
+    # A node just spawned may not show as running yet (a fresh datadir takes seconds to start).
+    wait_for 30 running "$n" || fail_node "$n" "node $n is not running"
     pid=$(node_pid "$n") || fail_node "$n" "node $n is not running"
     while [ "$SECONDS" -lt "$end" ]; do
         synced "$n" "$size" && return 0
