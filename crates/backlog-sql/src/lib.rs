@@ -8,6 +8,7 @@
 //! - [`BackendConfig`]: pool sizing.
 
 mod batch;
+mod begin;
 pub mod catalog;
 mod dberror;
 mod deadline;

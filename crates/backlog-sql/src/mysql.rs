@@ -105,7 +105,7 @@ impl MySqlBackend {
     /// Begins a transaction (the name the shared backend code uses for every dialect; see
     /// `PgBackend::tx`).
     pub(crate) async fn tx(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::MySql>> {
-        self.pool.begin().await
+        crate::begin::begin(&self.pool, None).await
     }
 
     /// Connects to the database a `mysql://…` (or `mariadb://…`) URL names. The URL may list
@@ -175,13 +175,13 @@ impl MySqlBackend {
     async fn claim_once(&self, p: &JobClaimParams) -> Result<Vec<ClaimedJob>> {
         match p.strategy {
             _ if p.global_limit => {
-                let mut tx = self.pool.begin().await.db()?;
+                let mut tx = self.tx().await.db()?;
                 let jobs = claim_limited_on(&mut tx, &self.shards, p, self.cluster).await?;
                 tx.commit().await.db()?;
                 Ok(jobs)
             }
             ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => {
-                let mut tx = self.pool.begin().await.db()?;
+                let mut tx = self.tx().await.db()?;
                 let jobs = claim_on(&mut tx, &self.shards, p, p.limit).await?;
                 tx.commit().await.db()?;
                 Ok(jobs)
@@ -190,7 +190,7 @@ impl MySqlBackend {
                 let token = shared::new_token();
                 let expires = p.now + p.lease.as_micros() as i64;
                 let kinds = shared::kinds_json(&p.kinds);
-                let mut tx = self.pool.begin().await.db()?;
+                let mut tx = self.tx().await.db()?;
                 let (queue, kinds, limit) = (p.queue.as_str(), kinds.as_deref(), p.limit as i64);
                 let claim = match p.order {
                     Ordering::Fifo => cat::job_claim_token_fifo,
@@ -984,7 +984,7 @@ impl Dialect for MySqlBackend {
     }
 
     async fn begin(&self) -> Result<Box<dyn BackendTx>> {
-        Ok(Box::new(SqlTx(self.pool.begin().await.db()?)))
+        Ok(Box::new(SqlTx(self.tx().await.db()?)))
     }
 
     async fn migrate(&self) -> Result<MigrateReport> {
@@ -1018,7 +1018,7 @@ impl Dialect for MySqlBackend {
             return Ok(dedup.outcomes(&per_row));
         }
         let per_row = shared::retry_transient(|| async {
-            let mut tx = self.pool.begin().await.db()?;
+            let mut tx = self.tx().await.db()?;
             let mut ins = Inserter {
                 conn: &mut tx,
                 now: params.now,
@@ -1078,7 +1078,7 @@ impl Dialect for MySqlBackend {
         // The completion statements join the claim's transaction: one commit (one log flush)
         // records both. They touch running rows, the claim available ones.
         shared::retry_transient(|| async {
-            let mut tx = self.pool.begin().await.db()?;
+            let mut tx = self.tx().await.db()?;
             let (queue, groups) = (p.claim.queue.as_str(), &p.groups);
             // Each finished job's turn in its ordered group straight to the group's next job,
             // before the completion (which may delete the rows that name the groups).
@@ -1121,7 +1121,7 @@ impl Dialect for MySqlBackend {
                 let mut conn = self.pool.acquire().await.db()?;
                 return complete_on(&mut conn, &p).await;
             }
-            let mut tx = self.pool.begin().await.db()?;
+            let mut tx = self.tx().await.db()?;
             let done = complete_on(&mut tx, &p).await?;
             tx.commit().await.db()?;
             Ok(done)
@@ -1133,7 +1133,7 @@ impl Dialect for MySqlBackend {
         let mut groups = p.groups;
         groups.sort_unstable();
         groups.dedup();
-        let mut tx = self.pool.begin().await.db()?;
+        let mut tx = self.tx().await.db()?;
         let n =
             batch::GroupOps::group_promote_on(&mut *tx, p.queue.as_str(), &groups, p.now).await?;
         tx.commit().await.db()?;
@@ -1159,7 +1159,7 @@ impl Dialect for MySqlBackend {
 
     async fn job_prune(&self, p: JobPruneParams) -> Result<u64> {
         shared::retry_transient(|| async {
-            let mut tx = self.pool.begin().await.db()?;
+            let mut tx = self.tx().await.db()?;
             let n = prune_on(&mut tx, &p).await?;
             tx.commit().await.db()?;
             Ok(n)
@@ -1178,7 +1178,7 @@ impl Dialect for MySqlBackend {
 
     async fn leader_elect(&self, p: &LeaderParams) -> Result<Option<i64>> {
         shared::retry_transient(|| async {
-            let mut tx = self.pool.begin().await.db()?;
+            let mut tx = self.tx().await.db()?;
             cat::leader_elect(&p.name, &p.holder, p.now, p.expires_at)
                 .query()
                 .execute(&mut *tx)
@@ -1199,7 +1199,7 @@ impl Dialect for MySqlBackend {
     async fn cron_fire(&self, p: CronFireParams) -> Result<Option<EnqueueOutcome>> {
         let dedup = Deduped::new(vec![p.job.clone()]);
         let per_row = shared::retry_transient(|| async {
-            let mut tx = self.pool.begin().await.db()?;
+            let mut tx = self.tx().await.db()?;
             cat::cron_ensure(&p.name, i64::MIN)
                 .query()
                 .execute(&mut *tx)
@@ -1232,7 +1232,7 @@ impl Dialect for MySqlBackend {
         // Lock the expired rows first (SKIP LOCKED), then update those by id: one statement would
         // wait on any row a transaction-mode claim holds open.
         shared::retry_transient(|| async {
-            let mut tx = self.pool.begin().await.db()?;
+            let mut tx = self.tx().await.db()?;
             let ids: Vec<i64> = cat::job_rescue_ids(p.now, p.limit as i64)
                 .scalar()
                 .fetch_all(&mut *tx)

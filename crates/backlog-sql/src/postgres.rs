@@ -145,8 +145,8 @@ impl PgBackend {
     /// (`session_pooled_begin.sql`).
     pub(crate) async fn tx(&self) -> sqlx::Result<sqlx::Transaction<'static, Postgres>> {
         match self.pooled {
-            true => self.pool.begin_with(cat::SESSION_POOLED_BEGIN).await,
-            false => self.pool.begin().await,
+            true => crate::begin::begin(&self.pool, Some(cat::SESSION_POOLED_BEGIN)).await,
+            false => crate::begin::begin(&self.pool, None).await,
         }
     }
 

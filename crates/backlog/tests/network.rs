@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use backlog::{
     BackendConfig, CancellationToken, Client, DbErrorKind, DrainMode, Error, JobContext, JobState,
-    MaintenanceConfig, Outcome, Worker,
+    MaintenanceConfig, Outcome, SqlBackend, Worker,
 };
 use common::proxy::Proxy;
 use common::{Engine, TestDb};
@@ -284,7 +284,87 @@ async fn a_stall_never_hangs(engine: Engine) {
     db.drop_db().await;
 }
 
+/// Connections idle in the client's pool.
+fn idle_connections(client: &Client) -> usize {
+    match client.sql() {
+        Some(SqlBackend::Postgres(pg)) => pg.pool().num_idle(),
+        Some(SqlBackend::MySql(my)) => my.pool().num_idle(),
+        other => panic!("not a server backend: {other:?}"),
+    }
+}
+
+/// A `BEGIN` sent just before the network stalls times out (its call fails with "no answer"),
+/// and its answer arrives once the stall heals. The connection it was sent on must never serve
+/// another call with that transaction open on the server: claims and completions reported as
+/// done would run inside it, invisible to every other session, and the next `ROLLBACK` on the
+/// connection would undo them (as it did after a 40 s stall on PostgreSQL: two jobs completed
+/// without error stayed `running` and ran again). The pool has one connection, so every call
+/// after the stall gets the same one if it is kept.
+async fn a_begin_answered_late_leaves_no_transaction_open(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let proxy = Proxy::for_url(&db.url).await;
+    let limit = Duration::from_millis(500);
+    let one = BackendConfig {
+        max_connections: 1,
+        acquire_timeout: Duration::from_secs(10),
+        ..config(limit)
+    };
+    let client = Client::connect_with(&proxy.url(&db.url), &one)
+        .await
+        .unwrap();
+    let payload = serde_json::json!({"n": 0});
+    for _ in 0..2 {
+        let job = client.new_job("late", &payload).unwrap();
+        client.enqueue(job).await.unwrap();
+    }
+    // The connection back in the pool (sqlx pings it on release), so the stall meets the BEGIN.
+    while idle_connections(&client) < 1 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    proxy.stall();
+    let err = client.begin().await.map(|_| ()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Database {
+                kind: DbErrorKind::NoAnswer,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Longer than the deadline, so the BEGIN is answered well after its call gave up.
+    tokio::time::sleep(limit * 3).await;
+    proxy.heal();
+
+    // Every acknowledged write is visible to every other session at once, and stays: an
+    // enqueue; three claims and completions; then a transaction that rolls back (as a
+    // transaction claim that found nothing does).
+    let unfinished = "SELECT COUNT(*) FROM backlog_job WHERE queue = 'late' \
+                      AND state IN ('available', 'running')";
+    let job = client.new_job("late", &payload).unwrap();
+    client.enqueue(job).await.unwrap();
+    assert_eq!(db.scalar(unfinished).await, 3, "an enqueue is not visible");
+    let opts = backlog::ClaimOpts::new("late").unwrap().limit(3);
+    let claimed = client.claim(&opts).await.unwrap();
+    assert_eq!(claimed.len(), 3);
+    for job in &claimed {
+        client.complete(job).await.unwrap();
+    }
+    assert_eq!(
+        db.scalar(unfinished).await,
+        0,
+        "a completion is not visible"
+    );
+    client.begin().await.unwrap().rollback().await.unwrap();
+    drop(client);
+    drop(proxy);
+    assert_eq!(db.scalar(unfinished).await, 0, "a completion was undone");
+    db.drop_db().await;
+}
+
 backlog_testdb::on_server_backends!(
+    a_begin_answered_late_leaves_no_transaction_open,
     latency,
     a_partitioned_worker_comes_back_late,
     a_worker_cut_off_mid_claim_holds_its_job_no_longer_than_a_lease,
