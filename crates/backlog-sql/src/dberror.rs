@@ -50,6 +50,11 @@ fn classify(err: &sqlx::Error) -> DbErrorKind {
                 "57P01" | "57P02" | "57P03" | "08000" | "08003" | "08006" => {
                     DbErrorKind::ConnectionLost
                 }
+                // A Galera node that is joining, donating or desynced answers 1047 "WSREP has
+                // not yet prepared node for application use" (SQLSTATE 08S01, MySQL's
+                // communication error): it is ready again within seconds, as a reconnecting
+                // server is, so the call is retried (on the next host of a list, if any).
+                "08S01" => DbErrorKind::ConnectionLost,
                 // MySQL / MariaDB error numbers (sqlx reports the SQLSTATE for some).
                 "1213" => DbErrorKind::Deadlock,
                 "1205" | "3572" => DbErrorKind::LockTimeout,

@@ -4,6 +4,9 @@
 //! started again (it rejoins by IST) at two thirds. No process is restarted: those on the dead
 //! node move to the next node of their list by themselves (`BackendConfig::host_check_every`).
 //!
+//! A fifth worker names the killed node alone: it must wait for the node through its outage and
+//! its state transfer, and drain with the others.
+//!
 //! CI runs 3,000 jobs; `BACKLOG_NODE_KILL_JOBS` sets the count for a full run.
 
 use std::path::{Path, PathBuf};
@@ -126,6 +129,16 @@ async fn galera_node_killed_and_rejoined() {
         .filter(|(i, _)| i + 1 != victim)
         .map(|(_, url)| url)
         .collect();
+    // One more worker names the victim alone: it has no other host to move to, so it waits
+    // through the outage and the node's state transfer (a joining node answers 1047 "WSREP
+    // has not yet prepared node for application use") and carries on once the node is synced.
+    let victim_url = backlog_testdb::galera_nodes(db.name(), 0)[victim - 1].clone();
+    workers.0.push(spawn_child_with(
+        "fire",
+        &victim_url,
+        "gk-alone",
+        &worker_env,
+    ));
     let mut conflicts_before = 0;
     for url in &survivors {
         conflicts_before += conflicts(url).await;
@@ -145,6 +158,11 @@ async fn galera_node_killed_and_rejoined() {
     let rejoin = Instant::now();
     galera(&["start", &victim.to_string()]);
     let rejoined = rejoin.elapsed();
+    let alone = workers.0.last_mut().unwrap();
+    assert!(
+        alone.try_wait().unwrap().is_none(),
+        "the worker on node {victim} alone exited while the node was away or joining"
+    );
     for p in &mut producers.0 {
         producer::wait(p, Duration::from_secs(300)).await;
     }
