@@ -27,6 +27,7 @@ pub fn check(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
     let mut config = ServerConfig::new(a.listen);
     config.tokens = tokens(a)?;
     config.body_limit = a.body_limit as usize;
+    config.allowed_hosts = a.allow_hosts.clone();
     if config.tokens.is_empty() && !a.listen.ip().is_loopback() {
         return Err(backlog_server::ServeError::OpenOnNetwork(a.listen).into());
     }

@@ -268,6 +268,10 @@ async fn port_open(port: u16) -> bool {
 }
 
 async fn connect_browser(driver_port: u16) -> Client {
+    connect_browser_with(driver_port, &[]).await
+}
+
+async fn connect_browser_with(driver_port: u16, extra: &[&str]) -> Client {
     let mut args = vec![
         "--headless=new",
         "--no-sandbox",
@@ -278,6 +282,7 @@ async fn connect_browser(driver_port: u16) -> Client {
         "--force-device-scale-factor=1",
     ];
     args.push("--lang=en-US");
+    args.extend_from_slice(extra);
     let mut options = json!({ "args": args });
     if Path::new("/usr/bin/chromium").exists() {
         options["binary"] = json!("/usr/bin/chromium");
@@ -625,4 +630,150 @@ async fn dashboard_in_a_real_browser() {
     let took = started.elapsed();
     eprintln!("dashboard test took {took:?}");
     assert!(took < Duration::from_secs(60), "took {took:?}");
+}
+
+/// A page that serves `html` to every request on a free port (the other site of the CSRF test).
+async fn serve_page(html: String) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let html = html.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = conn.read(&mut buf).await;
+                let res = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{html}",
+                    html.len()
+                );
+                let _ = conn.write_all(res.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+/// `backlog serve` without tokens (every request is admin, on loopback) and a page of another
+/// site open in the same browser: the page tries every body-less action by HTML form and by
+/// `fetch` in `no-cors` mode, against `localhost` and `127.0.0.1` (another port of localhost
+/// is same-site, not same-origin), and then the same actions as a DNS-rebinding page would
+/// (same-origin to the browser, naming its own host). Nothing changes in the database, and the
+/// audit log stays empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_another_site_changes_nothing() {
+    let db = TestDb::new(Engine::Sqlite);
+    let (port, driver_port) = (free_port(), free_port());
+    let mut procs = Procs(vec![]);
+    let child = db
+        .cmd(&["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("backlog serve starts");
+    procs.0.push(("backlog serve", child));
+    start_chromedriver(driver_port, &mut procs);
+    wait_until("backlog serve listens", || port_open(port)).await;
+    wait_until("chromedriver listens", || port_open(driver_port)).await;
+
+    let job: i64 = db.ok(&["enqueue", "mail", "{}"]).trim().parse().unwrap();
+    db.ok(&["queue", "pause", "stopped"]);
+    let dead = db.ok(&["enqueue", "dlq", "{}", "--max-attempts", "1"]);
+    db.ok(&["work", "dlq", "--drain", "--", "false"]);
+    assert!(
+        db.ok(&["job", "show", dead.trim(), "--json"])
+            .contains("\"dead\"")
+    );
+    let before = (
+        db.ok(&["job", "show", &job.to_string(), "--json"]),
+        db.ok(&["queue", "list", "--json"]),
+        db.ok(&["job", "show", dead.trim(), "--json"]),
+    );
+    let paths = [
+        "/api/v1/queues/mail/pause".to_owned(),
+        "/api/v1/queues/stopped/resume".to_owned(),
+        "/api/v1/queues/dlq/redrive".to_owned(),
+        format!("/api/v1/jobs/{job}/cancel"),
+        format!("/api/v1/jobs/{job}/hold"),
+        format!("/api/v1/jobs/{job}/release"),
+        format!("/api/v1/jobs/{job}/retry"),
+    ];
+    let paths_js = serde_json::to_string(&paths).unwrap();
+    let html = format!(
+        r#"<!doctype html><html><body><script>
+const paths = {paths_js};
+const bases = ["http://localhost:{port}", "http://127.0.0.1:{port}"];
+let pending = 0;
+const settle = () => {{ if (--pending === 0) document.title = "done"; }};
+for (const base of bases) {{
+  for (const path of paths) {{
+    const name = "f" + (pending++);
+    const frame = document.createElement("iframe");
+    frame.name = name;
+    frame.onload = settle;
+    document.body.appendChild(frame);
+    const form = document.createElement("form");
+    form.method = "POST";
+    form.action = base + path;
+    form.target = name;
+    document.body.appendChild(form);
+    form.submit();
+    pending++;
+    fetch(base + path, {{ method: "POST", mode: "no-cors" }}).then(settle, settle);
+  }}
+}}
+</script></body></html>"#
+    );
+    let page = serve_page(html).await;
+
+    let rules = "--host-resolver-rules=MAP rebind.test 127.0.0.1";
+    let client = connect_browser_with(driver_port, &[rules]).await;
+    client
+        .goto(&format!("http://localhost:{page}/"))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + WAIT;
+    while client.title().await.unwrap() != "done" {
+        assert!(
+            Instant::now() < deadline,
+            "the page's requests did not all end"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // DNS rebinding: the attacker's name now resolves to the server, so its page's requests
+    // are same-origin to the browser, and name the attacker's host.
+    client
+        .goto(&format!("http://rebind.test:{port}/"))
+        .await
+        .unwrap();
+    let statuses = client
+        .execute_async(
+            r#"const [paths, done] = arguments;
+Promise.all([fetch("/api/v1/stats").then(r => r.status)].concat(
+  paths.map(p => fetch(p, { method: "POST" }).then(r => r.status))
+)).then(done, e => done(String(e)));"#,
+            vec![json!(paths)],
+        )
+        .await
+        .unwrap();
+    let expected: Vec<u16> = vec![421; paths.len() + 1];
+    assert_eq!(
+        statuses,
+        json!(expected),
+        "rebinding requests were answered"
+    );
+    client.close().await.ok();
+
+    let after = (
+        db.ok(&["job", "show", &job.to_string(), "--json"]),
+        db.ok(&["queue", "list", "--json"]),
+        db.ok(&["job", "show", dead.trim(), "--json"]),
+    );
+    assert_eq!(before, after, "a page of another site changed something");
+    let audit = api(port, "GET", "/api/v1/audit", "", None).await;
+    let served = audit["entries"].as_array().unwrap().iter();
+    let served: Vec<_> = served.filter(|e| e["actor"] == "local").collect();
+    assert!(served.is_empty(), "{served:?}");
 }

@@ -290,7 +290,19 @@ fn serve_refuses_bad_setups() {
     );
     db.fails(
         &["serve", "--listen", "localhost"],
-        "invalid socket address",
+        "is not an address to listen on",
+    );
+    db.fails(
+        &["serve", "--listen", "example.com:8080"],
+        "is not an address to listen on",
+    );
+    db.fails(
+        &["serve", "--listen", "localhost:99999"],
+        "is not a port number",
+    );
+    db.fails(
+        &["serve", "--allow-host", "http://proxy.example:80"],
+        "is not a host name",
     );
     let bad = db.path("bad-tokens");
     std::fs::write(&bad, "ops superuser 0123456789abcdef0123\n").unwrap();
@@ -321,4 +333,72 @@ fn serve_refuses_bad_setups() {
     let server = start(&db, &[]);
     let (status, v) = call(ureq::get(&format!("{}/api/v1/stats", server.base)), None);
     assert_eq!((status, v), (200, json!({})));
+}
+
+/// A page of another site cannot act through the browser: cross-site writes are refused (403)
+/// whether the browser says so (`Sec-Fetch-Site`) or only sends its `Origin`, and a request
+/// naming another host (a DNS-rebinding page) is refused (421) before anything runs. Programs
+/// that send neither header, and requests naming a host given by `--allow-host`, are served.
+/// The browser's own view of it is in dashboard.rs.
+#[test]
+fn serve_refuses_other_hosts_and_cross_site_writes() {
+    let db = TestDb::new(Engine::Sqlite);
+    db.ok(&["enqueue", "mail", "{}"]);
+    let server = start(&db, &["--allow-host", "Queue.Example.com"]);
+    let pause = format!("{}/api/v1/queues/mail/pause", server.base);
+    let host = server.base.trim_start_matches("http://").to_owned();
+    let refused = [
+        (ureq::post(&pause).set("Sec-Fetch-Site", "same-site"), 403),
+        (ureq::post(&pause).set("Sec-Fetch-Site", "cross-site"), 403),
+        (
+            ureq::post(&pause).set("Origin", "http://localhost:9999"),
+            403,
+        ),
+        (ureq::post(&pause).set("Origin", "null"), 403),
+        (
+            ureq::post(&pause).set("Host", "rebind.attacker.example"),
+            421,
+        ),
+        (
+            ureq::get(&format!("{}/api/v1/stats", server.base))
+                .set("Host", "rebind.attacker.example:8080"),
+            421,
+        ),
+    ];
+    for (req, status) in refused {
+        let what = format!("{req:?}");
+        let (got, body) = call(req, None);
+        assert_eq!(got, status, "{what}: {body}");
+        let code = if status == 403 {
+            "cross_site_refused"
+        } else {
+            "host_not_allowed"
+        };
+        assert_eq!(body["error"]["code"], code, "{what}");
+    }
+    let paused = || db.ok(&["queue", "show", "mail", "--json"]);
+    assert!(paused().contains("\"paused\": false"), "{}", paused());
+
+    // The server's own pages, a program, and a proxy's name are served.
+    let (status, _) = call(
+        ureq::post(&pause)
+            .set("Sec-Fetch-Site", "same-origin")
+            .set("Origin", &format!("http://{host}")),
+        None,
+    );
+    assert_eq!(status, 200);
+    let resume = format!("{}/api/v1/queues/mail/resume", server.base);
+    assert_eq!(call(ureq::post(&resume), None).0, 200);
+    let (status, body) = call(
+        ureq::get(&format!("{}/api/v1/stats", server.base)).set("Host", "queue.example.com"),
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = call(
+        ureq::get(&format!("{}/api/v1/stats", server.base))
+            .set("Host", &host.replace("127.0.0.1", "localhost")),
+        None,
+    );
+    assert_eq!(status, 200);
+    assert!(paused().contains("\"paused\": false"), "{}", paused());
 }

@@ -6,6 +6,7 @@
 //! - [`ServerConfig`] and [`serve`]: listen, authenticate, answer, shut down gracefully.
 //! - [`router`]: the routes, for embedding in your own axum app or testing in-process.
 //! - [`auth`]: bearer tokens with `read`, `produce` and `admin` scopes; `/api/v1/me`.
+//! - `origin`: refuses other host names (DNS rebinding) and cross-site writes (CSRF).
 //! - `dashboard`: the web dashboard at `/`, its assets compiled in (`assets/`).
 //! - `jobs`, `queues`, `worker`, `ops`: the handlers; [`view`]: the JSON shapes they answer with.
 //! - [`error`]: every error as `{"error": {"code", "message"}}` with a status that means it.
@@ -26,6 +27,7 @@ pub mod error;
 mod history;
 mod jobs;
 mod ops;
+mod origin;
 mod queues;
 pub mod trace;
 pub mod view;
@@ -55,6 +57,10 @@ pub struct ServerConfig {
     pub tokens: Tokens,
     /// Largest request body in bytes (a batch enqueue's size); default 32 MiB.
     pub body_limit: usize,
+    /// Host names answered besides those the listen address stands for (`localhost` and
+    /// loopback addresses on loopback, the address itself otherwise): the names a reverse proxy
+    /// forwards. Requests naming any other host get 421 (a DNS-rebinding page names its own).
+    pub allowed_hosts: Vec<String>,
 }
 
 impl ServerConfig {
@@ -64,6 +70,7 @@ impl ServerConfig {
             listen,
             tokens: Tokens::default(),
             body_limit: 32 * 1024 * 1024,
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -207,6 +214,11 @@ pub fn router(client: Arc<Client>, config: &ServerConfig) -> Router {
         .route("/", get(dashboard::index))
         .route("/assets/{file}", get(dashboard::asset))
         .layer(DefaultBodyLimit::max(config.body_limit))
+        // Other host names and cross-site writes are refused before anything else runs.
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(origin::HostNames::new(config.listen, &config.allowed_hosts)),
+            origin::guard,
+        ))
         .layer(axum::middleware::from_fn(trace::layer))
         .with_state(state)
 }
