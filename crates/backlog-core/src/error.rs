@@ -202,6 +202,12 @@ pub enum DbErrorKind {
     /// No connection of the pool came free within the acquire timeout: every one was busy (more
     /// callers at once than `max_connections`), or new ones could not be opened.
     PoolTimeout,
+    /// The database cannot write, though it still reads: its disk is full, its file or file
+    /// system is read-only, or a write failed (SQLite's `SQLITE_FULL`, `SQLITE_READONLY` and
+    /// `SQLITE_IOERR`; PostgreSQL's `disk_full`). Writes succeed again once an operator frees
+    /// space or makes the file writable, without restarting anything, so callers that can wait
+    /// (workers) retry with a back-off; retrying at once does not help.
+    StorageUnavailable,
     /// Anything else.
     Other,
 }
@@ -217,6 +223,7 @@ impl DbErrorKind {
                 | DbErrorKind::ConnectionLost
                 | DbErrorKind::NoAnswer
                 | DbErrorKind::PoolTimeout
+                | DbErrorKind::StorageUnavailable
         )
     }
 }
@@ -232,6 +239,7 @@ impl std::fmt::Display for DbErrorKind {
             DbErrorKind::ConnectionLost => "connection lost",
             DbErrorKind::NoAnswer => "no answer",
             DbErrorKind::PoolTimeout => "no pool connection within the acquire timeout",
+            DbErrorKind::StorageUnavailable => "storage unavailable",
             DbErrorKind::Other => "other",
         })
     }

@@ -117,6 +117,15 @@ impl From<Error> for ApiError {
                         "the database cannot be reached or is busy; try again",
                     );
                 }
+                DbErrorKind::StorageUnavailable => {
+                    tracing::error!(error = %e, "the database cannot write");
+                    return ApiError::new(
+                        S::SERVICE_UNAVAILABLE,
+                        "database_unavailable",
+                        "the database cannot write (a full disk or a read-only file); try \
+                         again once an operator has freed space",
+                    );
+                }
                 _ => {
                     // The driver's text can name tables and values: log it, answer plainly.
                     tracing::error!(error = %e, "database error");

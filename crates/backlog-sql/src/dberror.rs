@@ -42,7 +42,16 @@ fn classify(err: &sqlx::Error) -> DbErrorKind {
         | sqlx::Error::Protocol(_) => DbErrorKind::ConnectionLost,
         sqlx::Error::Database(e) => {
             let code = e.code().unwrap_or_default();
+            // SQLite: a full disk (SQLITE_FULL), a file or file system that can only be read
+            // (SQLITE_READONLY and its extended codes), a failed write (SQLITE_IOERR and its
+            // extended codes). The connection still reads: an operator frees space or makes
+            // the file writable, and writes resume without a restart.
+            if matches!(sqlite_code(&**e), Some(13 | 8 | 10)) {
+                return DbErrorKind::StorageUnavailable;
+            }
             match &*code {
+                // PostgreSQL's disk_full.
+                "53100" => DbErrorKind::StorageUnavailable,
                 // PostgreSQL SQLSTATEs.
                 "40P01" => DbErrorKind::Deadlock,
                 "40001" => DbErrorKind::SerializationFailure,
@@ -59,12 +68,8 @@ fn classify(err: &sqlx::Error) -> DbErrorKind {
                 "1213" => DbErrorKind::Deadlock,
                 "1205" | "3572" => DbErrorKind::LockTimeout,
                 // SQLite: SQLITE_BUSY and SQLITE_LOCKED with their extended codes. A file that
-                // cannot be written (SQLITE_READONLY, 8 and its extended codes), a full disk
-                // (SQLITE_FULL, 13), a failed write (SQLITE_IOERR, 10 and its extended codes)
-                // and a file that cannot be opened (SQLITE_CANTOPEN, 14) stay `Other`: the
-                // connection still reads, so none is a lost connection, and retrying does not
-                // help until someone frees space or makes the file writable; a worker that
-                // meets one stops with it rather than spinning.
+                // cannot be opened (SQLITE_CANTOPEN, 14) stays `Other`: retrying does not help
+                // until someone creates its directory or fixes its permissions.
                 "5" | "6" | "261" | "517" | "262" => DbErrorKind::LockTimeout,
                 _ => match e.kind() {
                     sqlx::error::ErrorKind::UniqueViolation => DbErrorKind::UniqueViolation,

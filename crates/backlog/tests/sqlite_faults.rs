@@ -81,10 +81,16 @@ fn worker(client: Arc<Client>, gate: Arc<tokio::sync::Semaphore>) -> Worker {
                 Ok(Outcome::Complete)
             }
         })
-        .configure(|c| c.poll_max = Duration::from_millis(100))
+        .configure(|c| {
+            c.poll_max = Duration::from_millis(100);
+            c.lease = Some(LEASE);
+        })
         .build()
         .unwrap()
 }
+
+/// The workers' lease: a job whose completion the database refuses runs again after it.
+const LEASE: Duration = Duration::from_secs(5);
 
 fn start(
     worker: &Worker,
@@ -435,8 +441,8 @@ async fn a_file_size_limit() {
 }
 
 /// A real full file system, a 2 MiB tmpfs, under a producer: once it is full, the enqueue fails
-/// with "database or disk is full" (`DbErrorKind::Other`, not transient: retrying does not help
-/// until space is freed), and goes on failing; the client still reads. Freeing space (a ballast
+/// with "database or disk is full" (`DbErrorKind::StorageUnavailable`: transient, though
+/// retrying at once does not help until space is freed), and goes on failing; the client still reads. Freeing space (a ballast
 /// file put there first is deleted) lets the same client enqueue again at once, without a
 /// restart. Afterwards `integrity_check` passes with every acknowledged job there, also after
 /// the client closed on the nearly full file system.
@@ -461,13 +467,13 @@ async fn a_full_file_system() {
         matches!(
             err,
             Error::Database {
-                kind: DbErrorKind::Other,
+                kind: DbErrorKind::StorageUnavailable,
                 ..
             }
         ),
         "{err:?}"
     );
-    assert!(!err.is_transient(), "{err}");
+    assert!(err.is_transient(), "{err}");
     assert!(
         err.to_string().contains("database or disk is full"),
         "not a clear error: {err}"
@@ -495,6 +501,78 @@ async fn a_full_file_system() {
     );
 }
 
+/// A full disk under a running worker (four `backlog work` processes on a 4 MB tmpfs all
+/// exited with "database or disk is full" when it filled): the worker stays up while the disk
+/// is full, retrying the completions of the jobs it ran while their lease holds; once space is
+/// freed it completes them, each run once, and goes on with new jobs, without a restart.
+#[tokio::test]
+async fn a_worker_waits_out_a_full_disk() {
+    let fs = Mount::tmpfs("2m");
+    let ballast = fs.path().join("ballast");
+    std::fs::write(&ballast, vec![0u8; 512 * 1024]).unwrap();
+    let url = fs.url();
+    let client = Arc::new(Client::connect(&url).await.unwrap());
+    client.migrate().await.unwrap();
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let worker = worker(client.clone(), gate.clone());
+    let (stop, mut run) = start(&worker);
+    let held = enqueue(&client, 4, "hold").await;
+    wait_for(&client, &held, JobState::Running).await;
+
+    // Jobs of a queue no worker serves fill the disk, to the last page (smaller ones once the
+    // large ones no longer fit), so the completions cannot be written either.
+    let mut full = None;
+    for size in [4096, 512, 1] {
+        let payload = "x".repeat(size);
+        full = loop {
+            match client
+                .enqueue(client.new_job("fill", &payload).unwrap())
+                .await
+            {
+                Ok(_) => {}
+                Err(e) => break Some(e),
+            }
+        };
+    }
+    let full = full.unwrap();
+    assert!(full.to_string().contains("full"), "{full}");
+    let filled = Instant::now();
+    gate.add_permits(held.len());
+    let waited = tokio::time::timeout(LEASE / 4, &mut run).await;
+    assert!(
+        waited.is_err(),
+        "the worker ended on a full disk: {waited:?}"
+    );
+    for &id in &held {
+        assert_eq!(state(&client, id).await, JobState::Running, "job {id}");
+    }
+
+    std::fs::remove_file(&ballast).unwrap();
+    let freed = Instant::now();
+    wait_for(&client, &held, JobState::Completed).await;
+    let caught_up = freed.elapsed();
+    for &id in &held {
+        let job = client.job(id).await.unwrap();
+        assert_eq!(job.attempt, 1, "job {id} ran again");
+    }
+    let after = enqueue(&client, 3, "done").await;
+    wait_for(&client, &after, JobState::Completed).await;
+    stop.cancel();
+    let report = run.await.unwrap().expect("the worker stops cleanly");
+    assert_eq!(
+        report.completed,
+        (held.len() + after.len()) as u64,
+        "{report:?}"
+    );
+    client.close().await;
+    assert_eq!(integrity(&url).await, "ok");
+    eprintln!(
+        "full disk under a worker: up throughout; the held jobs completed {caught_up:?} after \
+         space was freed ({:?} after the disk filled), each once",
+        filled.elapsed()
+    );
+}
+
 /// Connecting to `url` fails, and soon: the error, which must not call itself a lost connection.
 async fn refused_connect(url: &str) -> (Error, Duration) {
     let started = Instant::now();
@@ -507,7 +585,7 @@ async fn refused_connect(url: &str) -> (Error, Duration) {
         matches!(
             err,
             Error::Database {
-                kind: DbErrorKind::Other,
+                kind: DbErrorKind::Other | DbErrorKind::StorageUnavailable,
                 ..
             }
         ),
@@ -602,9 +680,10 @@ async fn a_read_only_mount() {
 /// A file system that turns read-only under a running worker and producer: ext4 mounted with
 /// `errors=remount-ro` (as many systems mount their root) does so when it meets an error, such as
 /// a failing disk; `trigger_fs_error` stands in for one. Writes fail with a "disk I/O error"
-/// (`DbErrorKind::Other`, not a lost connection: the client still reads); the worker, whose
-/// completions fail, stops with that error; a new client refuses to connect, saying the
-/// database can only be read. `remount,rw` does not bring it back: it takes an operator to stop
+/// (`DbErrorKind::StorageUnavailable`, not a lost connection: the client still reads); the
+/// worker, whose completions fail, stays up, retrying them while their lease holds and then
+/// its claims (as after a full disk: `a_worker_waits_out_a_full_disk`), and stops cleanly when
+/// told; a new client refuses to connect, saying the database can only be read. `remount,rw` does not bring it back: it takes an operator to stop
 /// the processes, unmount, run `e2fsck` and mount again. Then `integrity_check` passes, the
 /// completed jobs are completed, and the jobs whose completion was refused are still running
 /// under their lease, to be rescued and run again once it ends.
@@ -616,7 +695,7 @@ async fn a_file_system_gone_read_only() {
     client.migrate().await.unwrap();
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let worker = worker(client.clone(), gate.clone());
-    let (_stop, run) = start(&worker);
+    let (stop, run) = start(&worker);
     let completed = enqueue(&client, 20, "done").await;
     wait_for(&client, &completed, JobState::Completed).await;
     let held = enqueue(&client, 4, "hold").await;
@@ -633,7 +712,7 @@ async fn a_file_system_gone_read_only() {
         matches!(
             err,
             Error::Database {
-                kind: DbErrorKind::Other,
+                kind: DbErrorKind::StorageUnavailable,
                 ..
             }
         ),
@@ -655,17 +734,23 @@ async fn a_file_system_gone_read_only() {
     assert!(still.to_string().contains("disk I/O error"), "{still}");
 
     gate.add_permits(held.len());
-    let released = Instant::now();
+    // The jobs end; their completions are refused. The worker goes on (retrying them for
+    // their lease, then claiming at each poll) until it is told to stop.
+    let mut run = run;
+    let waited = tokio::time::timeout(LEASE * 2, &mut run).await;
+    assert!(
+        waited.is_err(),
+        "the worker ended on a read-only file system: {waited:?}"
+    );
+    let stopping = Instant::now();
+    stop.cancel();
     let ended = tokio::time::timeout(Duration::from_secs(10), run)
         .await
-        .expect("the worker goes on after its completions failed")
+        .expect("the worker stops when told")
         .expect("the worker panicked");
-    let stopped = released.elapsed();
-    let stopped_with = ended.expect_err("the worker ended well on a read-only file system");
-    assert!(
-        stopped_with.to_string().contains("disk I/O error"),
-        "{stopped_with}"
-    );
+    let stopped = stopping.elapsed();
+    let report = ended.expect("the worker stops cleanly on a read-only file system");
+    assert_eq!(report.completed, completed.len() as u64, "{report:?}");
     drop(worker);
     tokio::time::timeout(Duration::from_secs(10), client.close())
         .await
@@ -691,7 +776,7 @@ async fn a_file_system_gone_read_only() {
     eprintln!("ext4 gone read-only: enqueue refused in {took:?}: {err}");
     eprintln!("a new client: {refused}");
     eprintln!("remount,rw: {rw:?}, then: {still}");
-    eprintln!("the worker stopped {stopped:?} after its jobs ended: {stopped_with}");
+    eprintln!("the worker stayed up, and stopped {stopped:?} after it was told to");
     eprintln!("umount, e2fsck -fy, mount: {repaired:?}");
 }
 

@@ -23,6 +23,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
 use super::run::Counters;
+use super::throttle::{LOG_EVERY, Throttled};
 use crate::{ClaimedJob, Client, JobRef, Result};
 
 /// Completing finished jobs without a claim ([`Client::complete_many`]).
@@ -32,6 +33,9 @@ pub(crate) trait Completions: Send + Sync + 'static {
         &self,
         jobs: &[ClaimedJob],
     ) -> impl Future<Output = Result<Vec<JobRef>>> + Send;
+
+    /// The database's time now, as leases are written ([`Client::now`]).
+    fn now(&self) -> i64;
 }
 
 impl Completions for Client {
@@ -41,10 +45,18 @@ impl Completions for Client {
     ) -> impl Future<Output = Result<Vec<JobRef>>> + Send {
         Client::complete_many(self, jobs)
     }
+
+    fn now(&self) -> i64 {
+        Client::now(self)
+    }
 }
 
-/// Tries of a completion that failed for a transient reason (connection lost, deadlock).
+/// Tries of a completion that failed for a transient reason (connection lost, deadlock), at
+/// least; more while the jobs' leases hold.
 const COMPLETE_ATTEMPTS: u64 = 20;
+
+/// The longest pause between two tries of a completion.
+const COMPLETE_PAUSE_MAX: Duration = Duration::from_secs(1);
 
 /// One fetcher's finished jobs waiting for their completion, each with its slot, and how many
 /// jobs of each of its claims (by the claim's lease token, which all its jobs share) still run.
@@ -203,7 +215,11 @@ pub(crate) fn record(counters: &Counters, jobs: &[ClaimedJob], completed: &[JobR
     }
 }
 
-/// Completes `jobs` without a claim, retrying transient failures.
+/// Completes `jobs` without a claim. A transient failure is tried again after a pause 50 ms
+/// longer each time (at most [`COMPLETE_PAUSE_MAX`]), [`COMPLETE_ATTEMPTS`] times and then for as
+/// long as one of the jobs' leases holds: a database that cannot write for a while (a full
+/// disk, a read-only file, a restart) and comes back within the lease gets the completions,
+/// and the jobs do not run again. Past the leases the jobs are another claim's to run.
 pub(crate) async fn complete_alone<C: Completions>(
     client: &C,
     jobs: &[ClaimedJob],
@@ -212,14 +228,28 @@ pub(crate) async fn complete_alone<C: Completions>(
     if jobs.is_empty() {
         return;
     }
+    let leased_until = jobs.iter().map(|j| j.lease_expires_at).max().unwrap_or(0);
+    let mut warnings = Throttled::new(LOG_EVERY);
     let mut attempt = 0;
     loop {
         match client.complete_many(jobs).await {
-            Ok(done) => return record(counters, jobs, &done),
-            Err(e) if e.is_transient() && attempt < COMPLETE_ATTEMPTS => {
+            Ok(done) => {
+                if warnings.warned() {
+                    tracing::info!("completed {} job(s) after {attempt} retries", jobs.len());
+                }
+                return record(counters, jobs, &done);
+            }
+            Err(e)
+                if e.is_transient()
+                    && (attempt < COMPLETE_ATTEMPTS || client.now() < leased_until) =>
+            {
                 attempt += 1;
-                tracing::warn!("completing {} job(s) failed, retrying: {e}", jobs.len());
-                tokio::time::sleep(Duration::from_millis(50 * attempt)).await;
+                warnings.warn(format_args!(
+                    "completing {} job(s) failed, retrying while their lease holds: {e}",
+                    jobs.len()
+                ));
+                let pause = Duration::from_millis(50 * attempt).min(COMPLETE_PAUSE_MAX);
+                tokio::time::sleep(pause).await;
             }
             Err(e) => {
                 return tracing::error!("completing {} job(s) failed: {e}", jobs.len());
@@ -245,6 +275,9 @@ mod tests {
         calls: Mutex<Vec<Vec<i64>>>,
         /// Jobs whose lease is gone: never completed.
         lost: Vec<i64>,
+        /// When the first call came: the database's time is `fakes::T0` then, and moves
+        /// with tokio's clock.
+        start: std::sync::OnceLock<tokio::time::Instant>,
     }
 
     impl ScriptedCompletions {
@@ -261,6 +294,11 @@ mod tests {
     }
 
     impl Completions for ScriptedCompletions {
+        fn now(&self) -> i64 {
+            let start = *self.start.get_or_init(tokio::time::Instant::now);
+            fakes::T0 + start.elapsed().as_micros() as i64
+        }
+
         async fn complete_many(&self, jobs: &[ClaimedJob]) -> Result<Vec<JobRef>> {
             self.calls
                 .lock()
@@ -379,9 +417,18 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn completing_alone_gives_up_on_a_lasting_or_fatal_failure() {
         let c = Counters::default();
-        let flaky = ScriptedCompletions::failing((0..30).map(|_| fakes::transient()));
+        let flaky = ScriptedCompletions::failing((0..1000).map(|_| fakes::transient()));
+        // The made-up jobs' leases end 30 s after fakes::T0, the fake database's time now.
+        flaky.now();
+        let started = tokio::time::Instant::now();
         complete_alone(&flaky, &[job(1, 1)], &c).await;
-        assert_eq!(flaky.calls().len(), 1 + COMPLETE_ATTEMPTS as usize);
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_secs(30) && waited < Duration::from_secs(32),
+            "tried for {waited:?}, not as long as the lease"
+        );
+        // 20 tries in 10.5 s, then one a second until the lease ends.
+        assert_eq!(flaky.calls().len(), 1 + COMPLETE_ATTEMPTS as usize + 20);
         let broken = ScriptedCompletions::failing([fakes::fatal()]);
         complete_alone(&broken, &[job(1, 1)], &c).await;
         assert_eq!(broken.calls().len(), 1);

@@ -18,6 +18,7 @@ use super::completer::{self, Completions, Finished};
 use super::metrics::ClaimTimes;
 use super::plan::{ClaimPlan, GATHER, Idle};
 use super::run::Counters;
+use super::throttle::{LOG_EVERY, Throttled};
 use crate::{
     ClaimOpts, ClaimedJob, Client, CompleteClaimed, Error, Kind, QueueName, QueueSettings, Result,
     Retention, TxClaim,
@@ -191,6 +192,9 @@ pub(crate) struct Fetcher<C, D> {
     /// finished jobs carry theirs): given back one by one, the other loops would take them for
     /// claims of a job or two.
     carried: Vec<OwnedSemaphorePermit>,
+    /// Claims that fail for a transient reason are retried at each poll; said once per
+    /// interval (a full disk can last minutes).
+    claim_warnings: std::sync::Mutex<Throttled>,
 }
 
 /// Claims made under a lease after a transaction claim whose jobs mostly outlived their first
@@ -215,6 +219,12 @@ impl Turn {
 }
 
 impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
+    /// Says that a claim failed for a transient reason (it is tried again at the next poll).
+    fn claim_failed(&self, queue: &QueueName, e: &Error) {
+        let mut warnings = self.claim_warnings.lock().expect("lock");
+        warnings.warn(format_args!("claim from {queue} failed, retrying: {e}"));
+    }
+
     pub fn new(pipeline: Arc<Pipeline<C, D>>, queue: Queue, plan: ClaimPlan) -> Self {
         let mut opts = ClaimOpts::for_queue(queue.name.clone())
             .owner(pipeline.owner.clone())
@@ -231,6 +241,7 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
             idle,
             leased_turns: 0,
             carried: vec![],
+            claim_warnings: std::sync::Mutex::new(Throttled::new(LOG_EVERY)),
         }
     }
 
@@ -319,7 +330,7 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
             Ok(Some(claim)) => Ok(Turn::Held(claim)),
             Ok(None) => Ok(Turn::Leased(vec![])),
             Err(e) if e.is_transient() => {
-                tracing::warn!("claim from {queue} failed, retrying: {e}");
+                self.claim_failed(queue, &e);
                 Ok(Turn::Leased(vec![]))
             }
             // A limit set on the queue since its settings were read.
@@ -415,7 +426,7 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
                 match r.claimed {
                     Ok(c) => Ok(c),
                     Err(e) if e.is_transient() => {
-                        tracing::warn!("claim from {queue} failed, retrying: {e}");
+                        self.claim_failed(queue, &e);
                         Ok(vec![])
                     }
                     Err(e) => Err(e),
@@ -427,7 +438,7 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
                 if !e.is_transient() {
                     return Err(e);
                 }
-                tracing::warn!("claim from {queue} failed, retrying: {e}");
+                self.claim_failed(queue, &e);
                 Ok(vec![])
             }
         }
@@ -594,6 +605,10 @@ mod tests {
     }
 
     impl Completions for ScriptedClaimer {
+        fn now(&self) -> i64 {
+            fakes::T0
+        }
+
         async fn complete_many(&self, jobs: &[ClaimedJob]) -> Result<Vec<JobRef>> {
             let mut alone = self.completed_alone.lock().unwrap();
             alone.extend(jobs.iter().map(|j| j.id));

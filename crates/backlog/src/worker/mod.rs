@@ -25,6 +25,7 @@ mod outcome;
 mod plan;
 mod run;
 mod schedule;
+mod throttle;
 
 use std::collections::HashMap;
 use std::future::Future;
