@@ -68,7 +68,7 @@ cp "/etc/postgresql/$VER/$PRI/pg_hba.conf" "/etc/postgresql/$VER/$REP/pg_hba.con
 } > "/etc/postgresql/$VER/$REP/conf.d/90-failover.conf"
 REP_DATA="/var/lib/postgresql/$VER/$REP"
 find "$REP_DATA" -mindepth 1 -delete
-su postgres -c "pg_basebackup -h 127.0.0.1 -p $PRI_PORT -U postgres -D $REP_DATA -R -X stream" >/dev/null
+su postgres -c "pg_basebackup -h 127.0.0.1 -p $PRI_PORT -U postgres -D $REP_DATA -R -X stream --checkpoint=fast" >/dev/null
 pg_ctlcluster --skip-systemctl-redirect "$VER" "$REP" start
 for _ in $(seq 1 60); do
     [ "$(psql_at "$PRI_PORT" "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")" = 1 ] && break

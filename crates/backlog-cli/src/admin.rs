@@ -80,11 +80,19 @@ pub async fn job(client: &Client, cmd: JobCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Who the command acts as in the audit log: `cli:USER`.
+/// Who the command acts as in the audit log: `cli:USER`, from `$USER` or `$LOGNAME`, else the
+/// name of the process's user id (a container's root often has neither variable), else the id.
 fn actor() -> String {
-    let user = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "unknown".into());
+    let named = |v: &str| std::env::var(v).ok().filter(|u| !u.is_empty());
+    let user = named("USER")
+        .or_else(|| named("LOGNAME"))
+        .unwrap_or_else(|| {
+            let uid = nix::unistd::getuid();
+            match nix::unistd::User::from_uid(uid) {
+                Ok(Some(user)) => user.name,
+                _ => uid.to_string(),
+            }
+        });
     format!("cli:{user}")
 }
 

@@ -28,8 +28,12 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Colour only on a terminal (not in files or journald), and never under NO_COLOR.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_filter(
             tracing_subscriber::EnvFilter::try_from_env("BACKLOG_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),

@@ -230,6 +230,8 @@ fn worker_metrics(engine: Engine) {
         text.contains("backlog_worker_claim_seconds_count"),
         "{text}"
     );
+    // The worker reads the database's time: its measured offset shows, as on serve's /metrics.
+    assert!(text.contains("\nbacklog_clock_offset_seconds "), "{text}");
     let status = child.wait().unwrap();
     assert!(
         status.success(),
@@ -401,4 +403,36 @@ fn serve_refuses_other_hosts_and_cross_site_writes() {
     );
     assert_eq!(status, 200);
     assert!(paused().contains("\"paused\": false"), "{}", paused());
+}
+
+/// What lands in a log file or journald is plain text (no ANSI colour codes off a terminal),
+/// and a command run where `$USER` and `$LOGNAME` are unset (root in a container) is audited
+/// under the name of its user id, not `cli:unknown`.
+#[test]
+fn logs_off_a_terminal_are_plain_and_the_audit_names_the_user() {
+    let db = TestDb::new(Engine::Sqlite);
+    db.ok(&["enqueue", "q", "{}"]);
+    let out = db
+        .cmd(&["queue", "pause", "q"])
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let id = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
+    let name = String::from_utf8(id.stdout).unwrap().trim().to_owned();
+    let log = db.ok(&["audit", "--json", "--queue", "q"]);
+    assert!(log.contains(&format!("\"cli:{name}\"")), "{log}");
+
+    // A drain of a paused queue ends with a warning, written to a pipe here.
+    let out = db.run(&["work", "q", "--drain", "--", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("paused"), "{err}");
+    assert!(
+        !err.contains('\x1b'),
+        "colour codes off a terminal: {err:?}"
+    );
 }

@@ -309,11 +309,23 @@ pub async fn metrics(State(state): State<AppState>, _who: Reader) -> ApiResult<R
 /// One worker process's own metrics in the Prometheus text format: `backlog_worker_running_jobs`
 /// and `backlog_worker_concurrency` per queue, `backlog_worker_claim_seconds` (each claim's round
 /// trip, with the completions it carried), and the outcomes this process recorded
-/// (`backlog_worker_jobs_{completed,failed,released,lost}_total`). `backlog work --metrics ADDR`
+/// (`backlog_worker_jobs_{completed,failed,released,lost}_total`), and `backlog_clock_offset_seconds`
+/// when the process reads the database's time. `backlog work --metrics ADDR`
 /// serves it; an application embedding a [`backlog::Worker`] can serve it the same way.
 pub fn worker_metrics(m: &backlog::WorkerMetrics) -> String {
     use prometheus_client::metrics::counter::Counter;
-    let mut registry = Registry::with_prefix("backlog_worker");
+    let mut root = Registry::default();
+    if let Some(seconds) = m.clock_offset_seconds {
+        // The same series as `serve`'s /metrics.
+        let offset = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        offset.set(seconds);
+        root.sub_registry_with_prefix("backlog").register(
+            "clock_offset_seconds",
+            "The database's clock minus this process's, as last measured (backlog reads the database's time)",
+            offset,
+        );
+    }
+    let registry = root.sub_registry_with_prefix("backlog_worker");
     let running = Family::<Labels, Gauge>::default();
     let concurrency = Family::<Labels, Gauge>::default();
     for q in &m.queues {
@@ -369,7 +381,7 @@ pub fn worker_metrics(m: &backlog::WorkerMetrics) -> String {
         registry.register(name, help, c);
     }
     let mut body = String::new();
-    encode(&mut body, &registry).expect("writing to a String does not fail");
+    encode(&mut body, &root).expect("writing to a String does not fail");
     body
 }
 

@@ -1155,8 +1155,8 @@ impl Client {
 
     /// Closes the connections.
     pub async fn close(&self) {
-        if let Err(e) = self.flush_stats().await {
-            tracing::warn!(error = %e, "could not write the last counts to backlog_stat");
+        if let Err(e) = crate::stats::flush_last(&self.stats, &*self.backend).await {
+            tracing::warn!(error = %e, "the last counts could not be written to backlog_stat; they are dropped");
         }
         self.backend.close().await;
     }

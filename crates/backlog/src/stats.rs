@@ -94,3 +94,77 @@ pub(crate) async fn flush(rec: &Recorder, backend: &dyn Backend) -> backlog_core
         }
     }
 }
+
+/// Tries of the last flush when a process closes (a Galera certification conflict or a
+/// deadlock on a counts row that another process writes too is normal, and passes).
+const LAST_FLUSH_TRIES: u32 = 5;
+
+/// The last flush, when the client closes: transient failures are tried again after a short
+/// pause, quietly; only counts that could not be written in the end are worth a warning.
+pub(crate) async fn flush_last(rec: &Recorder, backend: &dyn Backend) -> backlog_core::Result<()> {
+    retry_transient(LAST_FLUSH_TRIES, || flush(rec, backend)).await
+}
+
+/// Runs `call` up to `tries` times while it fails for a transient reason, 20 ms more between
+/// each try.
+async fn retry_transient<F, Fut>(tries: u32, mut call: F) -> backlog_core::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = backlog_core::Result<()>>,
+{
+    let mut tried = 1;
+    loop {
+        match call().await {
+            Err(e) if e.is_transient() && tried < tries => {
+                tokio::time::sleep(Duration::from_millis(20 * u64::from(tried))).await;
+                tried += 1;
+            }
+            done => return done,
+        }
+    }
+}
+
+#[cfg(test)]
+mod last_flush_tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use backlog_core::{DbErrorKind, Error};
+
+    use super::*;
+
+    fn deadlock() -> Error {
+        Error::Database {
+            kind: DbErrorKind::Deadlock,
+            source: "1213 Deadlock found".into(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_last_flush_gets_past_a_deadlock_quietly_and_gives_up_on_others() {
+        let calls = AtomicU32::new(0);
+        let once = retry_transient(5, || async {
+            match calls.fetch_add(1, Ordering::Relaxed) {
+                0 => Err(deadlock()),
+                _ => Ok(()),
+            }
+        });
+        assert!(once.await.is_ok());
+        assert_eq!(calls.load(Ordering::Relaxed), 2);
+
+        calls.store(0, Ordering::Relaxed);
+        let always = retry_transient(5, || async {
+            calls.fetch_add(1, Ordering::Relaxed);
+            Err(deadlock())
+        });
+        assert!(always.await.is_err());
+        assert_eq!(calls.load(Ordering::Relaxed), 5);
+
+        calls.store(0, Ordering::Relaxed);
+        let fatal = retry_transient(5, || async {
+            calls.fetch_add(1, Ordering::Relaxed);
+            Err(Error::Unsupported("no"))
+        });
+        assert!(fatal.await.is_err());
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+    }
+}

@@ -76,6 +76,9 @@ pub struct WorkerMetrics {
     pub released: u64,
     /// Outcomes refused because the lease was gone.
     pub lost: u64,
+    /// The database's clock minus this process's, in seconds, as last measured; `None` when
+    /// the process uses its own clock ([`crate::TimeSource::Local`]).
+    pub clock_offset_seconds: Option<f64>,
 }
 
 pub(crate) fn snapshot(
@@ -109,6 +112,7 @@ pub(crate) fn snapshot(
         failed: c.failed.load(Ordering::Relaxed),
         released: c.released.load(Ordering::Relaxed),
         lost: c.lost.load(Ordering::Relaxed),
+        clock_offset_seconds: None,
     }
 }
 

@@ -391,11 +391,16 @@ impl Worker {
     /// What this worker is doing now: each queue's running jobs against its concurrency, its
     /// claims and their durations, and the outcomes it recorded (see `backlog work --metrics`).
     pub fn metrics(&self) -> WorkerMetrics {
-        metrics::snapshot(
+        let mut m = metrics::snapshot(
             &self.inner.loads,
             &self.inner.claim_times,
             &self.inner.counters,
-        )
+        );
+        let client = &self.inner.client;
+        if client.time_source() == crate::TimeSource::Database {
+            m.clock_offset_seconds = Some(client.clock_offset() as f64 / 1e6);
+        }
+        m
     }
 
     /// Works the queues until no job of them is due or running, then returns (for tests and
