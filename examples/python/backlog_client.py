@@ -211,7 +211,10 @@ class _Sqlite(_Dialect):
         conn.execute("COMMIT")
 
     def db_now_sql(self) -> str:
-        return "SELECT CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
+        # SQLite's clock ticks in milliseconds: read as the last microsecond of its millisecond,
+        # so this client's time is never behind the column defaults' (db_now.sql).
+        return ("SELECT CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+                " * 1000 + 999")
 
     def claim(self, conn, queue, token, owner, expires, now, kinds, limit, order):
         kinds = None if kinds is None else json.dumps(list(kinds))

@@ -248,29 +248,29 @@ impl TestDb {
 
     /// Runs a statement without results on the queue database.
     pub async fn exec(&self, sql: &str) {
+        self.try_exec(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{sql}"));
+    }
+
+    /// Runs `sql` (one or more statements) on a connection of its own; the database's error.
+    pub async fn try_exec(&self, sql: &str) -> Result<(), sqlx::Error> {
+        let sql = sqlx::AssertSqlSafe(sql.to_owned());
         match self.engine {
             Engine::Sqlite => {
-                let mut c = sqlx::SqliteConnection::connect(&self.direct).await.unwrap();
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-                    .execute(&mut c)
-                    .await
-                    .unwrap();
+                let mut c = sqlx::SqliteConnection::connect(&self.direct).await?;
+                sqlx::raw_sql(sql).execute(&mut c).await?;
             }
             Engine::Postgres => {
-                let mut c = sqlx::PgConnection::connect(&self.direct).await.unwrap();
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-                    .execute(&mut c)
-                    .await
-                    .unwrap();
+                let mut c = sqlx::PgConnection::connect(&self.direct).await?;
+                sqlx::raw_sql(sql).execute(&mut c).await?;
             }
             Engine::MySql | Engine::Galera => {
-                let mut c = sqlx::MySqlConnection::connect(&self.direct).await.unwrap();
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-                    .execute(&mut c)
-                    .await
-                    .unwrap();
+                let mut c = sqlx::MySqlConnection::connect(&self.direct).await?;
+                sqlx::raw_sql(sql).execute(&mut c).await?;
             }
         }
+        Ok(())
     }
 
     /// A query returning one integer.

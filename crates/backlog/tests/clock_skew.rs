@@ -206,7 +206,32 @@ async fn a_slow_worker_keeps_its_lease_against_a_fast_rescuer(engine: Engine) {
     db.drop_db().await;
 }
 
+/// A job a plain `INSERT` has just made is due at once to a client with no skew at all, to the
+/// microsecond: its `run_at` (the column default, the database's clock) is never after the
+/// client's "now" read right after. SQLite's clock has millisecond resolution; the offset the
+/// client measured from it was up to a millisecond low, so such a job was often not due yet.
+async fn a_plain_insert_is_due_at_once(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let client = Client::connect(&db.url).await.unwrap();
+    client.sync_clock().await.unwrap();
+    let mut late = 0;
+    for _ in 0..300 {
+        db.exec("INSERT INTO backlog_job (queue, payload) VALUES ('plain', '{}')")
+            .await;
+        let now = client.now();
+        let run_at = db
+            .scalar("SELECT MAX(run_at) FROM backlog_job WHERE queue = 'plain'")
+            .await;
+        if run_at > now {
+            late += 1;
+        }
+    }
+    assert_eq!(late, 0, "{late} of 300 jobs were not due at once");
+    db.drop_db().await;
+}
+
 backlog_testdb::on_every_backend!(
+    a_plain_insert_is_due_at_once,
     leases_expire_by_the_database_clock,
     a_clock_trusted_as_is_rescues_early,
     due_times_by_the_database_clock,
