@@ -408,7 +408,9 @@ pub struct WorkArgs {
     /// Kill the command and fail the job after this long.
     #[arg(long, value_parser = parse_duration)]
     pub timeout: Option<Duration>,
-    /// Exit 0 once no job of these queues is available, scheduled, running or waiting to retry.
+    /// Exit 0 once no job this worker may take (of these queues, and of --kind's kinds) is
+    /// available, scheduled, running or waiting to retry. A paused queue's jobs are left for
+    /// after the resume: the drain ends with a warning.
     #[arg(long)]
     pub drain: bool,
     /// Only jobs of these kinds.

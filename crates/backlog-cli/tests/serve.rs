@@ -427,7 +427,9 @@ fn logs_off_a_terminal_are_plain_and_the_audit_names_the_user() {
     let log = db.ok(&["audit", "--json", "--queue", "q"]);
     assert!(log.contains(&format!("\"cli:{name}\"")), "{log}");
 
-    // A drain of a paused queue ends with a warning, written to a pipe here.
+    // A drain of a paused queue ends with a warning (as --help says), written to a pipe here.
+    let help = db.ok(&["work", "--help"]);
+    assert!(help.contains("paused queue's jobs are left"), "{help}");
     let out = db.run(&["work", "q", "--drain", "--", "true"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("paused"), "{err}");

@@ -160,6 +160,12 @@ impl Tokens {
                 }
                 None => Sha256::digest(secret.as_bytes()).into(),
             };
+            if let Some(same) = entries.iter().find(|e| e.digest == digest) {
+                return Err(at(format!(
+                    "token {name:?} has the same secret as {:?}: each token needs its own",
+                    same.name
+                )));
+            }
             entries.push(Entry {
                 name: name.to_owned(),
                 scope,
@@ -230,11 +236,14 @@ impl FromRequestParts<AppState> for Caller {
             .headers
             .get(axum::http::header::AUTHORIZATION)
             .ok_or_else(|| unauthorized("send a token: Authorization: Bearer TOKEN"))?;
+        // The scheme is case-insensitive (RFC 9110 section 11.1).
         let secret = header
             .to_str()
             .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
+            .and_then(|h| h.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, secret)| secret.trim())
+            .filter(|secret| !secret.is_empty())
             .ok_or_else(|| unauthorized("the Authorization header must be `Bearer TOKEN`"))?;
         let (name, scope) = state
             .tokens
@@ -341,6 +350,10 @@ mod tests {
             (
                 "a read 0123456789abcdef0123\na read 0123456789abcdef0124",
                 "used twice",
+            ),
+            (
+                "a read 0123456789abcdef0123\nb admin 0123456789abcdef0123",
+                "the same secret as \"a\"",
             ),
         ] {
             let e = Tokens::parse(text).unwrap_err().to_string();

@@ -72,7 +72,15 @@ impl IntoResponse for ApiError {
                 job_id: self.job_id,
             },
         };
-        (self.status, Json(body)).into_response()
+        let mut res = (self.status, Json(body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            // What a client must send (RFC 9110 section 11.6.1).
+            res.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer realm=\"backlog\""),
+            );
+        }
+        res
     }
 }
 

@@ -29,6 +29,7 @@ mod jobs;
 mod ops;
 mod origin;
 mod queues;
+mod responses;
 pub mod trace;
 pub mod view;
 mod worker;
@@ -162,7 +163,7 @@ pub(crate) async fn audit(
 /// Every route, and the OpenAPI document made from the same list (a route cannot be served
 /// without being documented).
 fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (router, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(jobs::enqueue, jobs::list))
         .routes(routes!(jobs::enqueue_batch))
         .routes(routes!(jobs::show))
@@ -190,7 +191,10 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(ops::metrics))
         .routes(routes!(ops::openapi))
         .routes(routes!(auth::me))
-        .split_for_parts()
+        .split_for_parts();
+    // After every route is in: the errors each operation can answer.
+    utoipa::Modify::modify(&responses::CommonResponses, &mut doc);
+    (router, doc)
 }
 
 /// The OpenAPI document of this API.

@@ -146,7 +146,7 @@ fn register_totals(registry: &mut Registry, totals: &[backlog::StatRow]) {
 /// waited, which queues are paused, and counters of what every process did (enqueued, started,
 /// completed, failed, dead, rescued) with the wait from due to start as a histogram.
 #[utoipa::path(get, path = "/metrics", tag = "ops",
-    responses((status = 200, description = "Prometheus text exposition format", content_type = "text/plain")),
+    responses((status = 200, description = "OpenMetrics text exposition format (Prometheus reads it)", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8")),
     security(("bearer" = [])))]
 pub async fn metrics(State(state): State<AppState>, _who: Reader) -> ApiResult<Response> {
     let client = &state.client;

@@ -907,6 +907,19 @@ async fn tokens_and_scopes(engine: Engine) {
     assert_eq!(s, StatusCode::UNAUTHORIZED);
     let (s, _) = api.call_as(None, Method::GET, "/metrics", None).await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
+    // The scheme is case-insensitive; an empty secret or another scheme is no token.
+    for (header, status) in [
+        (format!("bearer {ADMIN}"), StatusCode::OK),
+        (format!("BEARER  {ADMIN} "), StatusCode::OK),
+        ("Bearer ".to_owned(), StatusCode::UNAUTHORIZED),
+        (format!("Basic {ADMIN}"), StatusCode::UNAUTHORIZED),
+    ] {
+        let headers = [("authorization", header.as_str())];
+        let (s, v) = api
+            .raw_with(None, Method::GET, "/api/v1/stats", None, "", &headers)
+            .await;
+        assert_eq!(s, status, "{header:?}: {v}");
+    }
     // Health checks need no token.
     assert_eq!(
         api.call_as(None, Method::GET, "/healthz", None).await.0,
