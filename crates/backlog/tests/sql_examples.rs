@@ -2,7 +2,9 @@
 //! rather than copied from a query file) run as written on every backend: a plain-SQL producer
 //! that copies one gets a working statement. A block's `-- PostgreSQL`, `-- MySQL …` and
 //! `-- SQLite` comment lines say which engines the lines after them are for; a block without
-//! one is for all. Each is run twice: the unique-key insert must then keep one job.
+//! one is for all. Each is run twice: the unique-key insert must then keep one job. And the
+//! column tables of `backlog_job` and `backlog_queue` name exactly the columns each backend has
+//! (the archive has the job's, but `shard`).
 
 mod common;
 
@@ -85,4 +87,81 @@ async fn examples_run_as_written(engine: Engine) {
     db.drop_db().await;
 }
 
-backlog_testdb::on_every_backend!(examples_run_as_written);
+/// The column names of the table under `### \`TABLE\`` that `engine` has: its cell in the
+/// PostgreSQL, MySQL or SQLite column is not `—` (a table without those columns is for all).
+fn documented_columns(doc: &str, table: &str, engine: Engine) -> Vec<String> {
+    let head = format!("### `{table}`");
+    let at = doc
+        .find(&head)
+        .unwrap_or_else(|| panic!("no section for {table}"));
+    let mut out = vec![];
+    for line in doc[at..]
+        .lines()
+        .skip(1)
+        .skip_while(|l| !l.starts_with('|'))
+    {
+        if !line.starts_with('|') {
+            break;
+        }
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let first = cells[1];
+        if first == "column" || first.starts_with("---") {
+            continue;
+        }
+        let cell = match engine {
+            Engine::Postgres => 2,
+            Engine::MySql | Engine::Galera => 3,
+            Engine::Sqlite => 4,
+        };
+        if cells.get(cell).is_some_and(|c| *c == "—") {
+            continue;
+        }
+        for name in first.split(',') {
+            out.push(name.trim().trim_matches('`').to_owned());
+        }
+    }
+    out
+}
+
+async fn column_tables_match_the_schema(engine: Engine) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("../../docs/sql.md")).unwrap();
+    let db = TestDb::new(engine).await;
+    let count = |table: &str| match engine {
+        Engine::Sqlite => format!("SELECT COUNT(*) FROM pragma_table_info('{table}')"),
+        Engine::Postgres => format!(
+            "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = \
+             current_schema() AND table_name = '{table}'"
+        ),
+        _ => format!(
+            "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() \
+             AND table_name = '{table}'"
+        ),
+    };
+    for (table, also) in [
+        ("backlog_job", "backlog_job_archive"),
+        ("backlog_queue", ""),
+    ] {
+        let columns = documented_columns(&doc, table, engine);
+        for c in &columns {
+            let probe = format!("SELECT {c} FROM {table} WHERE 1 = 0");
+            db.try_exec(&probe).await.unwrap_or_else(|e| {
+                panic!("docs/sql.md names {table}.{c}, which {engine:?} lacks: {e}")
+            });
+            if !also.is_empty() && c != "shard" && c != "unique_active" {
+                let probe = format!("SELECT {c} FROM {also} WHERE 1 = 0");
+                db.try_exec(&probe)
+                    .await
+                    .unwrap_or_else(|e| panic!("{also} lacks {c} on {engine:?}: {e}"));
+            }
+        }
+        assert_eq!(
+            db.scalar(&count(table)).await,
+            columns.len() as i64,
+            "{table} on {engine:?} has columns docs/sql.md does not list"
+        );
+    }
+    db.drop_db().await;
+}
+
+backlog_testdb::on_every_backend!(examples_run_as_written, column_tables_match_the_schema);
