@@ -23,12 +23,14 @@ pub const MAX_PAGE: u32 = 1_000;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnqueueRequest {
-    /// The queue (created on first use).
+    /// The queue (created on first use): 1 to 128 of `A-Z a-z 0-9 _ . : -`.
+    #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
     pub queue: String,
     /// Any JSON value. Kept as the text sent (no tree is built): stored as it came.
     #[schema(value_type = serde_json::Value)]
     pub payload: Box<serde_json::value::RawValue>,
-    /// A kind, for typed handlers and filters.
+    /// A kind, for typed handlers and filters: 1 to 128 of `A-Z a-z 0-9 _ . : -`.
+    #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
     pub kind: Option<String>,
     /// Lower runs first (default 0).
     pub priority: Option<i16>,
@@ -36,10 +38,12 @@ pub struct EnqueueRequest {
     pub delay: Option<String>,
     /// Attempts before the job is dead (default: the queue's).
     pub max_attempts: Option<i32>,
-    /// While an unfinished job holds this key, no other is created.
+    /// While an unfinished job holds this key, no other is created (1 to 255 bytes).
+    #[schema(min_length = 1)]
     pub unique_key: Option<String>,
     /// Its ordered group (1 to 255 bytes): the group's jobs run in enqueue order, at most the
     /// queue's group concurrency at a time.
+    #[schema(min_length = 1)]
     pub group: Option<String>,
 }
 
@@ -92,6 +96,7 @@ pub async fn enqueue(
 #[serde(deny_unknown_fields)]
 pub struct BatchRequest {
     /// The jobs (1 to 10,000).
+    #[schema(min_items = 1, max_items = 10000)]
     pub jobs: Vec<EnqueueRequest>,
 }
 
@@ -156,6 +161,7 @@ pub struct ListQuery {
     /// Only ids after this one (the `next` of the previous page).
     pub after: Option<i64>,
     /// At most this many (1 to 1,000; default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 

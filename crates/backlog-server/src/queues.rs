@@ -88,8 +88,10 @@ pub struct SettingsRequest {
     /// Lease length, e.g. `30s`.
     pub lease: Option<String>,
     /// `fifo` or `lifo`.
+    #[schema(pattern = "^(fifo|lifo)$")]
     pub order: Option<String>,
     /// `delete`, `keep` or `archive`.
+    #[schema(pattern = "^(delete|keep|archive)$")]
     pub retention: Option<String>,
     /// Most jobs running at once per worker process (1 to 10,000).
     pub concurrency: Option<u32>,
@@ -100,6 +102,7 @@ pub struct SettingsRequest {
     /// Most jobs of one ordered group available or running at once (1 to 10,000).
     pub group_concurrency: Option<u32>,
     /// `block` or `next`: what a failing job of an ordered group does to its group.
+    #[schema(pattern = "^(block|next)$")]
     pub group_on_failure: Option<String>,
     /// At most N job starts per period over every process, `N/PERIOD` (e.g. `100/1m`); `null`
     /// lifts the limit.
@@ -112,6 +115,7 @@ pub struct SettingsRequest {
     #[schema(value_type = Option<String>)]
     pub group_rate_limit: Option<Option<String>>,
     /// Claim heads the queue's jobs are spread over (1 to 256; 1: one strict order).
+    #[schema(minimum = 1, maximum = 256)]
     pub shards: Option<u16>,
 }
 
@@ -259,6 +263,7 @@ pub struct DeadQuery {
     /// Only ids after this one (the `next` of the previous page).
     pub after: Option<i64>,
     /// At most this many (1 to 1,000; default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 
@@ -290,6 +295,7 @@ pub async fn dead(
 #[serde(deny_unknown_fields)]
 pub struct RedriveRequest {
     /// At most this many (1 to 100,000; default 1,000).
+    #[schema(minimum = 1, maximum = 100000)]
     pub limit: Option<u32>,
 }
 

@@ -17,14 +17,43 @@ use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody, count};
 use crate::view::ClaimedView;
 
 /// A lease token as sent back: the string the claim gave (a number is accepted too).
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum Token {
-    /// As the claim gave it.
+    /// As the claim gave it: a decimal integer.
     Text(String),
     /// As a number (exact only up to 2^53 in JavaScript: prefer the string).
     Number(i64),
 }
+
+/// Written by hand: the text form has a pattern, which a derived schema cannot say.
+impl utoipa::PartialSchema for Token {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, SchemaFormat, Type};
+        use utoipa::openapi::{ObjectBuilder, OneOfBuilder};
+        OneOfBuilder::new()
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some(r"^\s*-?[0-9]{1,19}\s*$"))
+                    .description(Some("As the claim gave it: a decimal integer")),
+            )
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                    .description(Some(
+                        "As a number (exact only up to 2^53 in JavaScript: prefer the string)",
+                    )),
+            )
+            .description(Some(
+                "A lease token as sent back: the string the claim gave (a number is accepted too)",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for Token {}
 
 impl Token {
     fn value(&self) -> Result<i64, ApiError> {
@@ -54,6 +83,7 @@ fn duration(what: &str, text: Option<&str>) -> Result<Option<Duration>, ApiError
 #[serde(deny_unknown_fields)]
 pub struct ClaimRequest {
     /// At most this many jobs (1 to 1,000; default 1).
+    #[schema(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
     /// Lease length, e.g. `30s` (default: the queue's).
     pub lease: Option<String>,
@@ -124,6 +154,7 @@ pub struct LeasedRef {
 #[serde(deny_unknown_fields)]
 pub struct CompleteManyRequest {
     /// The jobs with their lease tokens (1 to 1,000).
+    #[schema(min_items = 1, max_items = 1000)]
     pub jobs: Vec<LeasedRef>,
 }
 

@@ -883,6 +883,85 @@ async fn bad_input_changes_nothing(engine: Engine) {
     api.done().await;
 }
 
+/// What the server refuses as bad input, the document's schemas refuse too: a client generated
+/// from the document cannot send it.
+async fn the_document_refuses_what_the_server_refuses(engine: Engine) {
+    let api = Api::new(engine).await;
+    let cases = [
+        (Method::POST, "/api/v1/queues/q/claim", json!({"limit": 0})),
+        (
+            Method::POST,
+            "/api/v1/queues/q/claim",
+            json!({"limit": 1001}),
+        ),
+        (Method::POST, "/api/v1/jobs/batch", json!({"jobs": []})),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "", "payload": {}}),
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "a b", "payload": {}}),
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "q", "payload": {}, "kind": "x/y"}),
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs",
+            json!({"queue": "q", "payload": {}, "unique_key": ""}),
+        ),
+        (
+            Method::PATCH,
+            "/api/v1/queues/q",
+            json!({"retention": "forever"}),
+        ),
+        (
+            Method::PATCH,
+            "/api/v1/queues/q",
+            json!({"order": "random"}),
+        ),
+        (Method::PATCH, "/api/v1/queues/q", json!({"shards": 0})),
+        (
+            Method::POST,
+            "/api/v1/queues/q/redrive",
+            json!({"limit": 0}),
+        ),
+        (
+            Method::POST,
+            "/api/v1/queues/q/complete",
+            json!({"jobs": []}),
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs/1/complete",
+            json!({"token": ""}),
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs/1/complete",
+            json!({"token": "abc"}),
+        ),
+    ];
+    for (method, path, body) in cases {
+        assert!(
+            !api.schema_accepts(&method, path, &body),
+            "the document takes {method} {path} {body}"
+        );
+        let (status, v) = api.call(method.clone(), path, Some(body.clone())).await;
+        assert_eq!(
+            status,
+            StatusCode::BAD_REQUEST,
+            "{method} {path} {body}: {v}"
+        );
+    }
+    api.done().await;
+}
+
 /// Without a token: 401; with the wrong scope: 403; each scope does what it names.
 async fn tokens_and_scopes(engine: Engine) {
     let db = TestDb::new(engine).await;
@@ -1467,5 +1546,6 @@ per_backend!(
     queue_administration,
     bad_input_changes_nothing,
     tokens_and_scopes,
+    the_document_refuses_what_the_server_refuses,
     metrics_and_readiness,
 );

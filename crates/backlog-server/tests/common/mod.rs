@@ -245,6 +245,18 @@ impl Api {
         item[method.as_str().to_lowercase()].clone()
     }
 
+    /// Whether the document's request schema of `method path` takes `body`.
+    pub fn schema_accepts(&self, method: &Method, path: &str, body: &Value) -> bool {
+        let operation = self.operation(method, path);
+        let schema = &operation["requestBody"]["content"]["application/json"]["schema"];
+        assert!(!schema.is_null(), "{method} {path} takes no JSON body");
+        let mut root = schema.as_object().cloned().unwrap_or_default();
+        root.insert("components".into(), self.spec["components"].clone());
+        jsonschema::validator_for(&Value::Object(root))
+            .unwrap()
+            .is_valid(body)
+    }
+
     fn validate(&self, schema: &Value, instance: &Value, what: &str) {
         let mut root = schema.as_object().cloned().unwrap_or_default();
         root.insert("components".into(), self.spec["components"].clone());
