@@ -302,14 +302,15 @@ fn idle_connections(client: &Client) -> usize {
 /// after the stall gets the same one if it is kept.
 async fn a_begin_answered_late_leaves_no_transaction_open(engine: Engine) {
     let db = TestDb::new(engine).await;
-    let proxy = Proxy::for_url(&db.url).await;
+    // One server (one node of a Galera cluster), through the proxy.
+    let proxy = Proxy::for_url(db.direct()).await;
     let limit = Duration::from_millis(500);
     let one = BackendConfig {
         max_connections: 1,
         acquire_timeout: Duration::from_secs(10),
         ..config(limit)
     };
-    let client = Client::connect_with(&proxy.url(&db.url), &one)
+    let client = Client::connect_with(&proxy.url(db.direct()), &one)
         .await
         .unwrap();
     let payload = serde_json::json!({"n": 0});
@@ -514,3 +515,6 @@ backlog_testdb::on_server_backends!(
     a_worker_cut_off_mid_claim_holds_its_job_no_longer_than_a_lease,
     a_stall_never_hangs
 );
+
+// The same on a Galera node: the fix is the pool's, whatever the server.
+backlog_testdb::on_galera!(a_begin_answered_late_leaves_no_transaction_open);
