@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
-use super::run::Counters;
+use super::metrics::Counters;
 use super::throttle::{LOG_EVERY, Throttled};
 use crate::{ClaimedJob, Client, JobRef, Result};
 

@@ -19,8 +19,9 @@ use super::completer::Finished;
 use super::context::{JobStop, StopReason};
 use super::fetch::{Claimed, Dispatch};
 use super::heartbeat::{InFlight, InFlightMap};
-use super::outcome::{Report, unwrap};
-use super::run::{Counters, Inner};
+use super::metrics::Counters;
+use super::outcome::{Ended, Report, unwrap};
+use super::state::Inner;
 use super::{BoxFuture, JobContext, Outcome};
 use crate::{ClaimedJob, JobRef, TxClaim, TxFinish};
 
@@ -205,15 +206,6 @@ impl Executor {
             finished.ended(token, job, slot);
         });
     }
-}
-
-/// How a job's handler ended.
-#[derive(Debug)]
-pub(crate) enum Ended {
-    Handler(super::HandlerResult),
-    Panicked(String),
-    TimedOut(Duration),
-    Stopped(StopReason),
 }
 
 /// A claimed job whose handler has been called.

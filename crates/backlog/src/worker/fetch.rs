@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 use super::DrainMode;
 use super::completer::{self, Completions, Finished};
 use super::metrics::ClaimTimes;
+use super::metrics::Counters;
 use super::plan::{ClaimPlan, GATHER, Idle};
-use super::run::Counters;
 use super::throttle::{LOG_EVERY, Throttled};
 use crate::{
     ClaimOpts, ClaimedJob, Client, CompleteClaimed, Error, Kind, QueueName, QueueSettings, Result,

@@ -81,11 +81,16 @@ pub struct WorkerMetrics {
     pub clock_offset_seconds: Option<f64>,
 }
 
-pub(crate) fn snapshot(
-    loads: &Loads,
-    times: &ClaimTimes,
-    c: &super::run::Counters,
-) -> WorkerMetrics {
+/// Counters shared by the executors.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub completed: AtomicU64,
+    pub failed: AtomicU64,
+    pub released: AtomicU64,
+    pub lost: AtomicU64,
+}
+
+pub(crate) fn snapshot(loads: &Loads, times: &ClaimTimes, c: &Counters) -> WorkerMetrics {
     let queues = loads
         .0
         .lock()

@@ -25,6 +25,7 @@ mod outcome;
 mod plan;
 mod run;
 mod schedule;
+mod state;
 mod throttle;
 
 use std::collections::HashMap;
@@ -321,7 +322,7 @@ impl WorkerBuilder {
         };
         kinds.sort();
         Ok(Worker {
-            inner: Arc::new(run::Inner {
+            inner: Arc::new(state::Inner {
                 client: self.client,
                 queues,
                 handlers: self.handlers,
@@ -340,7 +341,7 @@ impl WorkerBuilder {
 /// Runs handlers for the jobs of its queues until shut down (or drained).
 #[derive(Clone)]
 pub struct Worker {
-    pub(crate) inner: Arc<run::Inner>,
+    pub(crate) inner: Arc<state::Inner>,
 }
 
 impl std::fmt::Debug for Worker {

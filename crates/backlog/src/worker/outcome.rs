@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use super::Outcome;
 use super::context::StopReason;
-use super::execute::Ended;
-use super::run::Counters;
+use super::metrics::Counters;
 use crate::{ClaimedJob, Client, Error, FailOutcome, JobRef, JobTx, Result, Retention};
 use backlog_core::JobCompleteParams;
 
@@ -33,6 +32,15 @@ pub(crate) enum Verdict {
     Release(Duration),
     /// Its lease was taken over: nothing is recorded.
     LeaseLost,
+}
+
+/// How a job's handler ended.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    Handler(super::HandlerResult),
+    Panicked(String),
+    TimedOut(Duration),
+    Stopped(StopReason),
 }
 
 /// What `ended` means. Whether a failed attempt is the job's last, and when a retry runs, are

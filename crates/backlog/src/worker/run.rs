@@ -2,9 +2,8 @@
 //! [`Pipeline`], the heartbeater, maintenance), then shutdown: claiming stops, running jobs get
 //! their grace period, and what finished is completed.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
@@ -17,8 +16,8 @@ use super::execute::Executor;
 use super::fetch::{self, Fetcher, Pipeline};
 use super::heartbeat::{Heartbeater, InFlightMap};
 use super::plan::{ClaimPlan, Claimers};
-use super::{ErasedHandler, PeriodicJob, WorkerConfig};
-use crate::{Client, Kind, QueueName, Result};
+use super::state::Inner;
+use crate::{Client, Result};
 
 /// What a run did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -31,32 +30,6 @@ pub struct RunReport {
     pub released: u64,
     /// Jobs whose lease was lost while they ran (nothing was reported for them).
     pub lost: u64,
-}
-
-#[derive(Clone)]
-pub(crate) struct Inner {
-    pub client: Arc<Client>,
-    pub queues: Vec<(QueueName, usize)>,
-    pub handlers: HashMap<String, ErasedHandler>,
-    pub fallback: Option<ErasedHandler>,
-    pub kinds: Vec<Kind>,
-    pub periodic: Vec<PeriodicJob>,
-    pub config: WorkerConfig,
-    /// Outcomes recorded, over every run of this worker.
-    pub counters: Arc<Counters>,
-    /// Claim round trips and their durations.
-    pub claim_times: Arc<super::metrics::ClaimTimes>,
-    /// The queues' slots of the current run.
-    pub loads: Arc<super::metrics::Loads>,
-}
-
-/// Counters shared by the executors.
-#[derive(Default)]
-pub(crate) struct Counters {
-    pub completed: AtomicU64,
-    pub failed: AtomicU64,
-    pub released: AtomicU64,
-    pub lost: AtomicU64,
 }
 
 pub(crate) async fn run(
