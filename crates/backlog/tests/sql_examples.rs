@@ -165,3 +165,41 @@ async fn column_tables_match_the_schema(engine: Engine) {
 }
 
 backlog_testdb::on_every_backend!(examples_run_as_written, column_tables_match_the_schema);
+
+/// On MySQL and MariaDB, a claim written before version 12 (no shard condition, forcing the claim
+/// index by its old name, as docs/sql.md gave it) fails at once, saying why, rather than reading
+/// and locking every available job of its queue; the claim that names the shard locks what it
+/// returns.
+#[tokio::test]
+async fn a_mysql_claim_written_before_version_12_fails_clearly() {
+    let db = TestDb::new(Engine::MySql).await;
+    db.exec("INSERT INTO backlog_job (queue, payload) SELECT 'q', '{}' FROM seq_1_to_2000")
+        .await;
+    let legacy = "SELECT id FROM backlog_job FORCE INDEX (backlog_job_claim) \
+                  WHERE queue = 'q' AND state = 'available' AND run_at <= 9000000000000000 \
+                  ORDER BY priority, run_at, id LIMIT 10 FOR UPDATE SKIP LOCKED";
+    let err = db.try_exec(legacy).await.unwrap_err().to_string();
+    assert!(err.contains("backlog_job_claim"), "{err}");
+    use sqlx::Connection as _;
+    let mut c = sqlx::MySqlConnection::connect(db.direct()).await.unwrap();
+    let mut tx = c.begin().await.unwrap();
+    let claimed = sqlx::query(
+        "SELECT id FROM backlog_job FORCE INDEX (backlog_job_shard_claim) \
+         WHERE queue = 'q' AND state = 'available' AND shard = 0 AND run_at <= 9000000000000000 \
+         ORDER BY priority, run_at, id LIMIT 10 FOR UPDATE SKIP LOCKED",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    assert_eq!(claimed.len(), 10);
+    let locked: u64 = sqlx::query_scalar(
+        "SELECT trx_rows_locked FROM information_schema.INNODB_TRX \
+         WHERE trx_mysql_thread_id = CONNECTION_ID()",
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .unwrap();
+    assert!(locked <= 40, "a claim of 10 locked {locked} rows of 2,000");
+    tx.rollback().await.unwrap();
+    db.drop_db().await;
+}

@@ -537,7 +537,7 @@ impl Baseline {
         let first = self.random_shard();
         for k in 0..self.shards {
             let got: Vec<BareJob> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                "SELECT id, kind, CAST(payload AS CHAR) FROM {t} FORCE INDEX (backlog_job_claim) \
+                "SELECT id, kind, CAST(payload AS CHAR) FROM {t} FORCE INDEX (backlog_job_shard_claim) \
                  WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ? \
                  ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED"
             )))

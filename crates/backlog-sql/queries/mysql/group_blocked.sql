@@ -7,7 +7,7 @@
 SELECT b.group_key, b.id, b.run_at, b.attempt,
        (SELECT count(*) FROM backlog_job w FORCE INDEX (backlog_job_group)
         WHERE w.queue = b.queue AND w.group_key = b.group_key AND w.state = 'waiting') AS waiting
-FROM backlog_job b FORCE INDEX (backlog_job_claim)
+FROM backlog_job b FORCE INDEX (backlog_job_shard_claim)
 WHERE b.queue = ? AND b.state = 'available' AND b.run_at > ? AND b.group_key IS NOT NULL
 ORDER BY waiting DESC, b.id
 LIMIT ?

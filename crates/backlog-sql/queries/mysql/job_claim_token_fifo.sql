@@ -12,7 +12,7 @@
 -- @param kinds: Option<&str>
 -- @param limit: i64
 -- @bind token, owner, expires, now, queue, shard, now, kinds, kinds, queue, limit
-UPDATE backlog_job FORCE INDEX (backlog_job_claim)
+UPDATE backlog_job FORCE INDEX (backlog_job_shard_claim)
 SET state = 'running', attempt = attempt + 1, lease_token = ?, lease_owner = ?,
     lease_expires_at = ?, attempted_at = ?
 WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?

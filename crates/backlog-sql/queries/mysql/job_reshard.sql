@@ -7,7 +7,7 @@
 -- @param queue: &str
 -- @param limit: i64
 -- @bind shards, queue, shards, limit
-UPDATE backlog_job FORCE INDEX (backlog_job_claim)
+UPDATE backlog_job FORCE INDEX (backlog_job_shard_claim)
 SET shard = shard MOD ?
 WHERE queue = ? AND state = 'available' AND shard >= ?
 LIMIT ?

@@ -5,7 +5,7 @@
 SELECT
     (SELECT count(*) FROM backlog_job FORCE INDEX (backlog_job_lease)
      WHERE state = 'running' AND queue = ?) AS running,
-    (SELECT count(*) FROM backlog_job FORCE INDEX (backlog_job_claim)
+    (SELECT count(*) FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
      WHERE queue = ? AND state = 'waiting') AS waiting,
-    (SELECT count(DISTINCT group_key) FROM backlog_job FORCE INDEX (backlog_job_claim)
+    (SELECT count(DISTINCT group_key) FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
      WHERE queue = ? AND state = 'waiting') AS waiting_groups
