@@ -286,26 +286,30 @@ fn mysql_cli_counts_reach_the_history() {
 #[test]
 fn serve_refuses_bad_setups() {
     let db = TestDb::new(Engine::Sqlite);
-    db.fails(
-        &["serve", "--listen", "0.0.0.0:0"],
-        "refusing to listen on 0.0.0.0:0 without tokens",
-    );
-    db.fails(
-        &["serve", "--listen", "localhost"],
-        "is not an address to listen on",
-    );
-    db.fails(
-        &["serve", "--listen", "example.com:8080"],
-        "is not an address to listen on",
-    );
-    db.fails(
-        &["serve", "--listen", "localhost:99999"],
-        "is not a port number",
-    );
-    db.fails(
-        &["serve", "--allow-host", "http://proxy.example:80"],
-        "is not a host name",
-    );
+    for (args, says) in [
+        (
+            &["serve", "--listen", "0.0.0.0:0"][..],
+            "refusing to listen on 0.0.0.0:0 without tokens",
+        ),
+        (
+            &["serve", "--listen", "localhost"],
+            "is not an address to listen on",
+        ),
+        (
+            &["serve", "--listen", "example.com:8080"],
+            "is not an address to listen on",
+        ),
+        (
+            &["serve", "--listen", "localhost:99999"],
+            "is not a port number",
+        ),
+        (
+            &["serve", "--allow-host", "http://proxy.example:80"],
+            "is not a host name",
+        ),
+    ] {
+        db.fails(args, says);
+    }
     let bad = db.path("bad-tokens");
     std::fs::write(&bad, "ops superuser 0123456789abcdef0123\n").unwrap();
     db.fails(

@@ -58,6 +58,20 @@ fn rescuer(client: Client, drain: bool) -> Worker {
         .unwrap()
 }
 
+/// The call failed with the transient "no answer within the deadline".
+fn assert_no_answer(err: &Error) {
+    assert!(
+        matches!(
+            err,
+            Error::Database {
+                kind: DbErrorKind::NoAnswer,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
 async fn wait_until<F: AsyncFn() -> bool>(what: &str, limit: Duration, done: F) {
     let deadline = Instant::now() + limit;
     while !done().await {
@@ -235,16 +249,7 @@ async fn a_stall_never_hangs(engine: Engine) {
     // A call and a new connection each end at their timeouts.
     let asked = Instant::now();
     let err = probe.stats(None).await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Database {
-                kind: DbErrorKind::NoAnswer,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_no_answer(&err);
     assert!(err.is_transient());
     assert!(asked.elapsed() < limit * 3, "{:?}", asked.elapsed());
     let asked = Instant::now();
@@ -324,16 +329,7 @@ async fn a_begin_answered_late_leaves_no_transaction_open(engine: Engine) {
     }
     proxy.stall();
     let err = client.begin().await.map(|_| ()).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Database {
-                kind: DbErrorKind::NoAnswer,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_no_answer(&err);
     // Longer than the deadline, so the BEGIN is answered well after its call gave up.
     tokio::time::sleep(limit * 3).await;
     proxy.heal();
