@@ -330,3 +330,66 @@ async fn bad_pooler_settings_are_refused() {
         assert!(err.contains(says), "{url}: {err}");
     }
 }
+
+/// The late `BEGIN` of network.rs through the pooler: the network between the client and
+/// PgBouncer stalls as a transaction begins, the call gives up at its deadline, and the `BEGIN`
+/// reaches the pooler (and through it a server connection) once the stall heals. Nothing
+/// acknowledged afterwards may be lost or invisible. Through a transaction pooler every statement
+/// of backlog's runs in a transaction of its own, so even before transactions were begun in a
+/// task of their own (network.rs) the next `COMMIT` ended a stray transaction instead of a
+/// `ROLLBACK` undoing it: this test passed then too, and holds the pooler's path to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_begin_answered_late_through_the_pooler_leaves_no_transaction_open() {
+    use backlog::{BackendConfig, ClaimOpts};
+    use backlog_testdb::proxy::Proxy;
+
+    let b = Bounced::new(false).await;
+    let proxy = Proxy::for_url(&pgbouncer_base()).await;
+    let limit = Duration::from_millis(500);
+    let one = BackendConfig {
+        max_connections: 1,
+        acquire_timeout: Duration::from_secs(10),
+        connect_timeout: Duration::from_secs(1),
+        statement_timeout: Some(limit),
+        ..BackendConfig::default()
+    };
+    let client = Client::connect_with(&proxy.url(&b.pooled), &one)
+        .await
+        .unwrap();
+    for n in 0..2 {
+        let job = client.new_job("late", &n).unwrap();
+        client.enqueue(job).await.unwrap();
+    }
+    let idle = || match client.sql() {
+        Some(SqlBackend::Postgres(pg)) => pg.pool().num_idle(),
+        other => panic!("not PostgreSQL: {other:?}"),
+    };
+    while idle() < 1 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    proxy.stall();
+    let err = client.begin().await.map(|_| ()).unwrap_err();
+    assert!(err.is_transient(), "{err}");
+    tokio::time::sleep(limit * 3).await;
+    proxy.heal();
+
+    let unfinished = "SELECT COUNT(*) FROM backlog_job WHERE queue = 'late' \
+                      AND state IN ('available', 'running')";
+    let job = client.new_job("late", &2).unwrap();
+    client.enqueue(job).await.unwrap();
+    assert_eq!(b.scalar(unfinished).await, 3, "an enqueue is not visible");
+    let claimed = client
+        .claim(&ClaimOpts::new("late").unwrap().limit(3))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 3);
+    for job in &claimed {
+        client.complete(job).await.unwrap();
+    }
+    assert_eq!(b.scalar(unfinished).await, 0, "a completion is not visible");
+    client.begin().await.unwrap().rollback().await.unwrap();
+    client.close().await;
+    drop(proxy);
+    assert_eq!(b.scalar(unfinished).await, 0, "a completion was undone");
+    b.drop_db().await;
+}
