@@ -224,3 +224,24 @@ pub fn count(what: &'static str, value: Option<u32>, default: u32, max: u32) -> 
 
 /// What handlers return.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// A count in a JSON body as JSON Schema reads an integer: `5`, and `5.0` too (the document
+/// types it `integer`, which admits both, so a client generated from it may send either).
+/// Anything with a fraction, negative or too large is refused.
+pub(crate) fn whole_number<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<u32>, D::Error> {
+    use serde::Deserialize as _;
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    let whole = n.as_u64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= f64::from(u32::MAX))
+            .map(|f| f as u64)
+    });
+    whole
+        .and_then(|w| u32::try_from(w).ok())
+        .map(Some)
+        .ok_or_else(|| serde::de::Error::custom(format!("{n} is not a whole number")))
+}

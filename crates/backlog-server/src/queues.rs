@@ -296,6 +296,7 @@ pub async fn dead(
 pub struct RedriveRequest {
     /// At most this many (1 to 100,000; default 1,000).
     #[schema(minimum = 1, maximum = 100000)]
+    #[serde(default, deserialize_with = "crate::error::whole_number")]
     pub limit: Option<u32>,
 }
 

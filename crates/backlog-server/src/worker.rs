@@ -84,6 +84,7 @@ fn duration(what: &str, text: Option<&str>) -> Result<Option<Duration>, ApiError
 pub struct ClaimRequest {
     /// At most this many jobs (1 to 1,000; default 1).
     #[schema(minimum = 1, maximum = 1000)]
+    #[serde(default, deserialize_with = "crate::error::whole_number")]
     pub limit: Option<u32>,
     /// Lease length, e.g. `30s` (default: the queue's).
     pub lease: Option<String>,

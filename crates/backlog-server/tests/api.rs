@@ -959,6 +959,17 @@ async fn the_document_refuses_what_the_server_refuses(engine: Engine) {
             "{method} {path} {body}: {v}"
         );
     }
+    // And what the document takes, the server takes: JSON Schema counts 2.0 an integer.
+    for (path, body) in [
+        ("/api/v1/queues/q/claim", json!({"limit": 2.0})),
+        ("/api/v1/queues/q/redrive", json!({"limit": 5.0})),
+    ] {
+        let (status, v) = api.call(Method::POST, path, Some(body.clone())).await;
+        assert_eq!(status, StatusCode::OK, "{path} {body}: {v}");
+    }
+    let half = Some(json!({"limit": 2.5}));
+    let (status, _) = api.call(Method::POST, "/api/v1/queues/q/claim", half).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
     api.done().await;
 }
 
