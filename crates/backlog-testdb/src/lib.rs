@@ -7,7 +7,7 @@ pub mod proxy;
 
 use std::sync::Arc;
 
-use backlog::{Client, JobTx};
+use backlog::{Client, JobTx, SqlBackend};
 use sqlx::Connection;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -440,5 +440,15 @@ impl CountingWorker {
             .await
             .expect("the worker's task")
             .expect("the worker");
+    }
+}
+
+/// Connections idle in the pool of `client`, a PostgreSQL or MySQL one (sqlx pings a connection
+/// as it goes back to the pool: a test that stalls the network waits for it to be idle first).
+pub fn idle_connections(client: &Client) -> usize {
+    match client.sql() {
+        Some(SqlBackend::Postgres(pg)) => pg.pool().num_idle(),
+        Some(SqlBackend::MySql(my)) => my.pool().num_idle(),
+        other => panic!("not a server backend: {other:?}"),
     }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use backlog::{
     BackendConfig, CancellationToken, Client, DbErrorKind, DrainMode, Error, JobContext, JobState,
-    MaintenanceConfig, Outcome, SqlBackend, Worker,
+    MaintenanceConfig, Outcome, Worker,
 };
 use common::proxy::Proxy;
 use common::{Engine, TestDb};
@@ -289,15 +289,6 @@ async fn a_stall_never_hangs(engine: Engine) {
     db.drop_db().await;
 }
 
-/// Connections idle in the client's pool.
-fn idle_connections(client: &Client) -> usize {
-    match client.sql() {
-        Some(SqlBackend::Postgres(pg)) => pg.pool().num_idle(),
-        Some(SqlBackend::MySql(my)) => my.pool().num_idle(),
-        other => panic!("not a server backend: {other:?}"),
-    }
-}
-
 /// A `BEGIN` sent just before the network stalls times out (its call fails with "no answer"),
 /// and its answer arrives once the stall heals. The connection it was sent on must never serve
 /// another call with that transaction open on the server: claims and completions reported as
@@ -324,7 +315,7 @@ async fn a_begin_answered_late_leaves_no_transaction_open(engine: Engine) {
         client.enqueue(job).await.unwrap();
     }
     // The connection back in the pool (sqlx pings it on release), so the stall meets the BEGIN.
-    while idle_connections(&client) < 1 {
+    while common::idle_connections(&client) < 1 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     proxy.stall();

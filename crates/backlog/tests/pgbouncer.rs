@@ -360,11 +360,7 @@ async fn a_begin_answered_late_through_the_pooler_leaves_no_transaction_open() {
         let job = client.new_job("late", &n).unwrap();
         client.enqueue(job).await.unwrap();
     }
-    let idle = || match client.sql() {
-        Some(SqlBackend::Postgres(pg)) => pg.pool().num_idle(),
-        other => panic!("not PostgreSQL: {other:?}"),
-    };
-    while idle() < 1 {
+    while backlog_testdb::idle_connections(&client) < 1 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     proxy.stall();
