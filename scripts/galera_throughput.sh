@@ -12,7 +12,7 @@ PROCESSES="${2:-3,6}"
 RUNS="${3:-2}"
 SHARDS="${4:-1}"
 BIN=target/release/backlog
-[ -x "$BIN" ] || cargo build --release -p backlog-cli
+[ -x "$BIN" ] && [ -x target/release/backlog-bench ] || cargo build --release -p backlog-cli -p backlog-bench
 scripts/galera.sh ensure >&2
 
 ONE="mysql://root@127.0.0.1:3311/test"

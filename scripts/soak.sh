@@ -29,7 +29,7 @@ mkdir -p "$out"
 sqlite="sqlite://$PWD/$out/soak.db"
 
 bash scripts/services.sh
-cargo build --release -q -p backlog-cli
+cargo build --release -q -p backlog-cli -p backlog-bench
 bin=target/release/backlog
 
 # run NAME URL BENCH-ARGS...

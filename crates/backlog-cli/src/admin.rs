@@ -1,12 +1,196 @@
 //! `stats`, `job …`, `dead …` and `queue …`.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use backlog::{Client, JobState, QueueSettings, StateFilter};
 
-use crate::cli::{DeadCommand, JobCommand, QueueCommand, QueueSetArgs, queue_name};
+use clap::{Args, Subcommand};
+
+use crate::args::{parse_duration, queue_name};
 use crate::output;
 use backlog::view::JobView;
+
+#[derive(Debug, Subcommand)]
+pub enum JobCommand {
+    /// One job with its error history.
+    Show {
+        /// Job id.
+        id: i64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Jobs of a queue.
+    List {
+        /// Queue name.
+        queue: String,
+        /// available, scheduled, retrying, running, completed, dead, cancelled, held or waiting.
+        #[arg(long)]
+        state: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        limit: u32,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Runs a dead, cancelled or completed job again (attempts reset).
+    Retry {
+        /// Job id.
+        id: i64,
+    },
+    /// Cancels a job that is not running.
+    Cancel {
+        /// Job id.
+        id: i64,
+    },
+    /// Holds an available job back until released.
+    Hold {
+        /// Job id.
+        id: i64,
+    },
+    /// Releases a held job.
+    Release {
+        /// Job id.
+        id: i64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DeadCommand {
+    /// A queue's dead jobs.
+    List {
+        /// Queue name.
+        queue: String,
+        /// At most this many.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        limit: u32,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Moves dead jobs back to available.
+    Redrive {
+        /// Queue name.
+        queue: String,
+        /// At most this many.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        limit: u32,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueCommand {
+    /// Every known queue.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stops handing out the queue's jobs.
+    Pause {
+        /// Queue name.
+        queue: String,
+    },
+    /// Hands out the queue's jobs again.
+    Resume {
+        /// Queue name.
+        queue: String,
+    },
+    /// Changes settings (the queue is created if new).
+    Set(Box<QueueSetArgs>),
+    /// Prints a queue's settings.
+    Show {
+        /// Queue name.
+        queue: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct QueueSetArgs {
+    /// Queue name.
+    pub queue: String,
+    /// Attempts before a job is dead.
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=10_000))]
+    pub max_attempts: Option<i32>,
+    /// First retry delay.
+    #[arg(long, value_parser = parse_duration)]
+    pub backoff_base: Option<Duration>,
+    /// Longest retry delay.
+    #[arg(long, value_parser = parse_duration)]
+    pub backoff_max: Option<Duration>,
+    /// Lease length.
+    #[arg(long, value_parser = parse_duration)]
+    pub lease: Option<Duration>,
+    /// fifo or lifo among equal priorities.
+    #[arg(long)]
+    pub order: Option<String>,
+    /// What completion does: delete, keep or archive.
+    #[arg(long)]
+    pub retention: Option<String>,
+    /// Jobs of this queue running at once per worker process.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub concurrency: Option<u32>,
+    /// Jobs of this queue running at once across every process and machine (1 to 1000000), or
+    /// `none` to lift the limit.
+    #[arg(long, value_parser = parse_global_limit, value_name = "N|none")]
+    pub global_concurrency: Option<GlobalLimit>,
+    /// Jobs of one ordered group available or running at once (1: one at a time).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub group_concurrency: Option<u32>,
+    /// What a failing job does to its group while it waits to retry: `block` (the group waits
+    /// until it succeeds or is dead) or `next` (the group goes on; it runs again in its turn).
+    #[arg(long, value_name = "block|next")]
+    pub group_on_failure: Option<String>,
+    /// At most N job starts per period in the queue over every process, e.g. `100/1m`, `5/1s`;
+    /// `none` lifts the limit.
+    #[arg(long, value_parser = parse_rate_limit, value_name = "N/PERIOD|none")]
+    pub rate_limit: Option<RateLimitArg>,
+    /// At most N job starts per period in each ordered group of the queue, over every process,
+    /// e.g. `10/1m`; `none` lifts the limit. A job whose turn comes beyond its group's limit
+    /// waits, available, until the limit lets it start.
+    #[arg(long, value_parser = parse_rate_limit, value_name = "N/PERIOD|none")]
+    pub group_rate_limit: Option<RateLimitArg>,
+    /// Claim heads the queue's jobs are spread over (1 to 256). 1 keeps one strict order
+    /// (priority, then due time, then enqueue order); more let many workers claim side by side
+    /// on PostgreSQL and MySQL, with the order kept within each shard only. Safe on a live
+    /// queue: jobs on shards a lower count drops move to the ones left.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub shards: Option<u16>,
+}
+
+/// `--rate-limit`, `--group-rate-limit`: a limit, or none.
+#[derive(Debug, Clone, Copy)]
+pub struct RateLimitArg(pub Option<backlog::RateLimit>);
+
+fn parse_rate_limit(s: &str) -> Result<RateLimitArg, String> {
+    match s {
+        "none" => Ok(RateLimitArg(None)),
+        _ => backlog::RateLimit::parse(s)
+            .map(|r| RateLimitArg(Some(r)))
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// `--global-concurrency`: a limit, or none.
+#[derive(Debug, Clone, Copy)]
+pub struct GlobalLimit(pub Option<u32>);
+
+fn parse_global_limit(s: &str) -> Result<GlobalLimit, String> {
+    if s == "none" {
+        return Ok(GlobalLimit(None));
+    }
+    match s.parse::<u32>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(GlobalLimit(Some(n))),
+        _ => Err(format!(
+            "expected a number from 1 to 1000000, or none; got {s:?}"
+        )),
+    }
+}
 
 fn print_json<T: serde::Serialize>(v: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(v)?);

@@ -1,12 +1,57 @@
 //! `backlog enqueue`: one job, or one per line of a JSONL file.
 
 use std::io::{BufRead, IsTerminal, Read};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use backlog::{Client, GroupKey, Kind, NewJob, Payload, TraceContext, UniqueKey};
 
-use crate::cli::{EnqueueArgs, queue_name};
+use clap::Args;
+
+use crate::args::{parse_duration, queue_name};
+
+#[derive(Debug, Args)]
+pub struct EnqueueArgs {
+    /// Queue name (letters, digits, _ - . :).
+    pub queue: String,
+    /// JSON payload, or - to read it from stdin.
+    pub payload: Option<String>,
+    /// Enqueue one job per line of FILE (- for stdin).
+    #[arg(long, value_name = "FILE", conflicts_with = "payload")]
+    pub jsonl: Option<PathBuf>,
+    /// Lower runs first.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub priority: i16,
+    /// Run no earlier than this long from now (e.g. 30s, 5m).
+    #[arg(long, value_parser = parse_duration)]
+    pub delay: Option<Duration>,
+    /// Attempts before the job is dead (default: the queue's setting).
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=10_000))]
+    pub max_attempts: Option<i32>,
+    /// While a job with this key is unfinished, return its id and create nothing.
+    #[arg(long, conflicts_with = "jsonl")]
+    pub unique_key: Option<String>,
+    /// The ordered group (a customer, an account …): jobs of the queue with the same group run
+    /// in enqueue order, at most the queue's group concurrency at a time.
+    #[arg(long)]
+    pub group: Option<String>,
+    /// Job kind (for typed handlers and filters).
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// The W3C trace context to carry to the job's handler, so its span continues this trace.
+    #[arg(long, env = "TRACEPARENT", value_name = "TRACEPARENT")]
+    pub traceparent: Option<String>,
+    /// The W3C `tracestate` that goes with --traceparent.
+    #[arg(
+        long,
+        env = "TRACESTATE",
+        requires = "traceparent",
+        value_name = "TRACESTATE"
+    )]
+    pub tracestate: Option<String>,
+}
 
 /// Jobs per INSERT statement when reading JSONL.
 const BATCH: usize = 1000;

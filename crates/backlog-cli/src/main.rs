@@ -1,6 +1,7 @@
 //! The `backlog` command: thin argument parsing over the `backlog` library.
 
 mod admin;
+mod args;
 mod bench;
 mod cli;
 mod demo;

@@ -3,12 +3,52 @@
 
 use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
+use std::time::Duration;
 
 use backlog::{CancellationToken, Client, DrainMode, HandlerResult, JobContext, Outcome, Worker};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
-use crate::cli::{WorkArgs, kinds, queue_name};
+use clap::Args;
+
+use crate::args::{kinds, parse_duration, queue_name};
+
+#[derive(Debug, Args)]
+pub struct WorkArgs {
+    /// Queues to work.
+    #[arg(required = true, num_args = 1..)]
+    pub queues: Vec<String>,
+    /// The command to run per job, after `--`.
+    #[arg(last = true, required = true, num_args = 1..)]
+    pub cmd: Vec<String>,
+    /// Jobs run at once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub concurrency: u32,
+    /// Lease length (default: the queue's); heartbeats renew it while the command runs.
+    #[arg(long, value_parser = parse_duration)]
+    pub lease: Option<Duration>,
+    /// Kill the command and fail the job after this long.
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Exit 0 once no job this worker may take (of these queues, and of --kind's kinds) is
+    /// available, scheduled, running or waiting to retry. A paused queue's jobs are left for
+    /// after the resume: the drain ends with a warning.
+    #[arg(long)]
+    pub drain: bool,
+    /// Only jobs of these kinds.
+    #[arg(long = "kind")]
+    pub kinds: Vec<String>,
+    /// Longest wait between polls when the queues are empty.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub poll: Duration,
+    /// On SIGINT/SIGTERM, how long running jobs may finish before they are stopped and released.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub grace: Duration,
+    /// Serve this process's own Prometheus metrics at http://ADDR/metrics (its running jobs per
+    /// queue, claim durations, outcomes).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
+}
 
 /// Bytes of the command's stderr kept for the job's error history.
 const STDERR_TAIL: usize = 2048;

@@ -154,34 +154,3 @@ fn group_rate_limit_from_the_command_line() {
         assert_eq!(stored.trim(), "1");
     }
 }
-
-/// `bench --flow` runs on every backend: both drains complete every job, and the global limit's
-/// samples never pass it.
-#[test]
-fn bench_flow_runs() {
-    for db in TestDb::all() {
-        let out = db.ok(&[
-            "bench",
-            "--flow",
-            "--json",
-            "--rounds",
-            "1",
-            "--jobs",
-            "300",
-            "--flow-groups",
-            "30",
-            "--flow-limit",
-            "5",
-            "--flow-limit-jobs",
-            "40",
-            "--s2-sleep",
-            "50ms",
-            "--s2-concurrency",
-            "20",
-        ]);
-        let r: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert!(r["grouped_per_s"].as_f64().unwrap() > 0.0, "{r}");
-        let most = r["limit_most_running"].as_i64().unwrap();
-        assert!((1..=5).contains(&most), "{r}");
-    }
-}

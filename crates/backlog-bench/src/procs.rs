@@ -1,5 +1,5 @@
 //! `backlog bench --processes 1,4,16,64`: one queue drained by that many worker processes at
-//! once, each a `backlog` of its own with its own pool (the hidden `bench-process` command), as
+//! once, each a `backlog-bench` of its own with its own pool (the hidden `process` command), as
 //! separate machines' workers would. Each process says when it is connected; the clock starts
 //! when every one of them is, and stops when their handlers have run every job (each process
 //! tells its count as it goes). A URL that lists several hosts is given to process `i` from
@@ -22,8 +22,9 @@ use indicatif::ProgressBar;
 use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::baseline::Baseline;
-use super::{awaiting_worker, per_job, phase};
+use crate::args::ProcessArgs;
+use crate::baseline::Baseline;
+use crate::util::{awaiting_worker, per_job, phase};
 
 /// What `--processes` runs with.
 #[derive(Debug, Clone, Serialize)]
@@ -137,7 +138,8 @@ async fn drain(
     for i in 0..n {
         let url = backlog::rotate_hosts(url, i as usize);
         let child = tokio::process::Command::new(&exe)
-            .args(["--database-url", &url, "bench-process", queue])
+            .env("BACKLOG_DATABASE_URL", &url)
+            .args(["process", queue])
             .args(["--concurrency", &p.concurrency.to_string()])
             .args(["--connections", &p.connections.to_string()])
             .args(["--handler-ms", &p.handler_ms.to_string()])
@@ -247,19 +249,18 @@ async fn drain(
     })
 }
 
-/// The hidden `backlog bench-process QUEUE`: connects with a pool of `connections`, says
+/// The hidden `backlog-bench process QUEUE`: connects with a pool of `connections`, says
 /// `ready`, waits for `go` on stdin, works `queue` with a handler that awaits `handler` (none:
 /// a no-op) telling its handler runs (`ran N`, every 20 ms while they change), and at `stop`
 /// (or the end of stdin) shuts down and prints `done N`.
-pub async fn child(
-    url: &str,
-    queue: &str,
-    concurrency: u64,
-    connections: u32,
-    handler: Duration,
-) -> anyhow::Result<()> {
+pub async fn child(url: &str, a: &ProcessArgs) -> anyhow::Result<()> {
+    let (queue, concurrency, handler) = (
+        a.queue.as_str(),
+        a.concurrency,
+        Duration::from_millis(a.handler_ms),
+    );
     let config = BackendConfig {
-        max_connections: connections,
+        max_connections: a.connections,
         ..BackendConfig::default()
     };
     let client = Arc::new(Client::connect_with(url, &config).await?);

@@ -9,8 +9,8 @@ use backlog::{CancellationToken, Client, DrainMode, JobContext, Outcome, Worker}
 use indicatif::ProgressBar;
 use serde::Serialize;
 
-use super::baseline::Baseline;
-use super::phase;
+use crate::baseline::Baseline;
+use crate::util::phase;
 
 /// What the replay measured.
 #[derive(Debug, Clone, Serialize)]

@@ -11,8 +11,8 @@ use backlog::{CancellationToken, Client, MaintenanceConfig, QueueName, QueueSett
 use indicatif::ProgressBar;
 use serde::Serialize;
 
-use super::baseline::{Baseline, Sizes};
-use super::{median, noop_worker, phase};
+use crate::baseline::{Baseline, Sizes};
+use crate::util::{median, noop_worker, phase};
 
 /// What `--grow` runs with.
 #[derive(Debug, Clone, Serialize)]

@@ -253,7 +253,7 @@ impl Baseline {
                         .bind(token)
                         .execute(p)
                     };
-                    super::retry_deadlocks(delete).await?;
+                    retry_deadlocks(delete).await?;
                 }
                 Ok(jobs)
             }
@@ -830,4 +830,26 @@ fn id_list(ids: &[i64]) -> String {
         .map(|i| i.to_string())
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// Runs a bare statement (or transaction) again while PostgreSQL picks it as a deadlock's victim
+/// or it gave up waiting on a lock (rolled back whole), as a hand-written loop would and as the
+/// runtime does with its own.
+/// Claimers that lock rows SKIP LOCKED can still wait on each other when they meet a row whose
+/// newer version another is deleting.
+pub(crate) async fn retry_deadlocks<T, Fut>(
+    call: impl Fn() -> Fut,
+) -> Result<T, backlog::sqlx::Error>
+where
+    Fut: std::future::Future<Output = Result<T, backlog::sqlx::Error>>,
+{
+    loop {
+        match call().await {
+            // A deadlock victim (PostgreSQL's code, MySQL's), or (PostgreSQL) a statement that
+            // gave up a lock wait after its own lock_timeout: rolled back whole either way.
+            Err(backlog::sqlx::Error::Database(e))
+                if matches!(e.code().as_deref(), Some("40P01" | "40001" | "55P03")) => {}
+            other => return other,
+        }
+    }
 }

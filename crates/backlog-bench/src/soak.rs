@@ -25,8 +25,8 @@ use backlog::{
 use indicatif::ProgressBar;
 use serde::Serialize;
 
-use super::baseline::{Baseline, Sizes};
-use super::{median, phase};
+use crate::baseline::{Baseline, Sizes};
+use crate::util::{median, phase};
 
 /// What the soak runs with.
 #[derive(Debug, Clone, Serialize)]

@@ -18,8 +18,8 @@ use backlog::{
 use indicatif::ProgressBar;
 use serde::Serialize;
 
-use super::baseline::Baseline;
-use super::{median, noop_worker, phase};
+use crate::baseline::Baseline;
+use crate::util::{median, noop_worker, phase};
 
 /// What `--flow` runs with.
 #[derive(Debug, Clone, Serialize)]

@@ -1,79 +1,24 @@
-//! `backlog bench`: enqueue rates, end-to-end throughput through the real worker runtime, and
+//! The default run: enqueue rates, end-to-end throughput through the real worker runtime, and
 //! enqueue-to-start latency, each next to the database's own ceiling for the same work written
-//! as bare SQL ([`baseline`]), measured in the same run so the ratios hold on a noisy machine.
+//! as bare SQL ([`crate::baseline`]), measured in the same run so the ratios hold on a noisy
+//! machine.
 
-mod baseline;
-mod flow;
-mod grow;
-mod http;
-pub(crate) mod procs;
-mod s2;
-mod soak;
-
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use backlog::{
-    BackendConfig, CancellationToken, Client, DrainMode, JobContext, Outcome, QueueName,
-    QueueSettings, Retention, Worker,
+    CancellationToken, Client, DrainMode, JobContext, Outcome, QueueName, QueueSettings, Retention,
+    Worker,
 };
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde::Serialize;
 
-use crate::cli::BenchArgs;
-use baseline::{BareForm, Baseline};
-
-/// A part of the benchmark, for `--only`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Phase {
-    /// Single and batched enqueue, each beside its bare INSERTs.
-    Enqueue,
-    /// The drain of pre-queued jobs, beside the bare claim-and-complete loops.
-    Drain,
-    /// A steady producer while the runtime works.
-    Steady,
-    /// Enqueue-to-start latency.
-    Latency,
-    /// The seed S2 replay.
-    S2,
-    /// The HTTP API (`backlog serve`) beside the library: batched enqueue, claim and complete,
-    /// and job show while a drain runs.
-    Http,
-}
-
-/// What one run measures, and with what.
-#[derive(Debug, Clone, Serialize)]
-pub struct Params {
-    pub backend: String,
-    pub single_jobs: u64,
-    pub producers: u64,
-    pub batch_jobs: u64,
-    pub batch_size: u64,
-    pub concurrency: u64,
-    /// Loops of the two-statement bare drain.
-    pub baseline_loops: u64,
-    /// The loop counts the one-statement bare drain is run with in each round; the fastest is
-    /// the baseline (the best bare SQL at the same concurrency).
-    pub fold_loops: Vec<u64>,
-    /// The runtime's claim loops and claim size, when set (`--fetchers`, `--claim-batch`).
-    pub fetchers: Option<u64>,
-    pub claim_batch: Option<u64>,
-    /// The runtime's drain claims under a lease only (`--lease-claims`).
-    pub lease_claims: bool,
-    pub shards: u16,
-    pub steady_secs: f64,
-    pub latency_jobs: u64,
-    pub latency_rate_per_s: u64,
-    pub rounds: u64,
-    /// The phases run.
-    pub phases: Vec<Phase>,
-    pub s2_jobs: u64,
-    pub s2_concurrency: u64,
-    pub s2_sleep_ms: u64,
-}
+use crate::args::Phase;
+use crate::baseline::{BareForm, Baseline, retry_deadlocks};
+use crate::params::Params;
+use crate::util::{CpuClock, median, noop_worker, paired, per_job, phase};
+use crate::{http, s2};
 
 /// The figures (`--json` prints this).
 #[derive(Debug, Clone, Serialize)]
@@ -136,260 +81,7 @@ pub struct Report {
     pub params: Params,
 }
 
-/// Runs the benchmark.
-pub async fn run(url: &str, a: BenchArgs) -> anyhow::Result<ExitCode> {
-    let p = params(url, &a);
-    let config = BackendConfig {
-        // --overload keeps the default pool: its producers are meant to outnumber it.
-        max_connections: match a.overload {
-            Some(_) => BackendConfig::default().max_connections,
-            None => (p.producers as u32 + 4).max(16),
-        },
-        ..BackendConfig::default()
-    };
-    let client = Arc::new(Client::connect_with(url, &config).await?);
-    client.migrate().await?;
-    let prefix = format!("bench_{:08x}_", rand::random::<u32>());
-    let base = Baseline::create(&client, &prefix, p.shards).await?;
-    let bar = progress();
-    let q = |name: &str| format!("{prefix}{name}");
-    let json = |v: &dyn erased::Report| -> anyhow::Result<String> {
-        Ok(if a.json { v.json()? } else { v.human() })
-    };
-    let result = if let Some(d) = a.soak {
-        let sp = soak_params(&p, &a, d);
-        soak::soak(&client, &base, &q("soak"), &sp, &bar)
-            .await
-            .and_then(|r| json(&r))
-    } else if let Some(jobs) = a.overload {
-        let op = soak::OverloadParams {
-            backend: p.backend.clone(),
-            jobs,
-            producers: a.overload_producers,
-            batch: a.batch.min(1000),
-            pool_connections: config.max_connections,
-            concurrency: p.concurrency,
-            window_secs: a
-                .soak_window
-                .unwrap_or(Duration::from_secs(if a.quick { 1 } else { 10 }))
-                .as_secs_f64(),
-        };
-        soak::overload(&client, &base, &q("overload"), &op, &bar)
-            .await
-            .and_then(|r| json(&r))
-    } else if let Some(processes) = a.processes.clone() {
-        let pp = procs::ProcsParams {
-            backend: p.backend.clone(),
-            jobs: a.jobs.unwrap_or(if a.quick { 2_000 } else { 100_000 }),
-            processes,
-            concurrency: a.process_concurrency,
-            connections: a.process_connections,
-            payload_bytes: a.payload_bytes,
-            handler_ms: a.handler_ms,
-            shards: p.shards,
-        };
-        procs::run(&client, &base, url, &q, &pp, &bar)
-            .await
-            .and_then(|r| json(&r))
-    } else if a.flow {
-        let fp = flow::FlowParams {
-            backend: p.backend.clone(),
-            drain_jobs: p.batch_jobs,
-            groups: a.flow_groups.unwrap_or(if a.quick { 500 } else { 10_000 }),
-            rounds: a.rounds.unwrap_or(if a.quick { 1 } else { 3 }),
-            concurrency: p.concurrency,
-            limit: a.flow_limit,
-            limit_jobs: a.flow_limit_jobs.unwrap_or(if a.quick { 100 } else { 500 }),
-            sleep_ms: p.s2_sleep_ms,
-            worker_slots: p.s2_concurrency,
-        };
-        flow::run(&client, &base, url, &q, &fp, &bar)
-            .await
-            .and_then(|r| json(&r))
-    } else if a.grow {
-        let gp = grow_params(&p, &a);
-        grow::run(&client, &base, &q, &gp, &bar)
-            .await
-            .and_then(|r| json(&r))
-    } else {
-        measure(url, &client, &base, &prefix, &p, &bar)
-            .await
-            .and_then(|r| {
-                Ok(if a.json {
-                    serde_json::to_string_pretty(&r)? + "\n"
-                } else {
-                    human(&r)
-                })
-            })
-    };
-    bar.finish_and_clear();
-    let cleaned = base.clean(&prefix).await;
-    let dropped = base.drop_table().await;
-    let out = result?;
-    cleaned?;
-    dropped?;
-    print!("{out}");
-    client.close().await;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The loop counts the one-statement bare drain tries at `concurrency`: on SQLite one (its one
-/// writer runs one claim at a time, so one claim of the whole concurrency is its fastest form);
-/// elsewhere 2, and 4 and 8 as long as each loop still claims at least [`MIN_FOLD_CLAIM`] jobs.
-/// The fastest is the baseline: at concurrency 500 on PostgreSQL four loops of 125 drained
-/// 76,000–93,000 jobs/s where two of 250 drained 60,000–66,000 (BENCHMARKS.md).
-fn fold_loops(backend: &str, concurrency: u64) -> Vec<u64> {
-    if backend == "sqlite" {
-        return vec![1];
-    }
-    let mut loops = vec![2];
-    loops.extend(
-        [4, 8]
-            .into_iter()
-            .filter(|n| concurrency / n >= MIN_FOLD_CLAIM),
-    );
-    loops
-}
-
-/// The smallest claim a loop of the one-statement bare drain is tried with (see [`fold_loops`]).
-const MIN_FOLD_CLAIM: u64 = 50;
-
-fn params(url: &str, a: &BenchArgs) -> Params {
-    let backend = url.split(':').next().unwrap_or("").to_owned();
-    let baseline_loops = a
-        .baseline_loops
-        .unwrap_or(if backend == "sqlite" { 1 } else { 2 });
-    let fold_loops = match a.baseline_loops {
-        Some(n) => vec![n],
-        None => fold_loops(&backend, a.concurrency),
-    };
-    let q = a.quick;
-    Params {
-        backend,
-        single_jobs: a.single_jobs.unwrap_or(if q { 800 } else { 10_000 }),
-        producers: a.producers,
-        batch_jobs: a.jobs.unwrap_or(if q { 5_000 } else { 100_000 }),
-        batch_size: a.batch,
-        concurrency: a.concurrency,
-        baseline_loops,
-        fold_loops,
-        fetchers: a.fetchers,
-        claim_batch: a.claim_batch,
-        lease_claims: a.lease_claims,
-        shards: a.shards,
-        steady_secs: a
-            .steady
-            .unwrap_or(if q {
-                Duration::from_secs(1)
-            } else {
-                Duration::from_secs(10)
-            })
-            .as_secs_f64(),
-        latency_jobs: a.latency_jobs.unwrap_or(if q { 100 } else { 2_000 }),
-        latency_rate_per_s: a.latency_rate,
-        rounds: a.rounds.unwrap_or(if q { 1 } else { 5 }),
-        phases: a
-            .only
-            .clone()
-            .unwrap_or_else(|| <Phase as clap::ValueEnum>::value_variants().to_vec()),
-        s2_jobs: a.s2_jobs.unwrap_or(if q { 200 } else { 5_000 }),
-        s2_concurrency: a.s2_concurrency.unwrap_or(if q { 100 } else { 500 }),
-        s2_sleep_ms: a
-            .s2_sleep
-            .unwrap_or(Duration::from_millis(if q { 100 } else { 1000 }))
-            .as_millis() as u64,
-    }
-}
-
-fn soak_params(p: &Params, a: &BenchArgs, length: Duration) -> soak::SoakParams {
-    let window = a.soak_window.unwrap_or(if a.quick {
-        Duration::from_secs(1)
-    } else {
-        Duration::from_secs(60)
-    });
-    let settle = a
-        .soak_settle
-        .unwrap_or((length / 6).min(Duration::from_secs(600)));
-    soak::SoakParams {
-        backend: p.backend.clone(),
-        secs: length.as_secs_f64(),
-        rate: a.soak_rate,
-        window_secs: window.as_secs_f64(),
-        settle_secs: settle.as_secs_f64(),
-        keep_completed_secs: a.soak_keep.as_secs_f64(),
-        concurrency: p.concurrency,
-        hold_transaction: a.hold_transaction,
-    }
-}
-
-/// The long runs' reports, printed for people or as JSON.
-mod erased {
-    pub trait Report {
-        fn json(&self) -> anyhow::Result<String>;
-        fn human(&self) -> String;
-    }
-
-    /// `Report` for a report type, printed for people by `$human`.
-    macro_rules! report {
-        ($report:ty, $human:path) => {
-            impl Report for $report {
-                fn json(&self) -> anyhow::Result<String> {
-                    Ok(serde_json::to_string_pretty(self)? + "\n")
-                }
-                fn human(&self) -> String {
-                    $human(self)
-                }
-            }
-        };
-    }
-
-    report!(super::soak::SoakReport, super::soak::soak_human);
-    report!(super::soak::OverloadReport, super::soak::overload_human);
-    report!(super::flow::FlowReport, super::flow::human);
-    report!(super::grow::GrowReport, super::grow::human);
-    report!(super::procs::ProcsReport, super::procs::human);
-}
-
-fn grow_params(p: &Params, a: &BenchArgs) -> grow::GrowParams {
-    let q = a.quick;
-    grow::GrowParams {
-        backend: p.backend.clone(),
-        levels: a.grow_levels.clone().unwrap_or(if q {
-            vec![2_000, 20_000]
-        } else {
-            vec![10_000, 1_000_000]
-        }),
-        drain_jobs: a.grow_drain.unwrap_or(if q { 1_000 } else { 10_000 }),
-        rounds: a.rounds.unwrap_or(if q { 1 } else { 3 }),
-        concurrency: p.concurrency,
-        run_secs: a
-            .grow_run
-            .unwrap_or(Duration::from_secs(if q { 2 } else { 60 }))
-            .as_secs_f64(),
-        run_rate: a.grow_rate,
-        keep_completed_ms: if q { 500 } else { 5_000 },
-        shards: p.shards,
-    }
-}
-
-pub(crate) fn progress() -> ProgressBar {
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {msg:<38} {bar:30} {pos}/{len} ({per_sec})")
-            .expect("template"),
-    );
-    bar.enable_steady_tick(Duration::from_millis(100));
-    bar
-}
-
-pub(crate) fn phase(bar: &ProgressBar, msg: &str, len: u64) {
-    bar.set_message(msg.to_owned());
-    bar.set_length(len);
-    bar.set_position(0);
-    bar.reset_eta();
-}
-
-async fn measure(
+pub(crate) async fn measure(
     url: &str,
     client: &Arc<Client>,
     base: &Baseline,
@@ -623,56 +315,6 @@ struct Rounds {
     batch_base_cpu: Vec<f64>,
 }
 
-/// CPU time this process (every thread) spent since `start`: on a machine the database shares,
-/// what the client spends per job is taken from the database.
-struct CpuClock(Duration);
-
-impl CpuClock {
-    fn now() -> Duration {
-        use nix::sys::resource::{UsageWho, getrusage};
-        let tv = |t: nix::sys::time::TimeVal| {
-            Duration::new(t.tv_sec().max(0) as u64, (t.tv_usec().max(0) as u32) * 1000)
-        };
-        getrusage(UsageWho::RUSAGE_SELF)
-            .map(|u| tv(u.user_time()) + tv(u.system_time()))
-            .unwrap_or_default()
-    }
-
-    fn start() -> Self {
-        CpuClock(Self::now())
-    }
-
-    /// Microseconds of CPU per job, over `jobs` jobs.
-    fn us_per(&self, jobs: u64) -> f64 {
-        (Self::now() - self.0).as_secs_f64() * 1e6 / jobs.max(1) as f64
-    }
-}
-
-/// Log bytes per job between two readings of the server's log position (NaN when there is none).
-pub(crate) fn per_job(before: Option<i64>, after: Option<i64>, jobs: u64) -> f64 {
-    match (before, after) {
-        (Some(b), Some(a)) => (a - b) as f64 / jobs.max(1) as f64,
-        _ => f64::NAN,
-    }
-}
-
-/// The median over rounds of each round's ratio `a[i] / b[i]`: the two sides of a round ran
-/// minutes apart at most, so their ratio holds when the machine's speed drifts between rounds.
-fn paired(a: &[f64], b: &[f64]) -> f64 {
-    let ratios: Vec<f64> = a.iter().zip(b).map(|(a, b)| a / b).collect();
-    median(&ratios)
-}
-
-pub(crate) fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN, // not measured: null in --json
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 fn payload(i: u64) -> String {
     format!("{{\"i\":{i}}}")
 }
@@ -900,26 +542,6 @@ async fn drain_folded(
     .await
 }
 
-/// Runs a bare statement (or transaction) again while PostgreSQL picks it as a deadlock's victim
-/// or it gave up waiting on a lock (rolled back whole), as a hand-written loop would and as the
-/// runtime does with its own.
-/// Claimers that lock rows SKIP LOCKED can still wait on each other when they meet a row whose
-/// newer version another is deleting.
-async fn retry_deadlocks<T, Fut>(call: impl Fn() -> Fut) -> Result<T, backlog::sqlx::Error>
-where
-    Fut: std::future::Future<Output = Result<T, backlog::sqlx::Error>>,
-{
-    loop {
-        match call().await {
-            // A deadlock victim (PostgreSQL's code, MySQL's), or (PostgreSQL) a statement that
-            // gave up a lock wait after its own lock_timeout: rolled back whole either way.
-            Err(backlog::sqlx::Error::Database(e))
-                if matches!(e.code().as_deref(), Some("40P01" | "40001" | "55P03")) => {}
-            other => return other,
-        }
-    }
-}
-
 /// Runs `loops` copies of a bare drain loop at once (each from `one_loop()`) until all of them
 /// find nothing left; returns the drain rate.
 async fn bare_loops<F, Fut>(
@@ -978,59 +600,6 @@ async fn drain_backlog(
         );
     }
     Ok(rate)
-}
-
-/// A worker whose handler does nothing but count. The progress display follows the count ten
-/// times a second, from a task of its own: the bare loops move it once a batch, and a display
-/// update per job (a clock read and shared counters) would count against the runtime.
-pub(crate) fn noop_worker(
-    client: &Arc<Client>,
-    queue: &str,
-    concurrency: u64,
-    done: Arc<AtomicU64>,
-    bar: &ProgressBar,
-) -> anyhow::Result<backlog::WorkerBuilder> {
-    awaiting_worker(client, queue, concurrency, done, bar, Duration::ZERO)
-}
-
-/// [`noop_worker`] whose handler first awaits `wait`, as a handler waiting on I/O would, and
-/// counts the job once it has (zero: no wait, the no-op handler).
-pub(crate) fn awaiting_worker(
-    client: &Arc<Client>,
-    queue: &str,
-    concurrency: u64,
-    done: Arc<AtomicU64>,
-    bar: &ProgressBar,
-    wait: Duration,
-) -> anyhow::Result<backlog::WorkerBuilder> {
-    let (counted, bar) = (Arc::downgrade(&done), bar.clone());
-    tokio::spawn(async move {
-        let mut shown = 0;
-        // Ends once the worker (its handler holds the count) and the caller are done with it.
-        while let Some(done) = counted.upgrade() {
-            let n = done.load(Ordering::Relaxed);
-            bar.inc(n - shown);
-            shown = n;
-            drop(done);
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    });
-    let builder = Worker::builder(client.clone()).queue(queue, concurrency as usize);
-    let builder = match wait.is_zero() {
-        true => builder.fallback_handler(move |_ctx: JobContext| {
-            done.fetch_add(1, Ordering::Relaxed);
-            async { Ok(Outcome::Complete) }
-        }),
-        false => builder.fallback_handler(move |_ctx: JobContext| {
-            let done = done.clone();
-            async move {
-                tokio::time::sleep(wait).await;
-                done.fetch_add(1, Ordering::Relaxed);
-                Ok(Outcome::Complete)
-            }
-        }),
-    };
-    Ok(builder.configure(|c| c.maintenance = None))
 }
 
 async fn steady(
@@ -1122,7 +691,7 @@ async fn latency(
     Ok((pct(0.50), pct(0.99)))
 }
 
-fn human(r: &Report) -> String {
+pub(crate) fn human(r: &Report) -> String {
     let p = &r.params;
     let mut s = format!(
         "backlog bench on {}: {} single enqueues by {} producers, {} jobs in batches of {}, \
@@ -1260,31 +829,4 @@ fn human(r: &Report) -> String {
         ));
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ratios_pair_each_round() {
-        // A machine that halves its speed between rounds: the rounds' own ratios hold.
-        let ours = [90.0, 45.0, 44.0];
-        let base = [100.0, 50.0, 40.0];
-        assert!((paired(&ours, &base) - 0.9).abs() < 1e-9);
-        assert!((median(&[3.0, 1.0, 2.0]) - 2.0).abs() < 1e-9);
-        assert!((median(&[4.0, 1.0]) - 2.5).abs() < 1e-9);
-        assert!(median(&[]).is_nan());
-        assert!(paired(&[], &[]).is_nan());
-    }
-
-    #[test]
-    fn the_bare_drain_tries_more_loops_while_each_claims_enough() {
-        assert_eq!(fold_loops("sqlite", 500), vec![1]);
-        assert_eq!(fold_loops("postgres", 100), vec![2]);
-        assert_eq!(fold_loops("postgres", 200), vec![2, 4]);
-        assert_eq!(fold_loops("mysql", 399), vec![2, 4]);
-        assert_eq!(fold_loops("postgres", 400), vec![2, 4, 8]);
-        assert_eq!(fold_loops("postgres", 1), vec![2]);
-    }
 }

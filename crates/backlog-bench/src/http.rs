@@ -12,7 +12,8 @@ use backlog::{CancellationToken, ClaimOpts, Client, DrainMode, JobRef, QueueName
 use indicatif::ProgressBar;
 use serde_json::{Value, json};
 
-use super::{Params, median, noop_worker, paired, phase};
+use crate::params::Params;
+use crate::util::{median, noop_worker, paired, phase};
 
 /// Concurrent HTTP clients (and library tasks) in the enqueue and drain loops.
 const LOOPS: u64 = 4;
