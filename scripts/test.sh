@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
-# The one test command: starts (or installs) PostgreSQL and MariaDB (and the second server of each
-# that fault tests restart, a 3-node Galera cluster, and PgBouncer), then runs every test against
-# SQLite, PostgreSQL (directly and through PgBouncer), MariaDB and the Galera cluster. A
-# backend that cannot be reached fails the run; none is skipped.
+# The one test command: every test against SQLite, PostgreSQL (directly and through PgBouncer),
+# MariaDB and the Galera cluster, and the dashboard in Chromium. It starts (or installs)
+# PostgreSQL and MariaDB, the second server of each that fault tests restart, a 3-node Galera
+# cluster and PgBouncer (scripts/services.sh) while the tests build. A backend that cannot be
+# reached fails the run; none is skipped.
+#
+# Tiers (see README, "Tests"): a plain `cargo test` is the first alone (unit, in-memory and SQLite
+# tests; no service needed). This script builds the server tier in (feature `servers`) and runs
+# two groups of test binaries side by side once the build is done:
+#   main    every test binary but the fault tests, then the doc tests
+#   faults  the fault and process tests (FAULT_TESTS): workers killed, servers restarted,
+#           connections severed and stalled, a full disk; they restart only the fault servers
+#           (5433, 3307) and a Galera node, never the servers the main group uses
+# and prints how long each step took. Arguments go to every `cargo test` (such as `-- NAME` to
+# filter by test name, or `--no-fail-fast`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/services.sh
+FAULT_TESTS=(processes network sqlite_faults)
+
 export BACKLOG_TEST_POSTGRES_URL="${BACKLOG_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export BACKLOG_TEST_MYSQL_URL="${BACKLOG_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/test}"
 # The Galera cluster's nodes (scripts/galera.sh), one URL listing them.
@@ -15,4 +27,69 @@ export BACKLOG_TEST_PGBOUNCER_URL="${BACKLOG_TEST_PGBOUNCER_URL:-postgres://post
 # The servers the restart tests restart (scripts/fault_server.sh).
 export BACKLOG_TEST_FAULT_POSTGRES_URL="${BACKLOG_TEST_FAULT_POSTGRES_URL:-postgres://postgres@127.0.0.1:5433/test}"
 export BACKLOG_TEST_FAULT_MYSQL_URL="${BACKLOG_TEST_FAULT_MYSQL_URL:-mysql://root@127.0.0.1:3307/test}"
-cargo test --workspace "$@"
+
+logs=target/test-logs
+mkdir -p "$logs"
+began=$SECONDS
+took() { echo "test.sh: $1 took $(($SECONDS - $2)) s" >&2; }
+
+# Services start while the tests build: the one waits on the network and the package manager,
+# the other on the CPU.
+t=$SECONDS
+scripts/services.sh >"$logs/services.log" 2>&1 &
+services=$!
+cargo test --workspace --features servers --no-run "$@" 2>&1 | { grep -v '^  Executable' >&2 || true; }
+took build $t
+if ! wait $services; then
+    cat "$logs/services.log" >&2
+    echo "test.sh: the services did not start (above)" >&2
+    exit 1
+fi
+took "services (beside the build)" $t
+
+# Every test binary of the workspace but the fault tests, by name (a name several crates use
+# runs in each).
+main_tests=$(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+skip = set(sys.argv[1:])
+names = sorted({t["name"] for p in json.load(sys.stdin)["packages"] for t in p["targets"]
+                if t["kind"] == ["test"] and t["name"] not in skip})
+print(" ".join("--test " + n for n in names))' "${FAULT_TESTS[@]}")
+fault_tests=$(printf -- '--test %s ' "${FAULT_TESTS[@]}")
+
+run_group() {
+    local name=$1 t=$SECONDS
+    shift
+    if "$@" >"$logs/$name.log" 2>&1; then
+        took "$name" $t
+    else
+        took "$name (FAILED)" $t
+        return 1
+    fi
+}
+
+t=$SECONDS
+# shellcheck disable=SC2086 # the lists are words on purpose
+run_group main bash -c "cargo test --workspace --features servers --lib --bins $main_tests $* &&
+    cargo test --workspace --features servers --doc $*" &
+main=$!
+# shellcheck disable=SC2086
+run_group faults cargo test --workspace --features servers $fault_tests "$@" &
+faults=$!
+status=0
+wait $main || status=1
+wait $faults || status=1
+for name in main faults; do
+    grep -E '^(test result|     Running|   Doc-tests)|FAILED|panicked' "$logs/$name.log" | sed "s/^/$name: /" >&2 || true
+done
+if [ $status -ne 0 ]; then
+    for name in main faults; do
+        if grep -qE 'FAILED|^error' "$logs/$name.log"; then
+            echo "=== $name (full log: $logs/$name.log) ===" >&2
+            tail -n 200 "$logs/$name.log" >&2
+        fi
+    done
+fi
+took "tests (main and faults side by side)" $t
+took "test.sh" $began
+exit $status

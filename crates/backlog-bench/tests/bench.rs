@@ -207,11 +207,13 @@ async fn sqlite_quick_runs() {
     quick_runs(Engine::Sqlite).await;
 }
 
+#[cfg(feature = "servers")]
 #[tokio::test(flavor = "multi_thread")]
 async fn postgres_quick_runs() {
     quick_runs(Engine::Postgres).await;
 }
 
+#[cfg(feature = "servers")]
 #[tokio::test(flavor = "multi_thread")]
 async fn mysql_quick_runs() {
     quick_runs(Engine::MySql).await;
@@ -221,7 +223,7 @@ async fn mysql_quick_runs() {
 /// samples never pass it.
 #[tokio::test(flavor = "multi_thread")]
 async fn flow_runs() {
-    for engine in ENGINES {
+    for &engine in ENGINES {
         let db = Bench::new(engine).await;
         let out = db.ok(&[
             "--flow",

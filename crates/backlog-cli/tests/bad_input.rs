@@ -208,6 +208,7 @@ fn bad_input_is_refused_and_changes_nothing() {
 
 /// A server database's schema is its owner's: without it every command says to migrate, and
 /// creates nothing.
+#[cfg(feature = "servers")]
 fn a_server_without_the_schema_says_to_migrate(engine: Engine) {
     let db = TestDb::unmigrated(engine);
     for args in [
@@ -232,11 +233,13 @@ fn a_server_without_the_schema_says_to_migrate(engine: Engine) {
     assert_eq!(db.stats()["q"]["available"], 1);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn postgres_without_the_schema_says_to_migrate() {
     a_server_without_the_schema_says_to_migrate(Engine::Postgres);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn mysql_without_the_schema_says_to_migrate() {
     a_server_without_the_schema_says_to_migrate(Engine::MySql);

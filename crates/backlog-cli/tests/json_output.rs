@@ -47,11 +47,13 @@ fn sqlite_stats_count_archived_jobs() {
     stats_count_archived_jobs(Engine::Sqlite);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn postgres_stats_count_archived_jobs() {
     stats_count_archived_jobs(Engine::Postgres);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn mysql_stats_count_archived_jobs() {
     stats_count_archived_jobs(Engine::MySql);
@@ -267,11 +269,13 @@ fn sqlite_json_shapes() {
     json_shapes(Engine::Sqlite);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn postgres_json_shapes() {
     json_shapes(Engine::Postgres);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn mysql_json_shapes() {
     json_shapes(Engine::MySql);

@@ -481,11 +481,13 @@ fn sqlite_python_contract() {
     contract(Engine::Sqlite);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn postgres_python_contract() {
     contract(Engine::Postgres);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn mysql_python_contract() {
     contract(Engine::MySql);
@@ -577,11 +579,13 @@ fn sqlite_python_details() {
     details(Engine::Sqlite);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn postgres_python_details() {
     details(Engine::Postgres);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn mysql_python_details() {
     details(Engine::MySql);

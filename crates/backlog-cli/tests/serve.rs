@@ -176,11 +176,13 @@ fn sqlite_serve_with_tokens_and_audit() {
     serve_with_tokens_and_audit(Engine::Sqlite);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn postgres_serve_with_tokens_and_audit() {
     serve_with_tokens_and_audit(Engine::Postgres);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn mysql_serve_with_tokens_and_audit() {
     serve_with_tokens_and_audit(Engine::MySql);
@@ -245,11 +247,13 @@ fn sqlite_worker_metrics() {
     worker_metrics(Engine::Sqlite);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn postgres_worker_metrics() {
     worker_metrics(Engine::Postgres);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn mysql_worker_metrics() {
     worker_metrics(Engine::MySql);
@@ -272,11 +276,13 @@ fn sqlite_cli_counts_reach_the_history() {
     cli_counts_reach_the_history(Engine::Sqlite);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn postgres_cli_counts_reach_the_history() {
     cli_counts_reach_the_history(Engine::Postgres);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn mysql_cli_counts_reach_the_history() {
     cli_counts_reach_the_history(Engine::MySql);

@@ -164,11 +164,13 @@ fn sqlite_plain_sql_producer() {
     plain_sql_producer_is_worked(Engine::Sqlite);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn postgres_plain_sql_producer() {
     plain_sql_producer_is_worked(Engine::Postgres);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn mysql_plain_sql_producer() {
     plain_sql_producer_is_worked(Engine::MySql);
@@ -250,11 +252,13 @@ fn workers_survive_sigkill(engine: Engine) {
     assert!(runs.values().all(|&c| c <= 2));
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn postgres_workers_survive_sigkill() {
     workers_survive_sigkill(Engine::Postgres);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn mysql_workers_survive_sigkill() {
     workers_survive_sigkill(Engine::MySql);
@@ -373,11 +377,13 @@ fn sqlite_drain_of_some_kinds() {
     drain_of_some_kinds(Engine::Sqlite);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn postgres_drain_of_some_kinds() {
     drain_of_some_kinds(Engine::Postgres);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn mysql_drain_of_some_kinds() {
     drain_of_some_kinds(Engine::MySql);
@@ -454,11 +460,13 @@ fn sqlite_graceful_shutdown() {
     graceful_shutdown(Engine::Sqlite);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn postgres_graceful_shutdown() {
     graceful_shutdown(Engine::Postgres);
 }
 
+#[cfg(feature = "servers")]
 #[test]
 fn mysql_graceful_shutdown() {
     graceful_shutdown(Engine::MySql);

@@ -1478,6 +1478,7 @@ async fn sqlite_unmigrated_database_is_not_ready() {
     unmigrated_database_is_not_ready(Engine::Sqlite).await;
 }
 
+#[cfg(feature = "servers")]
 #[tokio::test]
 async fn postgres_unmigrated_database_is_not_ready() {
     unmigrated_database_is_not_ready(Engine::Postgres).await;

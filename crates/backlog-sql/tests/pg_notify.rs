@@ -1,6 +1,7 @@
 //! PostgreSQL wake-ups: rows inserted by plain SQL (any language, no backlog code) wake the
 //! backend's `listen` callback, once per queue per statement, over one shared connection that
 //! comes back by itself after it is killed.
+#![cfg(feature = "servers")]
 
 use std::sync::Arc;
 use std::time::Duration;

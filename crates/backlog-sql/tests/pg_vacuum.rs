@@ -1,6 +1,7 @@
 //! PostgreSQL: the leader's `job_vacuum` reclaims the dead rows that completed jobs leave in the
 //! job table once enough have piled up, so the table's space is reused rather than grown, even
 //! with autovacuum off (as on the CI database).
+#![cfg(feature = "servers")]
 
 // The conformance suite's harness: this test uses its PostgreSQL schema only.
 #[allow(dead_code, unused_macros, unused_imports)]

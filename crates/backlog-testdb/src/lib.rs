@@ -1,6 +1,11 @@
 //! Test databases for backlog's own tests (the runtime's, the server's): a fresh SQLite file,
-//! PostgreSQL schema or MariaDB database per test, migrated. PostgreSQL and MariaDB are
-//! required, never skipped: `BACKLOG_TEST_POSTGRES_URL` and `BACKLOG_TEST_MYSQL_URL` say where.
+//! PostgreSQL schema or MariaDB database per test, migrated. `BACKLOG_TEST_POSTGRES_URL` and
+//! `BACKLOG_TEST_MYSQL_URL` say where the servers are.
+//!
+//! Two tiers: a plain `cargo test` builds the tests of SQLite and the in-memory backend only,
+//! which need nothing started; with feature `servers` (on in `scripts/test.sh` and CI) the tests
+//! of PostgreSQL, MariaDB, Galera and PgBouncer are built too, and a server that cannot be
+//! reached fails them: they are never skipped at run time.
 #![allow(missing_docs)]
 
 pub mod proxy;
@@ -20,7 +25,32 @@ pub enum Engine {
     Galera,
 }
 
-pub const ENGINES: [Engine; 3] = [Engine::Sqlite, Engine::Postgres, Engine::MySql];
+/// Whether this build has the server tier (feature `servers`).
+pub const SERVERS: bool = cfg!(feature = "servers");
+
+/// The backends a test that loops over them runs on: SQLite, and with the server tier
+/// PostgreSQL and MariaDB.
+pub const ENGINES: &[Engine] = if SERVERS {
+    &[Engine::Sqlite, Engine::Postgres, Engine::MySql]
+} else {
+    &[Engine::Sqlite]
+};
+
+/// Its input with the server tier (feature `servers`), nothing without: what the tests of the
+/// servers are wrapped in.
+#[cfg(feature = "servers")]
+#[macro_export]
+macro_rules! with_servers {
+    ($($item:tt)*) => { $($item)* };
+}
+
+/// Its input with the server tier (feature `servers`), nothing without: what the tests of the
+/// servers are wrapped in.
+#[cfg(not(feature = "servers"))]
+#[macro_export]
+macro_rules! with_servers {
+    ($($item:tt)*) => {};
+}
 
 pub fn pg_base() -> String {
     std::env::var("BACKLOG_TEST_POSTGRES_URL")
@@ -105,7 +135,9 @@ pub async fn wait_for_database(url: &str) {
 #[macro_export]
 macro_rules! on_galera {
     ($($name:ident),* $(,)?) => {
-        mod galera { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name($crate::Engine::Galera).await } )* }
+        $crate::with_servers! {
+            mod galera { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name($crate::Engine::Galera).await } )* }
+        }
     };
 }
 
@@ -133,8 +165,10 @@ macro_rules! on_every_backend {
 #[macro_export]
 macro_rules! on_server_backends {
     ($($name:ident),* $(,)?) => {
-        mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name($crate::Engine::Postgres).await } )* }
-        mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name($crate::Engine::MySql).await } )* }
+        $crate::with_servers! {
+            mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name($crate::Engine::Postgres).await } )* }
+            mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name($crate::Engine::MySql).await } )* }
+        }
     };
 }
 

@@ -38,7 +38,9 @@ macro_rules! examples {
     ($($name:ident),* $(,)?) => {
         $( mod $name {
             #[tokio::test] async fn sqlite() { super::run_example(stringify!($name), super::Engine::Sqlite).await }
+            #[cfg(feature = "servers")]
             #[tokio::test] async fn postgres() { super::run_example(stringify!($name), super::Engine::Postgres).await }
+            #[cfg(feature = "servers")]
             #[tokio::test] async fn mysql() { super::run_example(stringify!($name), super::Engine::MySql).await }
         } )*
     };

@@ -2,6 +2,7 @@
 //! URLs that list several hosts (`h1:p1,h2:p2`), on PostgreSQL and MariaDB: a host that does
 //! not answer is passed over, a list where none answers fails clearly, and a malformed list is
 //! refused. (A host lost while in use: the Galera node-kill test in `processes`.)
+#![cfg(feature = "servers")]
 
 mod common;
 

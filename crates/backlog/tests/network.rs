@@ -3,6 +3,7 @@
 //! connection stalls, no FIN, no data) longer than the lease after which the worker comes back
 //! late, and a stall that never ends. Nothing is lost or done twice, a late completion changes
 //! nothing, and nothing waits forever: connects and calls end at their timeouts.
+#![cfg(feature = "servers")]
 
 mod common;
 

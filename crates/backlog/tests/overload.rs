@@ -10,10 +10,8 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use backlog::{
-    BackendConfig, Client, DbErrorKind, Error, QueueName, QueueSettings, Retention, SqlBackend,
-};
-use common::{CountingWorker, Engine, TestDb};
+use backlog::{BackendConfig, Client, DbErrorKind, Error, SqlBackend};
+use common::{Engine, TestDb};
 
 /// Connections the pool has open now (SQLite: its one writer connection).
 fn pool_size(client: &Client) -> u32 {
@@ -139,69 +137,72 @@ async fn a_busy_pool_times_out_clearly(engine: Engine) {
     db.drop_db().await;
 }
 
-/// 64 producers flood a pool of 8 with batches while a worker of the same client drains: the
-/// producers use at most 6 of the connections (`enqueue_many`'s share), so the worker claims and
-/// completes while they run. Without the share, the worker of `bench --overload` completed 300
-/// jobs in the 10 s its producers took to enqueue 709,000: every connection was in an insert.
-async fn a_worker_drains_while_producers_flood_the_pool(engine: Engine) {
-    const PRODUCERS: u64 = 64;
-    const BATCHES: u64 = 12;
-    const BATCH: u64 = 100;
-    let total = PRODUCERS * BATCHES * BATCH;
-    let db = TestDb::new(engine).await;
-    let config = BackendConfig {
-        max_connections: 8,
-        ..BackendConfig::default()
-    };
-    let client = Arc::new(Client::connect_with(&db.url, &config).await.unwrap());
-    let mut s = QueueSettings::defaults(QueueName::new("flood").unwrap());
-    s.retention = Retention::Delete;
-    client.queue_configure(&s).await.unwrap();
-    let worker = CountingWorker::start(&client, "flood", 50);
-    // Idle first, as a worker is before a burst.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let producers: Vec<_> = (0..PRODUCERS)
-        .map(|p| {
-            let c = client.clone();
-            tokio::spawn(async move {
-                for b in 0..BATCHES {
-                    let jobs = (0..BATCH)
-                        .map(|i| c.new_job("flood", &(p, b, i)).unwrap())
-                        .collect();
-                    c.enqueue_many(jobs).await.unwrap();
-                }
-            })
-        })
-        .collect();
-    for p in producers {
-        p.await.unwrap();
-    }
-    let during = worker.ran();
-    let started = Instant::now();
-    while worker.ran() < total {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "the drain stalled"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let ran = worker.ran();
-    worker.stop().await;
-    eprintln!("{engine:?}: {during} of {total} jobs ran while the producers enqueued");
-    assert_eq!(ran, total, "each job ran once");
-    assert_eq!(count(&db, "flood").await, 0);
-    assert!(
-        during >= total / 50,
-        "the worker ran only {during} of {total} jobs while the producers held the pool"
-    );
-    client.close().await;
-    db.drop_db().await;
-}
-
 backlog_testdb::on_every_backend!(more_callers_than_connections, a_busy_pool_times_out_clearly);
 /// On the servers: SQLite's pool is its single writer, which producers and workers take turns on.
+#[cfg(feature = "servers")]
 mod flood {
     use super::*;
+    use backlog::{QueueName, QueueSettings, Retention};
+    use common::CountingWorker;
+
+    /// 64 producers flood a pool of 8 with batches while a worker of the same client drains: the
+    /// producers use at most 6 of the connections (`enqueue_many`'s share), so the worker claims and
+    /// completes while they run. Without the share, the worker of `bench --overload` completed 300
+    /// jobs in the 10 s its producers took to enqueue 709,000: every connection was in an insert.
+    async fn a_worker_drains_while_producers_flood_the_pool(engine: Engine) {
+        const PRODUCERS: u64 = 64;
+        const BATCHES: u64 = 12;
+        const BATCH: u64 = 100;
+        let total = PRODUCERS * BATCHES * BATCH;
+        let db = TestDb::new(engine).await;
+        let config = BackendConfig {
+            max_connections: 8,
+            ..BackendConfig::default()
+        };
+        let client = Arc::new(Client::connect_with(&db.url, &config).await.unwrap());
+        let mut s = QueueSettings::defaults(QueueName::new("flood").unwrap());
+        s.retention = Retention::Delete;
+        client.queue_configure(&s).await.unwrap();
+        let worker = CountingWorker::start(&client, "flood", 50);
+        // Idle first, as a worker is before a burst.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let c = client.clone();
+                tokio::spawn(async move {
+                    for b in 0..BATCHES {
+                        let jobs = (0..BATCH)
+                            .map(|i| c.new_job("flood", &(p, b, i)).unwrap())
+                            .collect();
+                        c.enqueue_many(jobs).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for p in producers {
+            p.await.unwrap();
+        }
+        let during = worker.ran();
+        let started = Instant::now();
+        while worker.ran() < total {
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "the drain stalled"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let ran = worker.ran();
+        worker.stop().await;
+        eprintln!("{engine:?}: {during} of {total} jobs ran while the producers enqueued");
+        assert_eq!(ran, total, "each job ran once");
+        assert_eq!(count(&db, "flood").await, 0);
+        assert!(
+            during >= total / 50,
+            "the worker ran only {during} of {total} jobs while the producers held the pool"
+        );
+        client.close().await;
+        db.drop_db().await;
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn postgres() {

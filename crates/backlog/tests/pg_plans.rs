@@ -8,6 +8,7 @@
 //! of sequential scans on `backlog_job` stays where it was, and the index entries read stay a few
 //! per job (a plan that walks the whole table per claim reads thousands per job).
 //! `backlog bench --overload 1000000` (which starts the same way) is the million-job run.
+#![cfg(feature = "servers")]
 
 mod common;
 

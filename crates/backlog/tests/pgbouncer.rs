@@ -3,6 +3,7 @@
 //! `pooler=transaction` on the URL, enqueue, claim, complete, transactional enqueue and
 //! completion, the worker and its wake-ups all work, and no client ever gets another's result.
 //! (Without it, sqlx's named statements ran with other clients' parameters: docs/scaling.md.)
+#![cfg(feature = "servers")]
 
 mod common;
 

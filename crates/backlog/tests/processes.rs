@@ -8,12 +8,15 @@
 //! `BACKLOG_CHILD_ROLE` is set, and nothing otherwise.
 
 mod common;
+#[cfg(feature = "servers")]
 #[path = "processes/node_kill.rs"]
 mod node_kill;
 #[path = "processes/producer.rs"]
 mod producer;
+#[cfg(feature = "servers")]
 #[path = "processes/restarts.rs"]
 mod restarts;
+#[cfg(feature = "servers")]
 #[path = "processes/severed.rs"]
 mod severed;
 

@@ -170,6 +170,7 @@ backlog_testdb::on_every_backend!(examples_run_as_written, column_tables_match_t
 /// index by its old name, as docs/sql.md gave it) fails at once, saying why, rather than reading
 /// and locking every available job of its queue; the claim that names the shard locks what it
 /// returns.
+#[cfg(feature = "servers")]
 #[tokio::test]
 async fn a_mysql_claim_written_before_version_12_fails_clearly() {
     let db = TestDb::new(Engine::MySql).await;

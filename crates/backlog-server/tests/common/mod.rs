@@ -290,7 +290,8 @@ impl Api {
     }
 }
 
-/// One test per backend for each named test function `async fn name(engine: Engine)`.
+/// One test per backend for each named test function `async fn name(engine: Engine)`: SQLite,
+/// and with the server tier PostgreSQL and MariaDB.
 #[macro_export]
 macro_rules! per_backend {
     ($($name:ident),* $(,)?) => {
@@ -298,13 +299,15 @@ macro_rules! per_backend {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() { super::$name(backlog_testdb::Engine::Sqlite).await })*
         }
-        mod postgres {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(backlog_testdb::Engine::Postgres).await })*
-        }
-        mod mysql {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(backlog_testdb::Engine::MySql).await })*
+        backlog_testdb::with_servers! {
+            mod postgres {
+                $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() { super::$name(backlog_testdb::Engine::Postgres).await })*
+            }
+            mod mysql {
+                $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() { super::$name(backlog_testdb::Engine::MySql).await })*
+            }
         }
     };
 }

@@ -441,9 +441,13 @@ pub fn strategy_name(s: ClaimStrategy) -> &'static str {
 macro_rules! conformance {
     ($($name:ident),* $(,)? $(; sql_only: $($sql:ident),* $(,)?)?) => {
         $crate::harness::conformance!(@sql sqlite, $($name,)* $($($sql,)*)?);
+        #[cfg(feature = "servers")]
         $crate::harness::conformance!(@sql postgres, $($name,)* $($($sql,)*)?);
+        #[cfg(feature = "servers")]
         $crate::harness::conformance!(@sql mysql, $($name,)* $($($sql,)*)?);
+        #[cfg(feature = "servers")]
         $crate::harness::conformance!(@sql galera, $($name,)* $($($sql,)*)?);
+        #[cfg(feature = "servers")]
         $crate::harness::conformance!(@sql pgbouncer, $($name,)* $($($sql,)*)?);
         mod memory {
             $(
