@@ -2,7 +2,7 @@
 # The server's own cost of a batch of 1,000 jobs on PostgreSQL, without any client: each form
 # runs under pgbench (one connection unless named) on a freshly migrated database, rows a second.
 # It bounds what a batched enqueue can gain over the bench's bare multi-row INSERT by changing the
-# statement alone (BENCHMARKS.md, "PostgreSQL batched enqueue: the server's floor").
+# statement alone (docs/bench-journal/2026-11-27-pg-batched-enqueue-floor.md).
 #
 #   scripts/pg_insert_floor.sh [BACKLOG_BINARY] [ROUNDS] [SECONDS] [PORT]
 #

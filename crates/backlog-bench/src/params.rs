@@ -43,7 +43,8 @@ pub(crate) struct Params {
 /// writer runs one claim at a time, so one claim of the whole concurrency is its fastest form);
 /// elsewhere 2, and 4 and 8 as long as each loop still claims at least [`MIN_FOLD_CLAIM`] jobs.
 /// The fastest is the baseline: at concurrency 500 on PostgreSQL four loops of 125 drained
-/// 76,000–93,000 jobs/s where two of 250 drained 60,000–66,000 (BENCHMARKS.md).
+/// 76,000–93,000 jobs/s where two of 250 drained 60,000–66,000
+/// (docs/bench-journal/2026-11-27-best-bare-form-claims-that-waited.md).
 fn fold_loops(backend: &str, concurrency: u64) -> Vec<u64> {
     if backend == "sqlite" {
         return vec![1];

@@ -147,7 +147,8 @@ impl<DB: Database> Args<DB> {
 /// keeps a bounded cache of prepared statements per connection; with one text per length it
 /// overflows, and every eviction sends a statement-close that the server never answers. sqlx
 /// 0.9.0 leaves Nagle's algorithm on, so the next command then waits for the delayed ACK, on
-/// every query once the cache is full (the figures are in BENCHMARKS.md).
+/// every query once the cache is full (the figures are in
+/// docs/bench-journal/figures-behind-the-code.md).
 pub(crate) fn expand_list(text: &str, marker: &str, n: usize) -> String {
     let n = n.max(1).next_power_of_two();
     text.replacen(marker, &vec!["?"; n].join(", "), 1)

@@ -972,9 +972,9 @@ impl Dialect for MySqlBackend {
             skip_locked: true,
             single_writer: false,
             // Two claimers of 250 drained 1.4× five of 100 at concurrency 500; two of 500,
-            // 3× eight of 100 at 1,000 (BENCHMARKS.md, "MariaDB: few claimers"). With 16
-            // shards too the bare SQL ran no faster with four or eight loops than with two
-            // ("MariaDB: shards").
+            // 3× eight of 100 at 1,000 (docs/bench-journal/2026-11-26-mariadb-few-claimers.md).
+            // With 16 shards too the bare SQL ran no faster with four or eight loops than with
+            // two (docs/bench-journal/2026-11-26-mariadb-shards.md).
             few_claimers: true,
             // A Galera node's row locks hold on that node only: another node could claim the
             // row a transaction-mode job holds.

@@ -69,7 +69,8 @@ impl PgBackend {
         }
         // Generic plans: every statement here is a short parameterized look-up whose plan does
         // not depend on the values, and a custom plan per execution re-planned the claim each
-        // time, a large part of its cost (figures in BENCHMARKS.md). No sequential scans: a
+        // time, a large part of its cost (figures in
+        // docs/bench-journal/figures-behind-the-code.md). No sequential scans: a
         // generic plan lives as long as the connection, and one made while the job table was
         // empty and freshly vacuumed (the planner then takes it for one row) read and sorted the
         // whole table on every claim once it held jobs (docs/explain.md, "Plans made on an empty

@@ -100,10 +100,11 @@ macro_rules! job_from_row {
 /// dialect: id, kind, payload, priority, attempt, max_attempts, run_at, created_at,
 /// trace_context, group_key. Read by
 /// position: by name, every column of every row is a hashed name look-up, which showed under
-/// `perf` in the PostgreSQL claim (figures in BENCHMARKS.md). The queue, token and lease expiry
-/// are the claim's own (`$claim`, a `JobClaimParams`; `$token`; `$expires`) and are not sent
-/// back: each column read costs the client about as much as the database. `$first` is the
-/// position of `id` when the statement returns something before these columns.
+/// `perf` in the PostgreSQL claim (figures in docs/bench-journal/figures-behind-the-code.md). The
+/// queue, token and lease expiry are the claim's own (`$claim`, a `JobClaimParams`; `$token`;
+/// `$expires`) and are not sent back: each column read costs the client about as much as the
+/// database. `$first` is the position of `id` when the statement returns something before these
+/// columns.
 macro_rules! claimed_from_row {
     ($row:expr, $first:expr, $claim:expr, $token:expr, $expires:expr) => {{
         use sqlx::Row as _;

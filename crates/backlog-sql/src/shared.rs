@@ -237,8 +237,9 @@ pub(crate) fn fenced(rows_affected: u64, job_id: i64) -> Result<()> {
 /// The fence of a completion. A batch whose jobs all hold one token (one claim's jobs: how a
 /// worker that keeps up completes them) is compared with that one value, instead of each row's
 /// token being looked up beside its id, a look-up the database pays for on every row (measured
-/// with `scripts/pg_claim_costs.py`; figures in BENCHMARKS.md). Each row is still fenced on its
-/// own: a job of that claim running again under a newer token does not match.
+/// with `scripts/pg_claim_costs.py`; figures in docs/bench-journal/figures-behind-the-code.md).
+/// Each row is still fenced on its own: a job of that claim running again under a newer token
+/// does not match.
 pub(crate) enum Tokens {
     One(i64),
     Each(Vec<i64>),

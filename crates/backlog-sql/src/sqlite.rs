@@ -491,7 +491,7 @@ impl SqliteBackend {
     /// one (`Some`), or fewer (`None`: some had lost their lease), and then the caller rolls
     /// back and completes them with [`Self::complete_on`], which tells which. Reading the ids
     /// back (`RETURNING`) costs CPU on every completion, and a lost lease is rare (figures in
-    /// BENCHMARKS.md).
+    /// docs/bench-journal/figures-behind-the-code.md).
     async fn complete_all_on(
         conn: &mut SqliteConnection,
         p: &JobCompleteParams,

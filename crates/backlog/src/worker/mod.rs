@@ -49,7 +49,7 @@ pub(crate) type ErasedHandler = Arc<dyn Fn(JobContext) -> BoxFuture + Send + Syn
 /// [`WorkerConfig::claim_batch`] says otherwise. A claimed job starts only when its claim's
 /// statement returns, so a bigger claim holds its jobs back longer before they start (the S2
 /// replay shows it); a smaller one costs throughput on a drain of very short jobs at high
-/// concurrency. The figures are in BENCHMARKS.md.
+/// concurrency. The figures are in docs/bench-journal/figures-behind-the-code.md.
 pub const DEFAULT_CLAIM_MAX: usize = 100;
 
 /// The most jobs one claim takes by default where claimers work side by side (PostgreSQL): a
@@ -57,14 +57,14 @@ pub const DEFAULT_CLAIM_MAX: usize = 100;
 /// the worker is mostly per claim (its round trips, its commit): at concurrency 500, two loops
 /// claiming 250 cost 3.5–4.2 µs of worker CPU a job against 4.9–6.0 for five loops of 100, and
 /// drained at 93% of the best bare SQL against 73% (medians of six runs), with the S2 replay
-/// unchanged (BENCHMARKS.md, "PostgreSQL: fewer, larger claims").
+/// unchanged (docs/bench-journal/2026-11-27-pg-fewer-larger-claims.md).
 pub const MANY_CLAIMERS_CLAIM_MAX: usize = 250;
 
 /// The most jobs one claim takes by default where claimers slow each other down (MySQL,
 /// MariaDB; [`Capabilities::few_claimers`](backlog_core::Capabilities::few_claimers)): their
 /// two loops each claim half the queue's slots, up to this. On MariaDB, two claims of 500 at
-/// concurrency 1,000 drained 3× as fast as eight of 100 (BENCHMARKS.md, "MariaDB: few
-/// claimers").
+/// concurrency 1,000 drained 3× as fast as eight of 100
+/// (docs/bench-journal/2026-11-26-mariadb-few-claimers.md).
 pub const FEW_CLAIMERS_CLAIM_MAX: usize = 500;
 
 /// Most claim loops a queue gets by default (`WorkerConfig::fetchers`): on a 2-core machine

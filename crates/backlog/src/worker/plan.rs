@@ -61,9 +61,9 @@ impl ClaimPlan {
     /// whatever the number of loops, and each costs a commit: by default two loops (one claim
     /// running while the other's jobs start), each taking every free slot up to
     /// [`DEFAULT_CLAIM_MAX`]. At concurrency 100 that is claims of up to 100 instead of 50,
-    /// which drained 1.25× as fast on SQLite (BENCHMARKS.md, "SQLite: one writer"). Where
-    /// claimers slow each other down (`Claimers::Few`: MySQL, MariaDB), two loops each claim
-    /// their half of the slots, up to [`FEW_CLAIMERS_CLAIM_MAX`].
+    /// which drained 1.25× as fast on SQLite (docs/bench-journal/2026-11-26-sqlite-one-writer.md).
+    /// Where claimers slow each other down (`Claimers::Few`: MySQL, MariaDB), two loops each
+    /// claim their half of the slots, up to [`FEW_CLAIMERS_CLAIM_MAX`].
     pub fn new(concurrency: usize, config: &WorkerConfig, claimers: Claimers) -> Self {
         let most = concurrency.max(1);
         let auto = match claimers {
