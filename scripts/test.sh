@@ -12,8 +12,9 @@
 #   faults  the fault and process tests (FAULT_TESTS): workers killed, servers restarted,
 #           connections severed and stalled, a full disk; they restart only the fault servers
 #           (5433, 3307) and a Galera node, never the servers the main group uses
-# and prints how long each step took. Arguments go to every `cargo test` (such as `-- NAME` to
-# filter by test name, or `--no-fail-fast`).
+# then the Galera node-kill test alone (it stops a node the main group uses), and prints how long
+# each step took; the logs are in target/test-logs/. Arguments go to every `cargo test`: options
+# such as `--no-fail-fast`, and after `--` the test binaries' own (a name to filter by).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FAULT_TESTS=(processes network sqlite_faults)
@@ -49,6 +50,7 @@ took "services (beside the build)" $t
 
 # Every test binary of the workspace but the fault tests, by name (a name several crates use
 # runs in each).
+rm -f "$logs"/{main,faults,node_kill}.log
 main_tests=$(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys
 skip = set(sys.argv[1:])
@@ -67,29 +69,50 @@ run_group() {
         return 1
     fi
 }
+main_group() {
+    # shellcheck disable=SC2086 # the list is words on purpose
+    cargo test --workspace --features servers --lib --bins $main_tests "${cargo_args[@]}" \
+        -- "${test_args[@]}" &&
+        cargo test --workspace --features servers --doc "${cargo_args[@]}" -- "${test_args[@]}"
+}
+
+# The arguments before a `--` go to cargo, those after it to the test binaries.
+cargo_args=() test_args=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do cargo_args+=("$1"); shift; done
+[ $# -gt 0 ] && shift
+test_args=("$@")
 
 t=$SECONDS
-# shellcheck disable=SC2086 # the lists are words on purpose
-run_group main bash -c "cargo test --workspace --features servers --lib --bins $main_tests $* &&
-    cargo test --workspace --features servers --doc $*" &
+run_group main main_group &
 main=$!
+# The node-kill test stops a Galera node that the main group's tests use: it runs after both.
 # shellcheck disable=SC2086
-run_group faults cargo test --workspace --features servers $fault_tests "$@" &
+run_group faults cargo test --workspace --features servers $fault_tests "${cargo_args[@]}" \
+    -- --skip node_kill "${test_args[@]}" &
 faults=$!
 status=0
 wait $main || status=1
 wait $faults || status=1
-for name in main faults; do
+if [ $status -eq 0 ]; then
+    run_group node_kill cargo test --workspace --features servers --test processes \
+        "${cargo_args[@]}" -- node_kill "${test_args[@]}" || status=1
+fi
+for name in main faults node_kill; do
+    [ -f "$logs/$name.log" ] || continue
     grep -E '^(test result|     Running|   Doc-tests)|FAILED|panicked' "$logs/$name.log" | sed "s/^/$name: /" >&2 || true
 done
 if [ $status -ne 0 ]; then
-    for name in main faults; do
-        if grep -qE 'FAILED|^error' "$logs/$name.log"; then
+    for name in main faults node_kill; do
+        if [ -f "$logs/$name.log" ] && grep -qE 'FAILED|^error' "$logs/$name.log"; then
             echo "=== $name (full log: $logs/$name.log) ===" >&2
             tail -n 200 "$logs/$name.log" >&2
         fi
     done
 fi
-took "tests (main and faults side by side)" $t
+took "tests (main and faults side by side, then node_kill)" $t
+# One closing line over every group.
+cat "$logs"/{main,faults,node_kill}.log 2>/dev/null | awk '/^test result:/ { p += $4; f += $6 }
+    END { printf "%d passed, %d failed\n", p, f }'
+
 took "test.sh" $began
 exit $status
