@@ -10,7 +10,7 @@
 //!   enqueues and completions are kept in it and applied at commit, if still valid.
 //! - [`SCHEMA_VERSION`]: the version of the SQL contract whose behaviour it follows.
 //!
-//! The conformance suite of `backlog-sql` (`crates/backlog-sql/tests/conformance.rs`) runs
+//! The conformance suite of `backlog-sql` (`crates/backlog-sql/tests/conformance/`) runs
 //! against it as against every database.
 //!
 //! # Example

@@ -1,5 +1,5 @@
 #![allow(missing_docs)]
-//! What the conformance suite (`crates/backlog-sql/tests/conformance.rs`, which runs against
+//! What the conformance suite (`crates/backlog-sql/tests/conformance/`, which runs against
 //! this backend too) does not pin: wake-ups, bad input that changes nothing, the refusals a SQL
 //! database's constraints make, and the determinism tests rely on.
 
