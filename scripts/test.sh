@@ -7,21 +7,19 @@
 #
 # Tiers (see README, "The two commands"): a plain `cargo test` is the first alone (unit,
 # in-memory and SQLite tests; no service needed). This script builds the server tier in (feature
-# `servers`) and runs three groups of test binaries side by side once the build is done:
+# `servers`) and runs two groups of test binaries side by side once the build is done:
 #   main      every other test binary, then the doc tests
-#   commands  the tests of the `backlog` and `backlog-bench` binaries (COMMAND_TESTS)
 #   faults    the fault and process tests (FAULT_TESTS): workers killed, servers restarted,
 #             connections severed and stalled, a full disk; they restart only the fault servers
-#             (5433, 3307), which no other group uses
+#             (5433, 3307), which the main group does not use
+# (A third group, the binaries' tests apart, saved 60 s but loaded the machine enough that
+# SQLite workers' 2 s leases ran out under `workers_survive_sigkill`: 8 jobs ran twice.)
 # then the Galera node-kill test alone (it stops a node the main group uses), and prints how long
 # each step took; the logs are in target/test-logs/. Arguments go to every `cargo test`: options
 # such as `--no-fail-fast`, and after `--` the test binaries' own (a name to filter by).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FAULT_TESTS=(processes network sqlite_faults)
-# The tests that drive the built binaries (backlog-cli's and backlog-bench's): names no other
-# crate uses (`flow`, which backlog-sql has too, stays in the main group).
-COMMAND_TESTS=(bad_input bench bench_command dashboard json_output python_contract serve tracing workers)
 
 export BACKLOG_TEST_POSTGRES_URL="${BACKLOG_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export BACKLOG_TEST_MYSQL_URL="${BACKLOG_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/test}"
@@ -54,15 +52,14 @@ took "services (beside the build)" $t
 
 # Every test binary of the workspace but the fault tests, by name (a name several crates use
 # runs in each).
-rm -f "$logs"/{main,commands,faults,node_kill}.log
+rm -f "$logs"/{main,faults,node_kill}.log
 main_tests=$(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys
 skip = set(sys.argv[1:])
 names = sorted({t["name"] for p in json.load(sys.stdin)["packages"] for t in p["targets"]
                 if t["kind"] == ["test"] and t["name"] not in skip})
-print(" ".join("--test " + n for n in names))' "${FAULT_TESTS[@]}" "${COMMAND_TESTS[@]}")
+print(" ".join("--test " + n for n in names))' "${FAULT_TESTS[@]}")
 fault_tests=$(printf -- '--test %s ' "${FAULT_TESTS[@]}")
-command_tests=$(printf -- '--test %s ' "${COMMAND_TESTS[@]}")
 
 run_group() {
     local name=$1 t=$SECONDS
@@ -90,10 +87,6 @@ test_args=("$@")
 t=$SECONDS
 run_group main main_group &
 main=$!
-# shellcheck disable=SC2086
-run_group commands cargo test --workspace --features servers $command_tests "${cargo_args[@]}" \
-    -- "${test_args[@]}" &
-commands=$!
 # The node-kill test stops a Galera node that the main group's tests use: it runs after both.
 # shellcheck disable=SC2086
 run_group faults cargo test --workspace --features servers $fault_tests "${cargo_args[@]}" \
@@ -101,27 +94,26 @@ run_group faults cargo test --workspace --features servers $fault_tests "${cargo
 faults=$!
 status=0
 wait $main || status=1
-wait $commands || status=1
 wait $faults || status=1
 if [ $status -eq 0 ]; then
     run_group node_kill cargo test --workspace --features servers --test processes \
         "${cargo_args[@]}" -- node_kill "${test_args[@]}" || status=1
 fi
-for name in main commands faults node_kill; do
+for name in main faults node_kill; do
     [ -f "$logs/$name.log" ] || continue
     grep -E '^(test result|     Running|   Doc-tests)|FAILED|panicked' "$logs/$name.log" | sed "s/^/$name: /" >&2 || true
 done
 if [ $status -ne 0 ]; then
-    for name in main commands faults node_kill; do
+    for name in main faults node_kill; do
         if [ -f "$logs/$name.log" ] && grep -qE 'FAILED|^error' "$logs/$name.log"; then
             echo "=== $name (full log: $logs/$name.log) ===" >&2
             tail -n 200 "$logs/$name.log" >&2
         fi
     done
 fi
-took "tests (main, commands and faults side by side, then node_kill)" $t
+took "tests (main and faults side by side, then node_kill)" $t
 # One closing line over every group.
-cat "$logs"/{main,commands,faults,node_kill}.log 2>/dev/null | awk '/^test result:/ { p += $4; f += $6 }
+cat "$logs"/{main,faults,node_kill}.log 2>/dev/null | awk '/^test result:/ { p += $4; f += $6 }
     END { printf "%d passed, %d failed\n", p, f }'
 
 took "test.sh" $began
