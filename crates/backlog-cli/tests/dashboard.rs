@@ -186,6 +186,25 @@ impl Browser {
         panic!("{css} went stale five times");
     }
 
+    /// Replaces a field's value, finding it again if a re-render replaced it in between (the live
+    /// refresh pauses only once typing has begun).
+    async fn type_into(&self, css: &str, text: &str) {
+        for _ in 0..5 {
+            let field = self.find(css).await;
+            let typed = match field.clear().await {
+                Ok(()) => field.send_keys(text).await,
+                Err(e) => Err(e),
+            };
+            match typed {
+                Ok(()) => return,
+                Err(CmdError::Standard(e))
+                    if e.error == fantoccini::error::ErrorStatus::StaleElementReference => {}
+                Err(e) => panic!("type into {css}: {e}"),
+            }
+        }
+        panic!("{css} went stale five times");
+    }
+
     async fn banner(&self, needle: &str) -> String {
         self.wait_text("#banner:not([hidden]) #banner-text", needle)
             .await
@@ -539,9 +558,7 @@ async fn dashboard_in_a_real_browser() {
 
     // The settings form: typing pauses the live refresh (the value survives it), saving changes
     // the queue.
-    let field = b.find("#settings input[name=max_attempts]").await;
-    field.clear().await.unwrap();
-    field.send_keys("7").await.unwrap();
+    b.type_into("#settings input[name=max_attempts]", "7").await;
     b.wait_text("#live", "paused while editing").await;
     tokio::time::sleep(Duration::from_millis(3500)).await;
     let field = b.find("#settings input[name=max_attempts]").await;
