@@ -8,6 +8,13 @@ use backlog_testdb::{ENGINES, Engine, TestDb};
 
 const BIN: &str = env!("CARGO_BIN_EXE_backlog-bench");
 
+/// `out` is a refusal of `args` that says `needle`.
+fn assert_refused(out: &Output, args: &[&str], needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+}
+
 /// A test database and the benchmark run on it.
 struct Bench {
     db: TestDb,
@@ -41,10 +48,7 @@ impl Bench {
 
     /// Runs the benchmark with `args`, which it refuses with `needle` in its message.
     fn fails(&self, args: &[&str], needle: &str) {
-        let out = self.run(args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?} succeeded");
-        assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+        assert_refused(&self.run(args), args, needle);
     }
 
     /// The benchmark's queues and tables are gone: no job and no queue left.
@@ -303,9 +307,7 @@ fn bad_arguments_are_refused_and_change_nothing() {
             .args(args)
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?} succeeded");
-        assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+        assert_refused(&out, args, needle);
     }
     assert!(!file.exists(), "a refused run created {}", file.display());
 }

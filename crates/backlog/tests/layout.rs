@@ -6,16 +6,21 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Each part and the sibling modules it names as `super::NAME`.
-fn imports() -> BTreeMap<String, BTreeSet<String>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/worker");
-    let parts: BTreeSet<String> = std::fs::read_dir(&dir)
+/// The modules of `dir`: the names of its `.rs` files.
+fn modules(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "rs"))
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
-        .filter(|m| m != "mod")
-        .collect();
+        .collect()
+}
+
+/// Each part and the sibling modules it names as `super::NAME`.
+fn imports() -> BTreeMap<String, BTreeSet<String>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/worker");
+    let mut parts = modules(&dir);
+    parts.remove("mod");
     parts
         .iter()
         .map(|m| {
@@ -64,12 +69,7 @@ fn crate_imports(krate: &str) -> BTreeMap<String, BTreeSet<String>> {
         .join("..")
         .join(krate)
         .join("src");
-    let modules: BTreeSet<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
-        .collect();
+    let modules = modules(&dir);
     modules
         .iter()
         .map(|m| {
