@@ -48,6 +48,44 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 # The library's statements, copied verbatim from crates/backlog-sql/queries/<key>.
 QUERIES: dict[str, str] = {}  # filled in below, after the code
 
+
+class Cursors:
+    """Where this client's FIFO claims start on each shard of a queue: past the largest key
+    `(priority, run_at, id)` it claimed there, so that a claim does not walk the index entries
+    completed jobs leave while another session holds an old snapshot (docs/sql.md, "Claim
+    cursors"). Now and then a claim is a full pass from the head, which finds what lies behind
+    a cursor: at least 20 times its own last duration after the previous one, at most 10 s."""
+
+    FACTOR, MAX_GAP = 20, 10.0
+
+    def __init__(self) -> None:
+        self.keys: dict[tuple, dict[int, tuple]] = {}
+        self.last_full: dict[tuple, float] = {}
+        self.full_cost: dict[tuple, float] = {}
+
+    def plan(self, key: tuple) -> Optional[dict[int, tuple]]:
+        """The cursors of the next claim by shard, or None for a full pass."""
+        now, last = time.monotonic(), self.last_full.get(key)
+        gap = min(self.FACTOR * self.full_cost.get(key, 0.0), self.MAX_GAP)
+        if last is None or now - last >= gap:
+            self.last_full[key] = now
+            return None
+        return dict(self.keys.get(key, {}))
+
+    def record(self, key: tuple, full: bool, took: float, reached) -> None:
+        """What a claim reached: (shard, key) pairs; a cursor never moves back."""
+        if full:
+            self.full_cost[key] = took
+        shards = self.keys.setdefault(key, {})
+        for shard, k in reached:
+            if shard not in shards or k > shards[shard]:
+                shards[shard] = k
+
+    def rewind(self) -> None:
+        """Jobs may lie behind the cursors (a retry due at once, a release, a rescue): the
+        next claims are full passes."""
+        self.last_full.clear()
+
 #: How often a consumer runs the rescue of expired leases, at most (docs/sql.md "How often").
 RESCUE_EVERY_S = 1.0
 #: Most expired leases one rescue statement moves.
@@ -216,10 +254,11 @@ class _Sqlite(_Dialect):
         return ("SELECT CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
                 " * 1000 + 999")
 
-    def claim(self, conn, queue, token, owner, expires, now, kinds, limit, order):
+    def claim(self, conn, queue, token, owner, expires, now, kinds, limit, order, after):
+        # One writer, which rewrites rows in place: nothing piles up before the head, no cursor.
         kinds = None if kinds is None else json.dumps(list(kinds))
         params = (token, owner, expires, now, queue, kinds, limit)
-        return conn.execute(self.sql("job_claim", order), params).fetchall()
+        return conn.execute(self.sql("job_claim", order), params).fetchall(), []
 
     def complete(self, conn, retention, job, now):
         pairs = json.dumps([[job.id, job.token]])
@@ -290,11 +329,20 @@ class _Postgres(_Dialect):
     def _run(self, conn, name, *values, order=None):
         return conn.execute(self.sql(name, order), self.params(*values))
 
-    def claim(self, conn, queue, token, owner, expires, now, kinds, limit, order):
+    def claim(self, conn, queue, token, owner, expires, now, kinds, limit, order, after):
         kinds = None if kinds is None else list(kinds)
-        cur = self._run(conn, "job_claim", token, owner, expires, now, queue, kinds, limit,
-                        order=order)
-        return cur.fetchall()
+        if order != "fifo":
+            cur = self._run(conn, "job_claim", token, owner, expires, now, queue, kinds, limit,
+                            order=order)
+            return cur.fetchall(), []
+        # The cursors as the statement takes them: three values a shard from shard 0, the
+        # smallest key where a shard has none; empty for a full pass.
+        flat = []
+        for shard in range(max(after, default=-1) + 1):
+            flat += after.get(shard, (-32768, -2**63, -2**63))
+        rows = self._run(conn, "job_claim", token, owner, expires, now, queue, kinds, limit, flat,
+                         order=order).fetchall()
+        return rows, [(r[10], (r[3], r[6], r[0])) for r in rows]
 
     def complete(self, conn, retention, job, now):
         name = {"delete": "job_complete_delete", "keep": "job_complete_keep",
@@ -385,24 +433,35 @@ class _MySql(_Dialect):
         cur.execute(self.sql(name, order, ids), params)
         return cur
 
-    def claim(self, conn, queue, token, owner, expires, now, kinds, limit, order):
+    def claim(self, conn, queue, token, owner, expires, now, kinds, limit, order, after):
         # No UPDATE … RETURNING: lock the rows with SKIP LOCKED, then mark them, in one
         # transaction. The SELECT already shows the attempt the UPDATE writes.
         kinds = None if kinds is None else json.dumps(list(kinds))
+        reached = []
         with self.transaction(conn):
             # The queue's claim point lies on `shards` heads: from a random one, each in turn.
             n = self._run(conn, "queue_shards", (queue,)).fetchone()[0]
             first, rows = random.randrange(n), []
             for k in range(n):
-                params = (queue, (first + k) % n, now, kinds, kinds, queue, limit - len(rows))
-                rows += self._run(conn, "job_claim", params, order=order).fetchall()
+                shard = (first + k) % n
+                if order == "fifo":
+                    p, r, i = after.get(shard, (None, None, None))
+                    params = (queue, shard, now, kinds, kinds, p, p, p, r, r, i, queue,
+                              limit - len(rows))
+                else:
+                    params = (queue, shard, now, kinds, kinds, queue, limit - len(rows))
+                got = self._run(conn, "job_claim", params, order=order).fetchall()
+                if got:
+                    last = got[-1]
+                    reached.append((shard, (last[3], last[6], last[0])))
+                rows += got
                 if len(rows) == limit:
                     break
             if rows:
                 ids = [r[0] for r in rows]
                 self._run(conn, "job_claim_update", (token, owner, expires, now, *ids),
                           ids=len(ids))
-        return rows
+        return rows, reached
 
     def complete(self, conn, retention, job, now):
         if retention == "delete":
@@ -469,6 +528,7 @@ class Client:
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self.cursors = Cursors()
         self.dialect = _dialect(url)
         self.conn = self.dialect.connect()
         self._in_transaction = False
@@ -547,9 +607,14 @@ class Client:
         lease_us = (lease_ms or settings["lease_ms"]) * 1000
         token, now = new_token(), self.now_us()
         expires = now + lease_us
-        rows = self._retrying(lambda: self.dialect.claim(
+        order = settings["ordering"]
+        cursors_key = (queue, tuple(kinds or ()))
+        after, started = self.cursors.plan(cursors_key), time.monotonic()
+        rows, reached = self._retrying(lambda: self.dialect.claim(
             self.conn, queue, token, owner or default_owner(), expires, now, kinds, limit,
-            settings["ordering"]))
+            order, {} if after is None else after))
+        if order == "fifo":
+            self.cursors.record(cursors_key, after is None, time.monotonic() - started, reached)
         jobs = [
             Job(id=r[0], queue=queue, kind=r[1], payload=json.loads(r[2]), priority=r[3],
                 attempt=r[4], max_attempts=r[5], run_at=r[6], created_at=r[7], token=token,
@@ -584,6 +649,8 @@ class Client:
             run_at = retry_at if retry_at is not None else now + backoff_us(job.attempt, settings)
         held = self._retrying(lambda: self.dialect.fail(
             self.conn, job, state, run_at, finished_at, now, error))
+        if state == "available" and run_at <= now:
+            self.cursors.rewind()  # due at once, where it was: behind the cursor
         return ("dead" if state == "dead" else "retry") if held else "lost"
 
     def cancelled(self, job: Job, reason: str = "cancelled") -> bool:
@@ -608,13 +675,17 @@ class Client:
     def release(self, job: Job, run_at: Optional[int] = None) -> bool:
         """Gives the job back without using an attempt, to run again at `run_at` (default now)."""
         run_at = self.now_us() if run_at is None else run_at
+        self.cursors.rewind()  # the job is available again where it was: behind the cursor
         return self._retrying(lambda: self.dialect.release(self.conn, job, run_at))
 
     def rescue(self, limit: int = RESCUE_BATCH) -> int:
         """Makes jobs whose lease expired available again (or dead after their last attempt).
         Safe from any number of processes at once. Returns how many it moved."""
         now = self.now_us()
-        return self._retrying(lambda: self.dialect.rescue(self.conn, now, limit))
+        moved = self._retrying(lambda: self.dialect.rescue(self.conn, now, limit))
+        if moved:
+            self.cursors.rewind()
+        return moved
 
     def pending(self, queue: str) -> int:
         """Jobs of the queue that are available (due or not) or running: 0 means drained."""
@@ -1012,6 +1083,10 @@ QUERIES["postgres/job_claim_fifo.sql"] = """\
 -- at each shard. The shards come from a constant series cut to the count (one per possible
 -- shard, 256): a series bounded by the count itself made PostgreSQL 15 spend about 10 ms on
 -- every claim (against 0.15 ms) once the subquery holds FOR UPDATE.
+-- Cursor: each shard's claim starts past `cursor` (three values a shard: priority, run_at,
+-- id; src/cursor.rs), past the index entries that claimed and completed jobs leave
+-- behind while a held snapshot keeps vacuum from removing them. Empty, or a shard beyond
+-- it: from the head (a full pass).
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
@@ -1019,6 +1094,7 @@ QUERIES["postgres/job_claim_fifo.sql"] = """\
 -- @param queue: &str
 -- @param kinds: Option<Vec<String>>
 -- @param limit: i64
+-- @param cursor: &[i64]
 WITH heads AS MATERIALIZED (
     SELECT n, floor(random() * n)::int AS first
     FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
@@ -1032,6 +1108,9 @@ WITH heads AS MATERIALIZED (
     CROSS JOIN LATERAL (
         SELECT id FROM backlog_job
         WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
+          AND (priority, run_at, id) > (COALESCE(($8::bigint[])[3 * ((q.first + s.i) % q.n) + 1], -32768)::smallint,
+                                        COALESCE(($8::bigint[])[3 * ((q.first + s.i) % q.n) + 2], -9223372036854775807),
+                                        COALESCE(($8::bigint[])[3 * ((q.first + s.i) % q.n) + 3], -9223372036854775807))
           AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
         ORDER BY priority, run_at, id
         LIMIT $7
@@ -1046,7 +1125,7 @@ SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = 
 WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 -- Not the queue, token or lease expiry: the claimer chose them.
 RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
-          j.run_at, j.created_at, j.trace_context, j.group_key
+          j.run_at, j.created_at, j.trace_context, j.group_key, j.shard
 """
 QUERIES["postgres/job_claim_lifo.sql"] = """\
 -- Claims up to `limit` due jobs of a queue under one new lease, LIFO: by priority, then latest due
@@ -1231,17 +1310,25 @@ QUERIES["mysql/job_claim_fifo.sql"] = """\
 -- one; see claim_with in mysql.rs). FORCE INDEX: the claim index whatever the statistics say (a
 -- scan would lock far more rows). Not the queue, token or lease expiry: the claimer chose them. By
 -- priority, then the oldest due first (FIFO).
+-- After: the shard's claim cursor (src/cursor.rs), the key `(priority, run_at, id)` past
+-- which it starts, past the delete-marked entries a held snapshot keeps purge from
+-- removing; NULL: from the head (a full pass). Written out with OR, which the range
+-- optimizer reads as ranges of the claim index.
 -- @param queue: &str
 -- @param shard: i32
 -- @param now: i64
 -- @param kinds: Option<&str>
 -- @param limit: i64
--- @bind queue, shard, now, kinds, kinds, queue, limit
+-- @param after_priority: Option<i16>
+-- @param after_run_at: Option<i64>
+-- @param after_id: Option<i64>
+-- @bind queue, shard, now, kinds, kinds, after_priority, after_priority, after_priority, after_run_at, after_run_at, after_id, queue, limit
 SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
        max_attempts, run_at, created_at, trace_context, group_key
 FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
 WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
+  AND (? IS NULL OR priority > ? OR (priority = ? AND (run_at > ? OR (run_at = ? AND id > ?))))
   AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
                                                                   OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
 ORDER BY priority, run_at, id

@@ -91,6 +91,17 @@ where
     }
 }
 
+impl<DB: Database> Stmt<DB> {
+    /// The statement under `prefix` (such as `EXPLAIN (ANALYZE, BUFFERS)`), with the same values.
+    pub(crate) fn prefixed(self, prefix: &str) -> Stmt<DB> {
+        let text = format!("{prefix} {}", self.text.as_str());
+        Stmt {
+            text: sqlx::AssertSqlSafe(text).into_sql_str(),
+            args: self.args,
+        }
+    }
+}
+
 /// The values of a statement as the generated functions add them.
 pub(crate) struct Args<DB: Database> {
     args: Result<DB::Arguments, BoxDynError>,

@@ -18,6 +18,9 @@ use backlog_core::{
     QueueRedriveParams, Rescued, Result, Retention, TxClaim, TxFinish, WakeFn,
 };
 
+use std::sync::Arc;
+
+use crate::cursor::Cursors;
 use crate::dberror::DbResultExt;
 
 /// What a dialect provides. Each method is the `Backend` method of the same name (see its
@@ -132,6 +135,18 @@ pub(crate) trait Dialect: Send + Sync + 'static {
 
     /// A queue's settings were stored through this backend: forget what was cached of them.
     fn settings_changed(&self) {}
+
+    /// Where this backend's FIFO claims start (`cursor`), on a dialect that keeps cursors.
+    fn cursors(&self) -> Option<&Arc<Cursors>> {
+        None
+    }
+
+    /// Jobs may now lie behind the cursors: the next claims are full passes.
+    fn rewind(&self) {
+        if let Some(c) = self.cursors() {
+            c.rewind();
+        }
+    }
 }
 
 /// The [`Dialect`] methods `leader_elect`, `job_rescue`, `queue_redrive` and `audit_add` of an
@@ -301,7 +316,16 @@ macro_rules! sql_backend {
                 &self,
                 p: backlog_core::JobInsertParams,
             ) -> backlog_core::Result<Vec<backlog_core::EnqueueOutcome>> {
-                $crate::engine::Dialect::job_insert(self, p).await
+                let Some(cursors) = $crate::engine::Dialect::cursors(self).cloned() else {
+                    return $crate::engine::Dialect::job_insert(self, p).await;
+                };
+                let now = p.now;
+                let keys: Vec<(backlog_core::QueueName, i16, i64)> = (p.jobs.iter())
+                    .map(|j| (j.queue.clone(), j.priority, j.run_at.unwrap_or(now)))
+                    .collect();
+                let out = $crate::engine::Dialect::job_insert(self, p).await?;
+                cursors.enqueued(keys.iter().map(|(q, p, r)| (q.as_str(), *p, *r)));
+                Ok(out)
             }
 
             async fn job_claim(
@@ -333,6 +357,10 @@ macro_rules! sql_backend {
             }
 
             async fn job_fail(&self, p: backlog_core::JobFailParams) -> backlog_core::Result<()> {
+                // A retry due at once sorts where the job was: behind the cursor.
+                if p.retry_at.is_some_and(|at| at <= p.now) {
+                    $crate::engine::Dialect::rewind(self);
+                }
                 if $crate::engine::Dialect::tx_per_statement(self) {
                     let mut tx = self.tx().await.db()?;
                     $crate::engine::ConnOps::fail(&mut *tx, &p).await?;
@@ -352,6 +380,7 @@ macro_rules! sql_backend {
                     execute
                 )
                 .db()?;
+                $crate::engine::Dialect::rewind(self);
                 $crate::shared::fenced(res.rows_affected(), p.job.id)
             }
 
@@ -493,7 +522,11 @@ macro_rules! sql_backend {
                 &self,
                 p: backlog_core::JobRescueParams,
             ) -> backlog_core::Result<Vec<backlog_core::Rescued>> {
-                $crate::engine::Dialect::job_rescue(self, p).await
+                let rescued = $crate::engine::Dialect::job_rescue(self, p).await?;
+                if !rescued.is_empty() {
+                    $crate::engine::Dialect::rewind(self);
+                }
+                Ok(rescued)
             }
 
             async fn group_promote(
@@ -503,12 +536,21 @@ macro_rules! sql_backend {
                 if p.groups.is_empty() {
                     return Ok(0);
                 }
-                $crate::shared::retry_transient(|| $crate::engine::Dialect::group_promote(self, p.clone()))
-                    .await
+                let promoted = $crate::shared::retry_transient(|| {
+                    $crate::engine::Dialect::group_promote(self, p.clone())
+                })
+                .await?;
+                // A group's next job was enqueued long ago: behind the cursor.
+                if promoted > 0 {
+                    $crate::engine::Dialect::rewind(self);
+                }
+                Ok(promoted)
             }
 
             async fn group_sweep(&self, now: i64) -> backlog_core::Result<u64> {
-                $crate::engine::Dialect::job_reshard(self).await?;
+                if $crate::engine::Dialect::job_reshard(self).await? > 0 {
+                    $crate::engine::Dialect::rewind(self);
+                }
                 let rows: Vec<(String, String)> = $crate::pooler::on_pool!(
                     self,
                     $cat::group_stalled(now, $crate::engine::SWEEP_GROUPS).as_(),
@@ -622,6 +664,9 @@ macro_rules! sql_backend {
                     t.from[2],
                 );
                 let res = $crate::pooler::on_pool!(self, stmt.query(), execute).db()?;
+                if res.rows_affected() > 0 {
+                    $crate::engine::Dialect::rewind(self);
+                }
                 let job = backlog_core::Backend::job_get(self, id).await?;
                 action.outcome(id, res.rows_affected() > 0, job)
             }
@@ -637,7 +682,11 @@ macro_rules! sql_backend {
                 &self,
                 p: backlog_core::QueueRedriveParams,
             ) -> backlog_core::Result<u64> {
-                $crate::engine::Dialect::queue_redrive(self, p).await
+                let moved = $crate::engine::Dialect::queue_redrive(self, p).await?;
+                if moved > 0 {
+                    $crate::engine::Dialect::rewind(self);
+                }
+                Ok(moved)
             }
 
             async fn queue_get(
@@ -703,6 +752,7 @@ macro_rules! sql_backend {
                 $crate::engine::Dialect::settings_changed(self);
                 // Jobs on shards a lowered count no longer has: where claims look, at once.
                 $crate::engine::Dialect::job_reshard(self).await?;
+                $crate::engine::Dialect::rewind(self);
                 Ok(())
             }
 
@@ -1050,6 +1100,8 @@ pub(crate) struct SqlTxClaim<T> {
     owner: String,
     /// When they were claimed: their attempt's start.
     claimed_at: i64,
+    /// The cursors the claim moved past its jobs (see [`SqlTxClaim::rewinds`]).
+    cursors: Option<Arc<Cursors>>,
 }
 
 impl<T> SqlTxClaim<T> {
@@ -1061,6 +1113,7 @@ impl<T> SqlTxClaim<T> {
             .first()
             .map_or((0, 0), |j| (j.lease_token, j.lease_expires_at));
         SqlTxClaim {
+            cursors: None,
             tx,
             jobs,
             held,
@@ -1158,6 +1211,25 @@ macro_rules! locked_ops {
 
 pub(crate) use locked_ops;
 
+impl<T> SqlTxClaim<T> {
+    /// Jobs the transaction leaves available (left alone, failed with a retry due at once, or
+    /// all of them when it rolls back) lie behind the cursors the claim moved past them: they
+    /// are rewound then.
+    pub fn rewinds(mut self, cursors: Option<&Arc<Cursors>>) -> Self {
+        self.cursors = cursors.cloned();
+        self
+    }
+
+    /// Whether `f` leaves a held job available (left alone, or failed with a retry due at
+    /// once), behind the cursors.
+    fn leaves_jobs(&self, f: &TxFinish) -> bool {
+        let now_due = |x: &backlog_core::TxFailure| x.retry_at.is_some_and(|at| at <= f.now);
+        let resolved =
+            f.completed.len() + f.leased.len() + f.failed.iter().filter(|x| !now_due(x)).count();
+        resolved < self.held.len()
+    }
+}
+
 impl<T: HeldTx> SqlTxClaim<T>
 where
     <T::DB as sqlx::Database>::Connection: crate::JobConnection + ConnOps + LockedOps,
@@ -1236,16 +1308,26 @@ where
             Ok(()) => self.write(&f).await,
             Err(e) => Err(e),
         };
-        match written {
+        let (leaves_jobs, cursors) = (self.leaves_jobs(&f), self.cursors.clone());
+        let ended = match written {
             Ok(()) => self.tx.commit().await,
             Err(e) => {
                 self.tx.rollback().await?;
                 Err(e)
             }
+        };
+        if let Some(c) = cursors
+            && (ended.is_err() || leaves_jobs)
+        {
+            c.rewind();
         }
+        ended
     }
 
     async fn rollback(self: Box<Self>) -> Result<()> {
+        if let Some(c) = &self.cursors {
+            c.rewind();
+        }
         self.tx.rollback().await
     }
 }

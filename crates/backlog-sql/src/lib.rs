@@ -10,6 +10,7 @@
 mod batch;
 mod begin;
 pub mod catalog;
+mod cursor;
 mod dberror;
 mod deadline;
 mod engine;
@@ -28,6 +29,8 @@ use std::time::Duration;
 
 use backlog_core::{Backend, Error, Result};
 
+#[doc(hidden)]
+pub use cursor::ClaimCost;
 pub use deadline::{Deadline, NoAnswer};
 pub use engine::SqlTx;
 pub use hosts::rotate_hosts;

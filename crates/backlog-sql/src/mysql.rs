@@ -21,6 +21,7 @@ use sqlx::{Connection, MySql, MySqlConnection, MySqlPool, Row};
 
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::catalog::{Stmt, mysql as cat};
+use crate::cursor::{ClaimCost, Cursors, Key, Plan};
 use crate::dberror::{DbResultExt, connect_error, connect_within};
 use crate::engine::{Dialect, SqlTx, SqlTxClaim};
 use crate::hosts::{self, Hosts};
@@ -51,13 +52,17 @@ const SHARDS_FRESH: Duration = Duration::from_secs(5);
 /// jobs on a shard the leader's sweep moves (`job_reshard.sql`), and a claim that used a count
 /// since raised reads it again before it comes back short, so that a short claim has always
 /// visited every shard the queue has.
+/// Beside them, where this process's FIFO claims start on each shard (see `cursor`).
 #[derive(Debug, Default)]
-struct ShardCounts(std::sync::Mutex<HashMap<String, (u16, Instant)>>);
+struct ShardCounts {
+    counts: std::sync::Mutex<HashMap<String, (u16, Instant)>>,
+    cursors: Arc<Cursors>,
+}
 
 impl ShardCounts {
     /// The count, from the cache while fresh, else read on `conn`.
     async fn get(&self, conn: &mut MySqlConnection, queue: &str) -> Result<u16> {
-        let cached = (self.0.lock().expect("lock").get(queue))
+        let cached = (self.counts.lock().expect("lock").get(queue))
             .filter(|(_, at)| at.elapsed() < SHARDS_FRESH)
             .map(|(n, _)| *n);
         match cached {
@@ -69,7 +74,7 @@ impl ShardCounts {
     /// The count read now on `conn`, and kept.
     async fn read(&self, conn: &mut MySqlConnection, queue: &str) -> Result<u16> {
         let n = read_shards(conn, queue).await?;
-        let mut cache = self.0.lock().expect("lock");
+        let mut cache = self.counts.lock().expect("lock");
         if cache.len() >= 10_000 {
             cache.clear(); // queue names come and go; never let them pile up
         }
@@ -79,7 +84,7 @@ impl ShardCounts {
 
     /// Forgets every count (a queue's settings changed through this backend).
     fn clear(&self) {
-        self.0.lock().expect("lock").clear();
+        self.counts.lock().expect("lock").clear();
     }
 }
 
@@ -102,6 +107,39 @@ fn random_shard(n: u16) -> i16 {
 }
 
 impl MySqlBackend {
+    /// What the next FIFO claim of `limit` jobs of `queue` costs, in InnoDB pages accessed
+    /// (`r_engine_stats.pages_accessed`, which sees the delete-marked records a walk steps over
+    /// where `Handler_read_*` do not): `ANALYZE FORMAT=JSON` of each shard's claim SELECT
+    /// (`job_claim_fifo`), from this process's cursors and from the head, in a transaction
+    /// rolled back. For tests and diagnostics.
+    #[doc(hidden)]
+    pub async fn claim_cost(&self, queue: &str, limit: u32) -> Result<ClaimCost> {
+        let keys = self.shards.cursors.keys(queue);
+        let from = |plan: Plan| async move {
+            let mut tx = self.pool.begin().await.db()?;
+            let n = self.shards.read(&mut tx, queue).await?;
+            let (now, limit) = (backlog_core::now_micros(), i64::from(limit));
+            let mut pages = 0;
+            for shard in 0..i32::from(n) {
+                let (p, r, i) = unzip_key(plan.key(shard));
+                let stmt = cat::job_claim_fifo(queue, shard, now, None, limit, p, r, i);
+                let json: String = (stmt.prefixed("ANALYZE FORMAT=JSON").scalar())
+                    .fetch_one(&mut *tx)
+                    .await
+                    .db()?;
+                let json: serde_json::Value = serde_json::from_str(&json)
+                    .map_err(|_| Error::Unsupported("ANALYZE FORMAT=JSON without JSON"))?;
+                pages += pages_accessed(&json);
+            }
+            tx.rollback().await.db()?;
+            Ok::<_, backlog_core::Error>(pages)
+        };
+        Ok(ClaimCost {
+            cursor: from(Plan::at(keys)).await?,
+            full_pass: from(Plan::head()).await?,
+        })
+    }
+
     /// Begins a transaction (the name the shared backend code uses for every dialect; see
     /// `PgBackend::tx`).
     pub(crate) async fn tx(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::MySql>> {
@@ -464,11 +502,7 @@ async fn claim_on(
     p: &JobClaimParams,
     limit: u32,
 ) -> Result<Vec<ClaimedJob>> {
-    let claim = match p.order {
-        Ordering::Fifo => cat::job_claim_fifo,
-        Ordering::Lifo => cat::job_claim_lifo,
-    };
-    claim_with(conn, shards, p, limit, claim, true).await
+    claim_with(conn, shards, p, limit, plain_claim(p.order), true).await
 }
 
 /// A claim in a queue with a global concurrency limit or a rate limit, in the caller's
@@ -513,9 +547,14 @@ async fn claim_limited_on(
     if room == 0 {
         return Ok(vec![]);
     }
-    let claim = match p.order {
-        Ordering::Fifo => cat::job_claim_limited_fifo,
-        Ordering::Lifo => cat::job_claim_limited_lifo,
+    let claim: ClaimFn = match p.order {
+        Ordering::Fifo => |q, s, now, kinds, limit, after| {
+            let (p, r, i) = unzip_key(after);
+            cat::job_claim_limited_fifo(q, s, now, kinds, limit, p, r, i)
+        },
+        Ordering::Lifo => {
+            |q, s, now, kinds, limit, _| cat::job_claim_limited_lifo(q, s, now, kinds, limit)
+        }
     };
     let jobs = claim_with(conn, shards, p, room as u32, claim, true).await?;
     crate::engine::store_bucket!(cat, conn, p, limits, jobs.len());
@@ -579,14 +618,49 @@ impl<'a> ShardWalk<'a> {
     }
 }
 
+/// The SELECT of a claim in a queue without limits, in `order`.
+fn plain_claim(order: Ordering) -> ClaimFn {
+    match order {
+        Ordering::Fifo => |q, s, now, kinds, limit, after| {
+            let (p, r, i) = unzip_key(after);
+            cat::job_claim_fifo(q, s, now, kinds, limit, p, r, i)
+        },
+        Ordering::Lifo => |q, s, now, kinds, limit, _| cat::job_claim_lifo(q, s, now, kinds, limit),
+    }
+}
+
+/// Every `pages_accessed` of an `ANALYZE FORMAT=JSON`, summed.
+fn pages_accessed(v: &serde_json::Value) -> u64 {
+    match v {
+        serde_json::Value::Object(m) => (m.iter())
+            .map(|(k, v)| match (k.as_str(), v.as_u64()) {
+                ("pages_accessed", Some(n)) => n,
+                _ => pages_accessed(v),
+            })
+            .sum(),
+        serde_json::Value::Array(a) => a.iter().map(pages_accessed).sum(),
+        _ => 0,
+    }
+}
+
+/// A cursor as the claim statements bind it: three values, all NULL for the head.
+fn unzip_key(key: Option<Key>) -> (Option<i16>, Option<i64>, Option<i64>) {
+    key.map_or((None, None, None), |(p, r, i)| (Some(p), Some(r), Some(i)))
+}
+
+/// A claim's SELECT on one shard: queue, shard, now, kinds (JSON), limit, and the shard's
+/// cursor (FIFO; `None`: from the head).
+type ClaimFn = fn(&str, i32, i64, Option<&str>, i64, Option<Key>) -> Stmt<MySql>;
+
 /// Runs a claim's SELECT … FOR UPDATE SKIP LOCKED on each shard in turn until it has `limit`
-/// jobs or has visited every shard, and marks what it locked as running.
+/// jobs or has visited every shard, and marks what it locked as running. Each shard's claim
+/// starts at its cursor, or at its head on a full pass.
 async fn claim_with(
     conn: &mut MySqlConnection,
     shards: &ShardCounts,
     p: &JobClaimParams,
     limit: u32,
-    claim: fn(&str, i32, i64, Option<&str>, i64) -> Stmt<MySql>,
+    claim: ClaimFn,
     lease: bool,
 ) -> Result<Vec<ClaimedJob>> {
     let token = shared::new_token();
@@ -595,12 +669,14 @@ async fn claim_with(
     let queue = p.queue.as_str();
     let mut jobs = Vec::new();
     let mut walk = ShardWalk::new(conn, shards, queue).await?;
+    let plan = shards.cursors.plan(queue, &p.kinds, p.order);
+    let mut reached = Vec::new();
     while jobs.len() < limit as usize {
         let Some(shard) = walk.next(conn, queue).await? else {
             break;
         };
         let left = (limit as usize - jobs.len()) as i64;
-        let rows = claim(queue, shard, p.now, kinds.as_deref(), left)
+        let rows = claim(queue, shard, p.now, kinds.as_deref(), left, plan.key(shard))
             .query()
             .fetch_all(&mut *conn)
             .await
@@ -608,7 +684,12 @@ async fn claim_with(
         for r in &rows {
             jobs.push(claimed_from_row!(r, 0, p, token, expires));
         }
+        // In the claim's order: the shard's last job has its largest key.
+        if let Some(j) = jobs.last().filter(|_| !rows.is_empty()) {
+            reached.push((shard, (j.priority, j.run_at, j.id)));
+        }
     }
+    shards.cursors.record(&plan, reached);
     if walk.several() {
         crate::rows::sort_claimed(&mut jobs, p.order);
     }
@@ -967,6 +1048,10 @@ impl Dialect for MySqlBackend {
         self.shards.clear();
     }
 
+    fn cursors(&self) -> Option<&Arc<Cursors>> {
+        Some(&self.shards.cursors)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             skip_locked: true,
@@ -1051,21 +1136,14 @@ impl Dialect for MySqlBackend {
         // The claim's SELECT alone: the rows stay locked, unwritten, until the transaction ends,
         // which the server does itself if the client falls silent for a lease.
         let mut tx = SilenceBoundTx::begin(&self.pool, p.lease).await?;
-        let claim = match p.order {
-            Ordering::Fifo => cat::job_claim_fifo,
-            Ordering::Lifo => cat::job_claim_lifo,
-        };
+        let claim = plain_claim(p.order);
         let jobs = claim_with(&mut tx, &self.shards, p, p.limit, claim, false).await?;
         if jobs.is_empty() {
             crate::engine::HeldTx::rollback(tx).await?;
             return Ok(None);
         }
-        Ok(Some(Box::new(SqlTxClaim::new(
-            tx,
-            jobs,
-            p.owner.clone(),
-            p.now,
-        ))))
+        let claim = SqlTxClaim::new(tx, jobs, p.owner.clone(), p.now);
+        Ok(Some(Box::new(claim.rewinds(Some(&self.shards.cursors)))))
     }
 
     async fn job_complete_claim(&self, p: JobCompleteClaimParams) -> Result<CompleteClaimed> {

@@ -18,6 +18,7 @@ use sqlx::{Connection, PgConnection, PgPool, Postgres, Row};
 use crate::BackendConfig;
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::catalog::{Stmt, postgres as cat};
+use crate::cursor::{ClaimCost, Cursors, Plan};
 use crate::dberror::{DbResultExt, connect_error, connect_within};
 use crate::engine::{Dialect, SqlTx, SqlTxClaim};
 use crate::hosts::{self, Hosts};
@@ -47,6 +48,8 @@ pub struct PgBackend {
     pooled: bool,
     /// Behind such a pooler, the pool of the direct connection that LISTENs (none: poll).
     listen_pool: Option<PgPool>,
+    /// Where this process's FIFO claims start on each shard (see `cursor`).
+    cursors: Arc<Cursors>,
 }
 
 impl PgBackend {
@@ -173,6 +176,7 @@ impl PgBackend {
             vacuum_unsupported: Arc::default(),
             pooled: false,
             listen_pool: None,
+            cursors: Arc::default(),
         }
     }
 
@@ -215,7 +219,7 @@ impl PgBackend {
         kinds: Option<Vec<String>>,
     ) -> Result<Vec<sqlx::postgres::PgRow>> {
         let mut tx = self.tx().await.db()?;
-        claim_stmt(p, true, token, expires, kinds, p.limit)
+        claim_stmt(p, true, token, expires, kinds, p.limit, &[])
             .query()
             .execute(&mut *tx)
             .await
@@ -238,6 +242,7 @@ impl PgBackend {
         token: i64,
         expires: i64,
         kinds: Option<Vec<String>>,
+        cursor: &[i64],
     ) -> Result<Vec<sqlx::postgres::PgRow>> {
         let mut tx = self.tx().await.db()?;
         let queue = p.queue.as_str();
@@ -246,15 +251,16 @@ impl PgBackend {
             tx.rollback().await.db()?;
             return Ok(vec![]);
         }
-        let statement = match p.order {
-            Ordering::Fifo => cat::job_claim_limited_fifo,
-            Ordering::Lifo => cat::job_claim_limited_lifo,
+        let (owner, now) = (p.owner.as_str(), p.now);
+        let stmt = match p.order {
+            Ordering::Fifo => {
+                cat::job_claim_limited_fifo(token, owner, expires, now, queue, kinds, room, cursor)
+            }
+            Ordering::Lifo => {
+                cat::job_claim_limited_lifo(token, owner, expires, now, queue, kinds, room)
+            }
         };
-        let rows = statement(token, &p.owner, expires, p.now, queue, kinds, room)
-            .query()
-            .fetch_all(&mut *tx)
-            .await
-            .db()?;
+        let rows = stmt.query().fetch_all(&mut *tx).await.db()?;
         crate::engine::store_bucket!(cat, tx, p, limits, rows.len());
         let groups = (rows.iter())
             .filter_map(|r| r.try_get::<Option<String>, _>("group_key").ok().flatten())
@@ -278,6 +284,8 @@ impl PgBackend {
     ) -> Result<CompleteClaimed> {
         let c = &p.claim;
         let (queue, kinds) = (c.queue.as_str(), shared::kinds_vec(&c.kinds));
+        let plan = self.cursors.plan(queue, &c.kinds, c.order);
+        let cursor = plan.flat();
         let each: Vec<i64> = match &tokens {
             Tokens::One(t) => vec![*t; ids.len()],
             Tokens::Each(t) => t.clone(),
@@ -309,7 +317,7 @@ impl PgBackend {
             let mut rest = c.clone();
             rest.limit = c.limit.saturating_sub(handed.len() as u32);
             let rows = complete_claim_stmt(
-                false, &rest, token, expires, retention, &ids, &tokens, done_now,
+                false, &rest, token, expires, retention, &ids, &tokens, done_now, &cursor,
             )
             .query()
             .fetch_all(&mut *tx)
@@ -324,9 +332,13 @@ impl PgBackend {
             Ok((rows, handed, promoted))
         })
         .await?;
+        advance(&self.cursors, &plan, &rows, 1);
         let (done, claimed) = folded_rows(&rows, c, token, expires)?;
         handed.extend(claimed);
         crate::rows::sort_claimed(&mut handed, c.order);
+        if promoted > 0 {
+            self.rewind();
+        }
         if let (true, Some(waker)) = (promoted > 0, &self.waker) {
             waker.send_queues(&self.pool, vec![queue.to_owned()]);
         }
@@ -334,6 +346,29 @@ impl PgBackend {
             completed: shared::refs_with_ids(&p.complete.jobs, &done),
             claimed: Ok(handed),
             promoted,
+        })
+    }
+
+    /// What the next FIFO claim of `limit` jobs of `queue` costs, in buffers (shared hits and
+    /// reads): `EXPLAIN (ANALYZE, BUFFERS)` of the claim (`job_claim_fifo`) from this process's
+    /// cursors and from the head, each in a transaction rolled back. For tests and diagnostics.
+    #[doc(hidden)]
+    pub async fn claim_cost(&self, queue: &str, limit: u32) -> Result<ClaimCost> {
+        let from = |plan: Plan| async move {
+            let mut tx = self.pool.begin().await.db()?;
+            let (now, limit) = (backlog_core::now_micros(), i64::from(limit));
+            let stmt =
+                cat::job_claim_fifo(0, "claim_cost", 0, now, queue, None, limit, &plan.flat());
+            let lines: Vec<String> = (stmt.prefixed("EXPLAIN (ANALYZE, BUFFERS)").scalar())
+                .fetch_all(&mut *tx)
+                .await
+                .db()?;
+            tx.rollback().await.db()?;
+            Ok::<_, backlog_core::Error>(top_buffers(&lines))
+        };
+        Ok(ClaimCost {
+            cursor: from(Plan::at(self.cursors.keys(queue))).await?,
+            full_pass: from(Plan::head()).await?,
         })
     }
 
@@ -623,15 +658,53 @@ fn claim_stmt(
     expires: i64,
     kinds: Option<Vec<String>>,
     limit: u32,
+    cursor: &[i64],
 ) -> Stmt<Postgres> {
-    let statement = match (by_token, p.order) {
-        (false, Ordering::Fifo) => cat::job_claim_fifo,
-        (false, Ordering::Lifo) => cat::job_claim_lifo,
-        (true, Ordering::Fifo) => cat::job_claim_token_fifo,
-        (true, Ordering::Lifo) => cat::job_claim_token_lifo,
+    let (owner, now, queue, limit) = (p.owner.as_str(), p.now, p.queue.as_str(), limit as i64);
+    match (by_token, p.order) {
+        (false, Ordering::Fifo) => {
+            cat::job_claim_fifo(token, owner, expires, now, queue, kinds, limit, cursor)
+        }
+        (false, Ordering::Lifo) => {
+            cat::job_claim_lifo(token, owner, expires, now, queue, kinds, limit)
+        }
+        (true, Ordering::Fifo) => {
+            cat::job_claim_token_fifo(token, owner, expires, now, queue, kinds, limit)
+        }
+        (true, Ordering::Lifo) => {
+            cat::job_claim_token_lifo(token, owner, expires, now, queue, kinds, limit)
+        }
+    }
+}
+
+/// The buffers (shared hits and reads) of the top node of an `EXPLAIN (ANALYZE, BUFFERS)`
+/// in text: its first `Buffers:` line, which counts its children's too.
+fn top_buffers(lines: &[String]) -> u64 {
+    let Some(line) = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with("Buffers:"))
+    else {
+        return 0;
     };
-    let queue = p.queue.as_str();
-    statement(token, &p.owner, expires, p.now, queue, kinds, limit as i64)
+    let count = |name: &str| {
+        (line.split([' ', ',']).find_map(|w| w.strip_prefix(name)))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    count("hit=") + count("read=")
+}
+
+/// Moves the claim cursors past the jobs `rows` claimed (a claimed job's id in column `at`,
+/// its priority and due time where `claimed_from_row!` reads them, its shard by name).
+fn advance(cursors: &Cursors, plan: &Plan, rows: &[sqlx::postgres::PgRow], at: usize) {
+    cursors.record(
+        plan,
+        rows.iter().filter_map(|r| {
+            let id: i64 = r.try_get::<Option<i64>, _>(at).ok()??;
+            let key = (r.try_get(at + 3).ok()?, r.try_get(at + 6).ok()?, id);
+            Some((i32::from(r.try_get::<i16, _>("shard").ok()?), key))
+        }),
+    );
 }
 
 /// The completion of a retention, in the form its tokens take (see [`Tokens`]).
@@ -685,6 +758,7 @@ fn complete_claim_stmt(
     ids: &[i64],
     tokens: &Tokens,
     done_now: i64,
+    cursor: &[i64],
 ) -> Stmt<Postgres> {
     use Ordering::{Fifo, Lifo};
     use Retention::{Delete, Keep};
@@ -697,21 +771,21 @@ fn complete_claim_stmt(
         };
     }
     match (expect_jobs, retention, tokens, c.order) {
-        (true, Delete, One(t), Fifo) => folded!(job_complete_with_claim_delete_one_fifo, ids, *t),
+        (true, Delete, One(t), Fifo) => folded!(job_complete_with_claim_delete_one_fifo, ids, *t, cursor),
         (true, Delete, One(t), Lifo) => folded!(job_complete_with_claim_delete_one_lifo, ids, *t),
-        (true, Delete, Each(t), Fifo) => folded!(job_complete_with_claim_delete_fifo, ids, t),
+        (true, Delete, Each(t), Fifo) => folded!(job_complete_with_claim_delete_fifo, ids, t, cursor),
         (true, Delete, Each(t), Lifo) => folded!(job_complete_with_claim_delete_lifo, ids, t),
-        (true, Keep, One(t), Fifo) => folded!(job_complete_with_claim_keep_one_fifo, ids, *t, done_now),
+        (true, Keep, One(t), Fifo) => folded!(job_complete_with_claim_keep_one_fifo, ids, *t, done_now, cursor),
         (true, Keep, One(t), Lifo) => folded!(job_complete_with_claim_keep_one_lifo, ids, *t, done_now),
-        (true, Keep, Each(t), Fifo) => folded!(job_complete_with_claim_keep_fifo, ids, t, done_now),
+        (true, Keep, Each(t), Fifo) => folded!(job_complete_with_claim_keep_fifo, ids, t, done_now, cursor),
         (true, Keep, Each(t), Lifo) => folded!(job_complete_with_claim_keep_lifo, ids, t, done_now),
-        (false, Delete, One(t), Fifo) => folded!(job_complete_then_claim_delete_one_fifo, ids, *t),
+        (false, Delete, One(t), Fifo) => folded!(job_complete_then_claim_delete_one_fifo, ids, *t, cursor),
         (false, Delete, One(t), Lifo) => folded!(job_complete_then_claim_delete_one_lifo, ids, *t),
-        (false, Delete, Each(t), Fifo) => folded!(job_complete_then_claim_delete_fifo, ids, t),
+        (false, Delete, Each(t), Fifo) => folded!(job_complete_then_claim_delete_fifo, ids, t, cursor),
         (false, Delete, Each(t), Lifo) => folded!(job_complete_then_claim_delete_lifo, ids, t),
-        (false, Keep, One(t), Fifo) => folded!(job_complete_then_claim_keep_one_fifo, ids, *t, done_now),
+        (false, Keep, One(t), Fifo) => folded!(job_complete_then_claim_keep_one_fifo, ids, *t, done_now, cursor),
         (false, Keep, One(t), Lifo) => folded!(job_complete_then_claim_keep_one_lifo, ids, *t, done_now),
-        (false, Keep, Each(t), Fifo) => folded!(job_complete_then_claim_keep_fifo, ids, t, done_now),
+        (false, Keep, Each(t), Fifo) => folded!(job_complete_then_claim_keep_fifo, ids, t, done_now, cursor),
         (false, Keep, Each(t), Lifo) => folded!(job_complete_then_claim_keep_lifo, ids, t, done_now),
         (_, Retention::Archive, _, _) => unreachable!("archiving is never folded into a claim"),
     }
@@ -749,6 +823,10 @@ fn writable(conn: &mut PgConnection) -> futures::future::BoxFuture<'_, bool> {
 }
 
 impl Dialect for PgBackend {
+    fn cursors(&self) -> Option<&Arc<Cursors>> {
+        Some(&self.cursors)
+    }
+
     fn tx_per_statement(&self) -> bool {
         self.pooled
     }
@@ -827,16 +905,22 @@ impl Dialect for PgBackend {
         let token = shared::new_token();
         let expires = p.now + p.lease.as_micros() as i64;
         let kinds = shared::kinds_vec(&p.kinds);
+        // The claim-token strategy's rows come back from a second statement: no cursor.
+        let plan = match p.strategy {
+            ClaimStrategy::ClaimToken if !p.global_limit => Plan::head(),
+            _ => self.cursors.plan(p.queue.as_str(), &p.kinds, p.order),
+        };
+        let cursor = plan.flat();
         let rows = match p.strategy {
             _ if p.global_limit => {
                 shared::retry_transient(|| {
-                    self.claim_limited_once(p, token, expires, kinds.clone())
+                    self.claim_limited_once(p, token, expires, kinds.clone(), &cursor)
                 })
                 .await?
             }
             ClaimStrategy::SingleWriter | ClaimStrategy::SkipLocked => on_pool!(
                 self,
-                claim_stmt(p, false, token, expires, kinds, p.limit).query(),
+                claim_stmt(p, false, token, expires, kinds, p.limit, &cursor).query(),
                 fetch_all
             )
             .db()?,
@@ -849,6 +933,7 @@ impl Dialect for PgBackend {
                     .await?
             }
         };
+        advance(&self.cursors, &plan, &rows, 0);
         let mut jobs = rows
             .iter()
             .map(|r| Ok(claimed_from_row!(r, 0, p, token, expires)))
@@ -860,10 +945,8 @@ impl Dialect for PgBackend {
     async fn job_claim_tx(&self, p: &JobClaimParams) -> Result<Option<Box<dyn TxClaim>>> {
         shared::tx_claim_limited(p)?;
         let (token, expires) = (shared::new_token(), p.now + p.lease.as_micros() as i64);
-        let claim = match p.order {
-            Ordering::Fifo => cat::job_claim_locked_fifo,
-            Ordering::Lifo => cat::job_claim_locked_lifo,
-        };
+        let plan = self.cursors.plan(p.queue.as_str(), &p.kinds, p.order);
+        let cursor = plan.flat();
         // The claim locks the rows and writes nothing; the lock lasts until the transaction
         // ends, and dies with the connection. A claim that gave up waiting (lock_timeout, see
         // the statement) ends its transaction and runs again in a new one.
@@ -871,14 +954,18 @@ impl Dialect for PgBackend {
             let mut tx = self.tx().await.db()?;
             let (queue, kinds) = (p.queue.as_str(), shared::kinds_vec(&p.kinds));
             let idle_ms = p.lease.as_millis().clamp(1, i32::MAX as u128) as i64;
-            let rows = claim(p.now, queue, kinds, p.limit as i64, idle_ms)
-                .query()
-                .fetch_all(&mut *tx)
-                .await
-                .db()?;
+            let (now, limit) = (p.now, p.limit as i64);
+            let stmt = match p.order {
+                Ordering::Fifo => {
+                    cat::job_claim_locked_fifo(now, queue, kinds, limit, idle_ms, &cursor)
+                }
+                Ordering::Lifo => cat::job_claim_locked_lifo(now, queue, kinds, limit, idle_ms),
+            };
+            let rows = stmt.query().fetch_all(&mut *tx).await.db()?;
             Ok((tx, rows))
         })
         .await?;
+        advance(&self.cursors, &plan, &rows, 0);
         if rows.is_empty() {
             tx.rollback().await.db()?;
             return Ok(None);
@@ -887,12 +974,8 @@ impl Dialect for PgBackend {
             .map(|r| Ok(claimed_from_row!(r, 0, p, token, expires)))
             .collect::<Result<Vec<_>>>()?;
         crate::rows::sort_claimed(&mut jobs, p.order);
-        Ok(Some(Box::new(SqlTxClaim::new(
-            tx,
-            jobs,
-            p.owner.clone(),
-            p.now,
-        ))))
+        let claim = SqlTxClaim::new(tx, jobs, p.owner.clone(), p.now);
+        Ok(Some(Box::new(claim.rewinds(Some(&self.cursors)))))
     }
 
     async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {
@@ -949,13 +1032,16 @@ impl Dialect for PgBackend {
                 .complete_claim_grouped(p, token, expires, ids, tokens)
                 .await;
         }
+        let plan = self.cursors.plan(c.queue.as_str(), &c.kinds, c.order);
+        let cursor = plan.flat();
         let rows = shared::retry_contended(|| async {
             let stmt = complete_claim_stmt(
-                expect, c, token, expires, retention, &ids, &tokens, done_now,
+                expect, c, token, expires, retention, &ids, &tokens, done_now, &cursor,
             );
             on_pool!(self, stmt.query(), fetch_all).db()
         })
         .await?;
+        advance(&self.cursors, &plan, &rows, 1);
         let (done, claimed) = folded_rows(&rows, c, token, expires)?;
         let completed = match rows.is_empty() && p.expect_jobs {
             // The claim found nothing, so the completion changed nothing: it goes alone.

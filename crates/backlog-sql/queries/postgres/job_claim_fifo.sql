@@ -9,6 +9,10 @@
 -- at each shard. The shards come from a constant series cut to the count (one per possible
 -- shard, 256): a series bounded by the count itself made PostgreSQL 15 spend about 10 ms on
 -- every claim (against 0.15 ms) once the subquery holds FOR UPDATE.
+-- Cursor: each shard's claim starts past `cursor` (three values a shard: priority, run_at,
+-- id; src/cursor.rs), past the index entries that claimed and completed jobs leave
+-- behind while a held snapshot keeps vacuum from removing them. Empty, or a shard beyond
+-- it: from the head (a full pass).
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
@@ -16,6 +20,7 @@
 -- @param queue: &str
 -- @param kinds: Option<Vec<String>>
 -- @param limit: i64
+-- @param cursor: &[i64]
 WITH heads AS MATERIALIZED (
     SELECT n, floor(random() * n)::int AS first
     FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
@@ -29,6 +34,9 @@ WITH heads AS MATERIALIZED (
     CROSS JOIN LATERAL (
         SELECT id FROM backlog_job
         WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
+          AND (priority, run_at, id) > (COALESCE(($8::bigint[])[3 * ((q.first + s.i) % q.n) + 1], -32768)::smallint,
+                                        COALESCE(($8::bigint[])[3 * ((q.first + s.i) % q.n) + 2], -9223372036854775807),
+                                        COALESCE(($8::bigint[])[3 * ((q.first + s.i) % q.n) + 3], -9223372036854775807))
           AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
         ORDER BY priority, run_at, id
         LIMIT $7
@@ -43,4 +51,4 @@ SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = 
 WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 -- Not the queue, token or lease expiry: the claimer chose them.
 RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
-          j.run_at, j.created_at, j.trace_context, j.group_key
+          j.run_at, j.created_at, j.trace_context, j.group_key, j.shard

@@ -9,11 +9,16 @@
 -- A client that falls silent mid-transaction (cut off by the network, say) holds the jobs no
 -- longer than `idle_ms` (the claim's lease): the server ends the session then
 -- (idle_in_transaction_session_timeout, for this transaction alone), and the jobs are free.
+-- Cursor: each shard's claim starts past `cursor` (three values a shard: priority, run_at,
+-- id; src/cursor.rs), past the index entries that claimed and completed jobs leave
+-- behind while a held snapshot keeps vacuum from removing them. Empty, or a shard beyond
+-- it: from the head (a full pass).
 -- @param now: i64
 -- @param queue: &str
 -- @param kinds: Option<Vec<String>>
 -- @param limit: i64
 -- @param idle_ms: i64
+-- @param cursor: &[i64]
 WITH heads AS MATERIALIZED (
     SELECT n, floor(random() * n)::int AS first,
            set_config('lock_timeout', '50ms', true) AS lock_timeout,
@@ -24,14 +29,17 @@ WITH heads AS MATERIALIZED (
           FROM backlog_queue WHERE name = $2) AS q
 )
 SELECT c.id, c.kind, c.payload::text AS payload, c.priority, c.attempt + 1 AS attempt,
-       c.max_attempts, c.run_at, c.created_at, c.trace_context, c.group_key
+       c.max_attempts, c.run_at, c.created_at, c.trace_context, c.group_key, c.shard
 FROM heads AS q
 CROSS JOIN generate_series(0, 255) AS s(i)
 CROSS JOIN LATERAL (
     SELECT id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context,
-           group_key
+           group_key, shard
     FROM backlog_job
     WHERE queue = $2 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $1
+      AND (priority, run_at, id) > (COALESCE(($6::bigint[])[3 * ((q.first + s.i) % q.n) + 1], -32768)::smallint,
+                                    COALESCE(($6::bigint[])[3 * ((q.first + s.i) % q.n) + 2], -9223372036854775807),
+                                    COALESCE(($6::bigint[])[3 * ((q.first + s.i) % q.n) + 3], -9223372036854775807))
       AND ($3::text[] IS NULL OR kind = ANY($3::text[]))
     ORDER BY priority, run_at, id
     LIMIT $4

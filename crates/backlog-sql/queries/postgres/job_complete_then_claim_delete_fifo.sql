@@ -13,6 +13,10 @@
 -- deadlock held both for deadlock_timeout (1 s by default) before one gave way. `heads` is
 -- read before any row is locked: the claim reads it first, and the completion comes after
 -- the claim's pick (it waits for picked, or follows claimed in the UNION ALL).
+-- Cursor: each shard's claim starts past `cursor` (three values a shard: priority, run_at,
+-- id; src/cursor.rs), past the index entries that claimed and completed jobs leave
+-- behind while a held snapshot keeps vacuum from removing them. Empty, or a shard beyond
+-- it: from the head (a full pass).
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
@@ -22,6 +26,7 @@
 -- @param limit: i64
 -- @param done_ids: &[i64]
 -- @param done_tokens: &[i64]
+-- @param cursor: &[i64]
 WITH done AS (
     DELETE FROM backlog_job
     WHERE id = ANY($8::bigint[]) AND state = 'running'
@@ -41,6 +46,9 @@ WITH done AS (
     CROSS JOIN LATERAL (
         SELECT id FROM backlog_job
         WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
+          AND (priority, run_at, id) > (COALESCE(($10::bigint[])[3 * ((q.first + s.i) % q.n) + 1], -32768)::smallint,
+                                        COALESCE(($10::bigint[])[3 * ((q.first + s.i) % q.n) + 2], -9223372036854775807),
+                                        COALESCE(($10::bigint[])[3 * ((q.first + s.i) % q.n) + 3], -9223372036854775807))
           AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
         ORDER BY priority, run_at, id
         LIMIT $7
@@ -55,7 +63,7 @@ claimed AS (
         lease_expires_at = $3, attempted_at = $4
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
-              j.run_at, j.created_at, j.trace_context, j.group_key
+              j.run_at, j.created_at, j.trace_context, j.group_key, j.shard
 )
 SELECT NULL::bigint[] AS done_ids, c.* FROM claimed AS c
 UNION ALL

@@ -12,6 +12,10 @@
 -- deadlock held both for deadlock_timeout (1 s by default) before one gave way. `heads` is
 -- read before any row is locked: the claim reads it first, and the completion comes after
 -- the claim's pick (it waits for picked, or follows claimed in the UNION ALL).
+-- Cursor: each shard's claim starts past `cursor` (three values a shard: priority, run_at,
+-- id; src/cursor.rs), past the index entries that claimed and completed jobs leave
+-- behind while a held snapshot keeps vacuum from removing them. Empty, or a shard beyond
+-- it: from the head (a full pass).
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
@@ -22,6 +26,7 @@
 -- @param done_ids: &[i64]
 -- @param done_tokens: &[i64]
 -- @param done_now: i64
+-- @param cursor: &[i64]
 WITH heads AS MATERIALIZED (
     SELECT n, floor(random() * n)::int AS first,
            set_config('lock_timeout', '50ms', true) AS lock_timeout
@@ -36,6 +41,9 @@ WITH heads AS MATERIALIZED (
     CROSS JOIN LATERAL (
         SELECT id FROM backlog_job
         WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
+          AND (priority, run_at, id) > (COALESCE(($11::bigint[])[3 * ((q.first + s.i) % q.n) + 1], -32768)::smallint,
+                                        COALESCE(($11::bigint[])[3 * ((q.first + s.i) % q.n) + 2], -9223372036854775807),
+                                        COALESCE(($11::bigint[])[3 * ((q.first + s.i) % q.n) + 3], -9223372036854775807))
           AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
         ORDER BY priority, run_at, id
         LIMIT $7
@@ -59,4 +67,4 @@ WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING CASE WHEN j.id = (SELECT min(id) FROM picked)
     THEN (SELECT array_agg(id) FROM done) END AS done_ids,
           j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
-          j.run_at, j.created_at, j.trace_context, j.group_key
+          j.run_at, j.created_at, j.trace_context, j.group_key, j.shard

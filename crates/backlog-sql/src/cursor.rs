@@ -1,0 +1,316 @@
+//! Claim cursors: where this process's last claim on each shard of a queue ended, so that the
+//! next claim starts there instead of at the head of the claim index.
+//!
+//! Why: every job claimed or completed leaves an index entry behind that only vacuum (InnoDB:
+//! purge) removes, and neither may remove it while another session holds an old snapshot (a
+//! `REPEATABLE READ` report, `pg_dump`, an idle transaction, a replica's feedback). A claim that
+//! starts at the head walks past all of them: on PostgreSQL 1,129 → 9,855 buffers a claim of
+//! 100 after 200,000 jobs, on MariaDB 2,205 → 600,791 pages
+//! (`docs/bench-journal/2026-11-28-held-snapshot-bare-sql.md`). A FIFO claim takes keys
+//! `(priority, run_at, id)` in order, so what lies before the last key it took is, but for a few
+//! cases below, claimed already: starting past it skips the dead head whatever its length.
+//!
+//! What can lie behind a cursor: a job of a better priority enqueued after the cursor passed
+//! its place, a job whose producer's transaction committed after a claim took later keys, a
+//! job a claimer skipped while another held its lock and then let go (a rolled-back claim, a
+//! rescued lease, a moved shard). So a claim now and then is a **full pass** from the head, as
+//! before. It runs when the time since the last one is at least [`FULL_PASS_FACTOR`] times
+//! what the last one took, and at most [`FULL_PASS_MAX`] apart: on a healthy database, where a
+//! full pass costs what a cursor claim does (about a millisecond), it is every few claims and
+//! nothing waits behind a cursor for longer than that; under a held snapshot, where a full
+//! pass walks the dead head, it stays under a twentieth of the claim loop's time.
+//!
+//! LIFO claims take the newest keys first, where new jobs arrive: a cursor cannot help them,
+//! and they always claim from the head.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use backlog_core::{Kind, Ordering};
+
+/// A full pass comes at least this many times its own last duration after the previous one.
+pub(crate) const FULL_PASS_FACTOR: u32 = 20;
+
+/// A full pass comes at most this long after the previous one.
+pub(crate) const FULL_PASS_MAX: Duration = Duration::from_secs(10);
+
+/// A claim index key past which a FIFO claim starts: `(priority, run_at, id)`.
+pub(crate) type Key = (i16, i64, i64);
+
+/// The cursors of one backend (one process), by queue and kind filter.
+#[derive(Debug, Default)]
+pub(crate) struct Cursors {
+    queues: Mutex<HashMap<(String, Vec<String>), QueueCursor>>,
+}
+
+#[derive(Debug, Default)]
+struct QueueCursor {
+    /// By shard; `None`: no claim of this process found a job there yet.
+    keys: Vec<Option<Key>>,
+    /// When the last full pass started, if one did.
+    last_full: Option<Instant>,
+    /// What the last full pass took.
+    full_cost: Duration,
+}
+
+/// What one claim of a queue costs the database, from this process's cursors and as a full
+/// pass from the head: buffers on PostgreSQL (shared hits and reads), pages on MySQL/MariaDB
+/// (`pages_accessed`). See `PgBackend::claim_cost`.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimCost {
+    /// The claim from the cursors (what most claims are).
+    pub cursor: u64,
+    /// The same claim from the head of every shard.
+    pub full_pass: u64,
+}
+
+/// How one claim starts: from the cursors, or from the head (a full pass). Hand it back to
+/// [`Cursors::record`] with what the claim took.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    id: Option<(String, Vec<String>)>,
+    keys: Vec<Option<Key>>,
+    started: Instant,
+}
+
+impl Plan {
+    /// A plan that claims from the head and records nothing (LIFO, or a claim with no cursor).
+    pub(crate) fn head() -> Plan {
+        Plan {
+            id: None,
+            keys: vec![],
+            started: Instant::now(),
+        }
+    }
+
+    /// A plan that starts at `keys` (by shard) and records nothing: to look at a claim.
+    pub(crate) fn at(keys: Vec<Option<Key>>) -> Plan {
+        Plan {
+            id: None,
+            keys,
+            started: Instant::now(),
+        }
+    }
+
+    /// True when this claim starts at the head of every shard.
+    pub(crate) fn full(&self) -> bool {
+        self.keys.iter().all(Option::is_none)
+    }
+
+    /// Where the claim starts on `shard` (`None`: at its head).
+    pub(crate) fn key(&self, shard: i32) -> Option<Key> {
+        self.keys
+            .get(usize::try_from(shard).ok()?)
+            .copied()
+            .flatten()
+    }
+
+    /// The cursors as PostgreSQL's claim statements take them: three values a shard, shard by
+    /// shard from 0 (priority, run_at, id), the smallest key for a shard without a cursor; an
+    /// empty array for a full pass (the statements read a missing shard as the head).
+    pub(crate) fn flat(&self) -> Vec<i64> {
+        if self.full() {
+            return vec![];
+        }
+        let head = (i16::MIN, i64::MIN, i64::MIN);
+        (self.keys.iter())
+            .flat_map(|k| {
+                let (p, r, i) = k.unwrap_or(head);
+                [i64::from(p), r, i]
+            })
+            .collect()
+    }
+}
+
+impl Cursors {
+    /// How the next claim of `queue` (only `kinds`, if any) in `order` starts.
+    pub(crate) fn plan(&self, queue: &str, kinds: &[Kind], order: Ordering) -> Plan {
+        if order == Ordering::Lifo {
+            return Plan::head();
+        }
+        let id = (
+            queue.to_owned(),
+            kinds.iter().map(|k| k.as_str().to_owned()).collect(),
+        );
+        let now = Instant::now();
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        let c = queues.entry(id.clone()).or_default();
+        let due = match c.last_full {
+            None => true,
+            Some(at) => {
+                let gap = (c.full_cost * FULL_PASS_FACTOR).min(FULL_PASS_MAX);
+                now.duration_since(at) >= gap
+            }
+        };
+        let keys = match due {
+            // Taken now, so that the process's other claim loops go on from the cursors
+            // meanwhile instead of each making a full pass of its own.
+            true => {
+                c.last_full = Some(now);
+                vec![]
+            }
+            false => c.keys.clone(),
+        };
+        Plan {
+            id: Some(id),
+            keys,
+            started: now,
+        }
+    }
+
+    /// What a claim made with `plan` took: each claimed job's shard and key. Each shard's
+    /// cursor moves to the largest key claimed there, never back.
+    pub(crate) fn record(&self, plan: &Plan, claimed: impl IntoIterator<Item = (i32, Key)>) {
+        let Some(id) = &plan.id else {
+            return;
+        };
+        let took = plan.started.elapsed();
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        let c = queues.entry(id.clone()).or_default();
+        if plan.full() {
+            c.full_cost = took;
+        }
+        for (shard, key) in claimed {
+            let Ok(s) = usize::try_from(shard) else {
+                continue;
+            };
+            if s >= c.keys.len() {
+                c.keys.resize(s + 1, None);
+            }
+            if c.keys[s].is_none_or(|k| key > k) {
+                c.keys[s] = Some(key);
+            }
+        }
+    }
+
+    /// Something this process did may have put jobs behind the cursors (a retry due at once,
+    /// a release, a rescue, a promotion in an ordered group, an operator's action, a claim left
+    /// undone): every queue's next claim is a full pass.
+    pub(crate) fn rewind(&self) {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        for c in queues.values_mut() {
+            c.last_full = None;
+        }
+    }
+
+    /// Jobs enqueued by this process, as (queue, priority, due time): a queue's next claim is a
+    /// full pass when one of them sorts before a cursor of that queue (a better priority than
+    /// the claims reached, or due earlier), where a claim from the cursor would not see it.
+    pub(crate) fn enqueued<'a>(&self, jobs: impl IntoIterator<Item = (&'a str, i16, i64)>) {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        if queues.is_empty() {
+            return;
+        }
+        for (queue, priority, run_at) in jobs {
+            for ((q, _), c) in queues.iter_mut() {
+                let behind = q == queue
+                    && c.last_full.is_some()
+                    && (c.keys.iter().flatten()).any(|k| (priority, run_at) < (k.0, k.1));
+                if behind {
+                    c.last_full = None;
+                }
+            }
+        }
+    }
+
+    /// The cursors of `queue` (no kind filter), shard by shard.
+    pub(crate) fn keys(&self, queue: &str) -> Vec<Option<Key>> {
+        let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        (queues.get(&(queue.to_owned(), vec![])))
+            .map(|c| c.keys.clone())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fifo(c: &Cursors) -> Plan {
+        c.plan("q", &[], Ordering::Fifo)
+    }
+
+    #[test]
+    fn first_claim_is_a_full_pass_and_the_next_starts_past_it() {
+        let c = Cursors::default();
+        let p = fifo(&c);
+        assert!(p.full());
+        assert!(p.flat().is_empty());
+        c.record(&p, [(0, (0, 10, 1)), (0, (0, 10, 2)), (2, (1, 5, 7))]);
+        let next = fifo(&c);
+        assert!(
+            !next.full(),
+            "a full pass that took microseconds is not due again at once"
+        );
+        assert_eq!(next.key(0), Some((0, 10, 2)));
+        assert_eq!(next.key(1), None);
+        assert_eq!(next.key(2), Some((1, 5, 7)));
+        assert_eq!(next.key(3), None);
+        let head = (i64::from(i16::MIN), i64::MIN, i64::MIN);
+        assert_eq!(next.flat(), vec![0, 10, 2, head.0, head.1, head.2, 1, 5, 7]);
+    }
+
+    #[test]
+    fn a_cursor_never_moves_back() {
+        let c = Cursors::default();
+        let p = fifo(&c);
+        c.record(&p, [(0, (0, 10, 5))]);
+        // A later full pass that found a job stranded behind the cursor.
+        c.record(&p, [(0, (0, 3, 1))]);
+        assert_eq!(c.keys("q"), vec![Some((0, 10, 5))]);
+    }
+
+    #[test]
+    fn a_full_pass_comes_again_after_twenty_times_its_cost() {
+        let c = Cursors::default();
+        let p = fifo(&c);
+        std::thread::sleep(Duration::from_millis(5));
+        c.record(&p, [(0, (0, 1, 1))]);
+        // The full pass took ≥ 5 ms: the next is ≥ 100 ms after it started.
+        assert!(!fifo(&c).full());
+        std::thread::sleep(Duration::from_millis(120));
+        let again = fifo(&c);
+        assert!(again.full());
+        // Taken by that claim: the others go on from the cursors meanwhile.
+        assert!(!fifo(&c).full());
+    }
+
+    #[test]
+    fn what_may_lie_behind_a_cursor_brings_a_full_pass() {
+        let c = Cursors::default();
+        let p = fifo(&c);
+        c.record(&p, [(0, (5, 100, 7))]);
+        assert!(!fifo(&c).full());
+        // Later in the order: the cursor finds them.
+        c.enqueued([("q", 5, 100), ("q", 5, 200), ("q", 6, 50), ("other", 0, 0)]);
+        assert!(!fifo(&c).full());
+        // A better priority, or due before the cursor: only a full pass finds them.
+        for behind in [("q", 4, 500), ("q", 5, 99)] {
+            c.enqueued([behind]);
+            assert!(fifo(&c).full(), "{behind:?}");
+            assert!(!fifo(&c).full());
+        }
+        c.rewind();
+        assert!(fifo(&c).full());
+        assert_eq!(
+            c.keys("q"),
+            vec![Some((5, 100, 7))],
+            "a full pass keeps the cursor"
+        );
+    }
+
+    #[test]
+    fn lifo_and_kind_filters_keep_their_own_way() {
+        let c = Cursors::default();
+        let p = fifo(&c);
+        c.record(&p, [(0, (0, 1, 1))]);
+        let lifo = c.plan("q", &[], Ordering::Lifo);
+        assert!(lifo.full());
+        c.record(&lifo, [(0, (0, 9, 9))]);
+        assert_eq!(c.keys("q"), vec![Some((0, 1, 1))], "LIFO records nothing");
+        let kinds = [Kind::new("email").unwrap()];
+        assert!(c.plan("q", &kinds, Ordering::Fifo).full(), "its own cursor");
+    }
+}
