@@ -319,12 +319,17 @@ macro_rules! sql_backend {
                 let Some(cursors) = $crate::engine::Dialect::cursors(self).cloned() else {
                     return $crate::engine::Dialect::job_insert(self, p).await;
                 };
-                let now = p.now;
-                let keys: Vec<(backlog_core::QueueName, i16, i64)> = (p.jobs.iter())
-                    .map(|j| (j.queue.clone(), j.priority, j.run_at.unwrap_or(now)))
-                    .collect();
+                // Each queue's first job in claim order (a batch is mostly of one queue).
+                let mut first: Vec<(String, i16, i64)> = vec![];
+                for j in &p.jobs {
+                    let key = (j.priority, j.run_at.unwrap_or(p.now));
+                    match first.iter_mut().find(|(q, ..)| q == j.queue.as_str()) {
+                        Some(f) => (f.1, f.2) = key.min((f.1, f.2)),
+                        None => first.push((j.queue.as_str().to_owned(), key.0, key.1)),
+                    }
+                }
                 let out = $crate::engine::Dialect::job_insert(self, p).await?;
-                cursors.enqueued(keys.iter().map(|(q, p, r)| (q.as_str(), *p, *r)));
+                cursors.enqueued(first.iter().map(|(q, p, r)| (q.as_str(), *p, *r)));
                 Ok(out)
             }
 
@@ -548,7 +553,8 @@ macro_rules! sql_backend {
             }
 
             async fn group_sweep(&self, now: i64) -> backlog_core::Result<u64> {
-                if $crate::engine::Dialect::job_reshard(self).await? > 0 {
+                let reshard = $crate::engine::Dialect::cursors(self).is_none_or(|c| c.reshard_due());
+                if reshard && $crate::engine::Dialect::job_reshard(self).await? > 0 {
                     $crate::engine::Dialect::rewind(self);
                 }
                 let rows: Vec<(String, String)> = $crate::pooler::on_pool!(
@@ -771,6 +777,10 @@ macro_rules! sql_backend {
                     .db()
                 })
                 .await?;
+                // Claims while it was paused found nothing, full passes too: look again.
+                if !paused {
+                    $crate::engine::Dialect::rewind(self);
+                }
                 Ok(())
             }
 

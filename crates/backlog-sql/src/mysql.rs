@@ -840,13 +840,21 @@ async fn complete_fenced(conn: &mut MySqlConnection, p: &JobCompleteParams) -> R
 
 /// Deletes (or archives, then deletes) one bounded batch of finished jobs, on a connection inside
 /// a transaction; the number removed.
-async fn prune_on(conn: &mut MySqlConnection, p: &JobPruneParams) -> Result<u64> {
+async fn prune_on(
+    conn: &mut MySqlConnection,
+    p: &JobPruneParams,
+    cursors: &Cursors,
+) -> Result<u64> {
     let (queue, state) = (p.queue.as_str(), p.state.as_str());
-    let candidates: Vec<i64> = cat::job_prune_ids(queue, state, p.finished_before, p.limit as i64)
+    let plan = cursors.prune_plan(queue, state);
+    let (before, limit) = (p.finished_before, p.limit as i64);
+    let candidates: Vec<i64> = cat::job_prune_ids(queue, state, before, plan.after, limit)
         .scalar()
         .fetch_all(&mut *conn)
         .await
         .db()?;
+    // Whatever the lock then finds: a candidate no longer there was removed already.
+    cursors.prune_record(&plan, candidates.iter().copied().max());
     if candidates.is_empty() {
         return Ok(0);
     }
@@ -1174,6 +1182,10 @@ impl Dialect for MySqlBackend {
                     batch::GroupOps::group_promote_on(&mut *tx, queue, &left, p.claim.now).await?
                 }
             };
+            // A group's next job was enqueued long ago: behind the cursor.
+            if promoted > 0 {
+                self.shards.cursors.rewind();
+            }
             let limit = p.claim.limit.saturating_sub(claimed.len() as u32);
             if limit > 0 {
                 let handed = claimed.len();
@@ -1238,7 +1250,7 @@ impl Dialect for MySqlBackend {
     async fn job_prune(&self, p: JobPruneParams) -> Result<u64> {
         shared::retry_transient(|| async {
             let mut tx = self.tx().await.db()?;
-            let n = prune_on(&mut tx, &p).await?;
+            let n = prune_on(&mut tx, &p, &self.shards.cursors).await?;
             tx.commit().await.db()?;
             Ok(n)
         })

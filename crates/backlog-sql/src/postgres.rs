@@ -1083,9 +1083,11 @@ impl Dialect for PgBackend {
             false => cat::job_prune_delete,
         };
         let (queue, state) = (p.queue.as_str(), p.state.as_str());
-        let stmt = statement(queue, state, p.finished_before, p.limit as i64);
-        let res = on_pool!(self, stmt.query(), execute).db()?;
-        Ok(res.rows_affected())
+        let plan = self.cursors.prune_plan(queue, state);
+        let stmt = statement(queue, state, p.finished_before, p.limit as i64, plan.after);
+        let ids: Vec<i64> = on_pool!(self, stmt.scalar(), fetch_all).db()?;
+        self.cursors.prune_record(&plan, ids.iter().copied().max());
+        Ok(ids.len() as u64)
     }
 
     async fn job_vacuum(&self, p: JobVacuumParams) -> Result<Option<u64>> {

@@ -1112,7 +1112,7 @@ impl Client {
     }
 
     /// The oldest transaction another session holds open, where the database keeps row versions
-    /// for it (PostgreSQL, MySQL): the usual reason claims slow down while dead rows pile up.
+    /// for it (PostgreSQL, MySQL): the usual reason dead rows pile up on disk.
     pub async fn oldest_transaction(&self) -> Result<Option<backlog_core::OldestTransaction>> {
         self.backend.db_oldest_transaction().await
     }

@@ -56,7 +56,8 @@ pub struct MaintenanceConfig {
     pub keep_history: Duration,
     /// The leader warns (in its log, each prune pass) when another session has held a
     /// transaction open longer than this: while it does, the database cannot reclaim completed
-    /// jobs' rows and claims slow down (PostgreSQL, MySQL). `None`: never.
+    /// jobs' rows, which take disk until it ends (PostgreSQL, MySQL; claims keep their speed,
+    /// docs/sql.md "Claim cursors"). `None`: never.
     pub warn_transaction_age: Option<Duration>,
 }
 
@@ -402,7 +403,7 @@ impl<O: MaintenanceOps> Maintainer<O> {
                 state = %t.state,
                 client = %t.client,
                 "session {} ({}) has held a transaction open for {} s ({}): the database keeps \
-                 the rows of completed jobs until it ends, and claims slow down; end it, or set \
+                 the rows of completed jobs until it ends, and they take disk; end it, or set \
                  idle_in_transaction_session_timeout (PostgreSQL) / idle_transaction_timeout \
                  (MariaDB)",
                 t.pid,
