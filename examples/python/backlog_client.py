@@ -62,6 +62,7 @@ class Cursors:
         self.keys: dict[tuple, dict[int, tuple]] = {}
         self.last_full: dict[tuple, float] = {}
         self.full_cost: dict[tuple, float] = {}
+        self.floors: dict[tuple, int] = {}
 
     def plan(self, key: tuple) -> Optional[dict[int, tuple]]:
         """The cursors of the next claim by shard, or None for a full pass."""
@@ -86,6 +87,25 @@ class Cursors:
         next claims are full passes."""
         self.last_full.clear()
 
+    def floor(self, key: tuple) -> int:
+        """Where a scan other than a claim starts, on the claims' schedule of full passes: the
+        rescue looks only at leases that expired since its last complete pass (docs/sql.md,
+        "Rescue of expired leases"). FULL_PASS for a full pass."""
+        if self.plan(key) is None:
+            return FULL_PASS
+        return self.floors.get(key, FULL_PASS)
+
+    def floor_record(self, key: tuple, full: bool, took: float, reached: Optional[int]) -> None:
+        """What a scan made from `floor` reached, if anything: the floor never moves back."""
+        if full:
+            self.full_cost[key] = took
+        if reached is not None:
+            self.floors[key] = max(self.floors.get(key, FULL_PASS), reached)
+
+#: A scan's floor for a full pass from the head: the smallest 64-bit integer.
+FULL_PASS = -(1 << 63)
+#: The rescue's key among the cursors' floors.
+RESCUE_FLOOR = ("rescue",)
 #: How often a consumer runs the rescue of expired leases, at most (docs/sql.md "How often").
 RESCUE_EVERY_S = 1.0
 #: Most expired leases one rescue statement moves.
@@ -283,8 +303,8 @@ class _Sqlite(_Dialect):
     def release(self, conn, job, run_at):
         return conn.execute(self.sql("job_release"), (run_at, job.id, job.token)).rowcount == 1
 
-    def rescue(self, conn, now, limit):
-        return len(conn.execute(self.sql("job_rescue"), (now, limit)).fetchall())
+    def rescue(self, conn, now, limit, after):
+        return len(conn.execute(self.sql("job_rescue"), (now, limit, after)).fetchall())
 
     def queue_row(self, conn, queue):
         return conn.execute(self.sql("queue_get"), (queue,)).fetchone()
@@ -365,8 +385,8 @@ class _Postgres(_Dialect):
     def release(self, conn, job, run_at):
         return self._run(conn, "job_release", run_at, job.id, job.token).rowcount == 1
 
-    def rescue(self, conn, now, limit):
-        return len(self._run(conn, "job_rescue", now, limit).fetchall())
+    def rescue(self, conn, now, limit, after):
+        return len(self._run(conn, "job_rescue", now, limit, after).fetchall())
 
     def queue_row(self, conn, queue):
         return self._run(conn, "queue_get", queue).fetchone()
@@ -444,12 +464,14 @@ class _MySql(_Dialect):
             first, rows = random.randrange(n), []
             for k in range(n):
                 shard = (first + k) % n
+                # The shard's next 4 × left keys are read, then the first `left` locked.
+                left = limit - len(rows)
                 if order == "fifo":
                     p, r, i = after.get(shard, (None, None, None))
                     params = (queue, shard, now, kinds, kinds, p, p, p, r, r, i, queue,
-                              limit - len(rows))
+                              4 * left, now, left)
                 else:
-                    params = (queue, shard, now, kinds, kinds, queue, limit - len(rows))
+                    params = (queue, shard, now, kinds, kinds, queue, 4 * left, now, left)
                 got = self._run(conn, "job_claim", params, order=order).fetchall()
                 if got:
                     last = got[-1]
@@ -494,10 +516,11 @@ class _MySql(_Dialect):
     def release(self, conn, job, run_at):
         return self._run(conn, "job_release", (run_at, job.id, job.token)).rowcount == 1
 
-    def rescue(self, conn, now, limit):
+    def rescue(self, conn, now, limit, after):
         # Lock a batch of expired leases, SKIP LOCKED, then update those rows by id.
         with self.transaction(conn):
-            ids = [r[0] for r in self._run(conn, "job_rescue_ids", (now, limit)).fetchall()]
+            ids = [r[0] for r in self._run(conn, "job_rescue_ids",
+                                            (now, after, limit, now, limit)).fetchall()]
             if not ids:
                 return 0
             cur = self._run(conn, "job_rescue", (now, now, now, *ids, now), ids=len(ids))
@@ -681,8 +704,13 @@ class Client:
     def rescue(self, limit: int = RESCUE_BATCH) -> int:
         """Makes jobs whose lease expired available again (or dead after their last attempt).
         Safe from any number of processes at once. Returns how many it moved."""
-        now = self.now_us()
-        moved = self._retrying(lambda: self.dialect.rescue(self.conn, now, limit))
+        now, started = self.now_us(), time.monotonic()
+        after = self.cursors.floor(RESCUE_FLOOR)
+        moved = self._retrying(lambda: self.dialect.rescue(self.conn, now, limit, after))
+        # Below its limit, the pass found every lease that expired before `now`.
+        reached = now if moved < limit else None
+        self.cursors.floor_record(RESCUE_FLOOR, after == FULL_PASS, time.monotonic() - started,
+                                  reached)
         if moved:
             self.cursors.rewind()
         return moved
@@ -1040,8 +1068,10 @@ WHERE id = ?2 AND lease_token = ?3 AND state = 'running'
 QUERIES["sqlite/job_rescue.sql"] = """\
 -- Expired leases: back to available, or dead when the attempt that died was the last one.
 -- Returns the queue of each job rescued and whether it ended dead (for the per-queue counts).
+-- After: the rescue's floor, as on PostgreSQL (the smallest integer: a full pass).
 -- @param now: i64
 -- @param limit: i64
+-- @param after: i64
 UPDATE backlog_job
 SET state = CASE WHEN attempt >= COALESCE(max_attempts,
                      (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
@@ -1055,7 +1085,7 @@ SET state = CASE WHEN attempt >= COALESCE(max_attempts,
     lease_token = NULL, lease_expires_at = NULL
 WHERE id IN (
     SELECT id FROM backlog_job
-    WHERE state = 'running' AND lease_expires_at < ?1
+    WHERE state = 'running' AND lease_expires_at < ?1 AND lease_expires_at >= ?3
     ORDER BY lease_expires_at
     LIMIT +?2
 )
@@ -1271,8 +1301,12 @@ QUERIES["postgres/job_rescue.sql"] = """\
 -- the outer WHERE rechecks state and expiry on the row as it is once locked. = ANY(ARRAY(…)): the
 -- batch is locked once (an InitPlan); `id IN (SELECT … LIMIT … FOR UPDATE)` may be rescanned per
 -- outer row, each rescan locking more rows than the limit.
+-- After: the rescue's floor (src/cursor.rs): only leases that expired since the last complete
+-- pass, past the index entries of finished jobs that a held snapshot keeps vacuum from
+-- removing; the smallest bigint for a full pass.
 -- @param now: i64
 -- @param limit: i64
+-- @param after: i64
 UPDATE backlog_job
 SET state = CASE WHEN attempt >= COALESCE(max_attempts,
                      (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
@@ -1286,7 +1320,7 @@ SET state = CASE WHEN attempt >= COALESCE(max_attempts,
     lease_token = NULL, lease_expires_at = NULL
 WHERE id = ANY(ARRAY(
     SELECT id FROM backlog_job
-    WHERE state = 'running' AND lease_expires_at < $1
+    WHERE state = 'running' AND lease_expires_at < $1 AND lease_expires_at >= $3
     ORDER BY lease_expires_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
@@ -1314,24 +1348,40 @@ QUERIES["mysql/job_claim_fifo.sql"] = """\
 -- which it starts, past the delete-marked entries a held snapshot keeps purge from
 -- removing; NULL: from the head (a full pass). Written out with OR, which the range
 -- optimizer reads as ranges of the claim index.
+-- Two steps in one statement, so that a held snapshot costs nothing: the derived table `c` reads
+-- the shard's next `candidates` keys from the claim index as a plain (consistent) read, then
+-- the rows are locked by primary key in that order, rechecked, and the first `limit` taken.
+-- A locking read of the claim index itself checks each delete-marked entry (every job claimed
+-- since purge last ran) for an implicit lock: with another session's snapshot held 3 minutes
+-- at 2,000 jobs/s, 422,485 pages for one claim of 3 jobs, against 1,321 + 9 this way
+-- (docs/bench-journal/2026-11-28-mariadb-locking-read.md). STRAIGHT_JOIN and the order by
+-- `c`'s columns: the candidates are sorted first and joined in that order, so the LIMIT stops
+-- the locking there instead of locking every candidate before a sort.
 -- @param queue: &str
 -- @param shard: i32
 -- @param now: i64
 -- @param kinds: Option<&str>
 -- @param limit: i64
+-- @param candidates: i64
 -- @param after_priority: Option<i16>
 -- @param after_run_at: Option<i64>
 -- @param after_id: Option<i64>
--- @bind queue, shard, now, kinds, kinds, after_priority, after_priority, after_priority, after_run_at, after_run_at, after_id, queue, limit
-SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
-       max_attempts, run_at, created_at, trace_context, group_key
-FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
-WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
-  AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
-  AND (? IS NULL OR priority > ? OR (priority = ? AND (run_at > ? OR (run_at = ? AND id > ?))))
-  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
-                                                                  OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
-ORDER BY priority, run_at, id
+-- @bind queue, shard, now, kinds, kinds, after_priority, after_priority, after_priority, after_run_at, after_run_at, after_id, queue, candidates, now, limit
+SELECT j.id, j.kind, CAST(j.payload AS CHAR) AS payload, j.priority, j.attempt + 1 AS attempt,
+       j.max_attempts, j.run_at, j.created_at, j.trace_context, j.group_key
+FROM (
+    SELECT priority, run_at, id FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
+    WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
+      AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
+      AND (? IS NULL OR priority > ? OR (priority = ? AND (run_at > ? OR (run_at = ? AND id > ?))))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
+                                                                      OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
+    ORDER BY priority, run_at, id
+    LIMIT ?
+) AS c
+STRAIGHT_JOIN backlog_job AS j FORCE INDEX (PRIMARY) ON j.id = c.id
+WHERE j.state = 'available' AND j.run_at <= ?
+ORDER BY c.priority, c.run_at, c.id
 LIMIT ?
 FOR UPDATE SKIP LOCKED
 """
@@ -1342,20 +1392,36 @@ QUERIES["mysql/job_claim_lifo.sql"] = """\
 -- one; see claim_with in mysql.rs). FORCE INDEX: the claim index whatever the statistics say (a
 -- scan would lock far more rows). Not the queue, token or lease expiry: the claimer chose them. By
 -- priority, then the newest due first (LIFO).
+-- Two steps in one statement, so that a held snapshot costs nothing: the derived table `c` reads
+-- the shard's next `candidates` keys from the claim index as a plain (consistent) read, then
+-- the rows are locked by primary key in that order, rechecked, and the first `limit` taken.
+-- A locking read of the claim index itself checks each delete-marked entry (every job claimed
+-- since purge last ran) for an implicit lock: with another session's snapshot held 3 minutes
+-- at 2,000 jobs/s, 422,485 pages for one claim of 3 jobs, against 1,321 + 9 this way
+-- (docs/bench-journal/2026-11-28-mariadb-locking-read.md). STRAIGHT_JOIN and the order by
+-- `c`'s columns: the candidates are sorted first and joined in that order, so the LIMIT stops
+-- the locking there instead of locking every candidate before a sort.
 -- @param queue: &str
 -- @param shard: i32
 -- @param now: i64
 -- @param kinds: Option<&str>
 -- @param limit: i64
--- @bind queue, shard, now, kinds, kinds, queue, limit
-SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
-       max_attempts, run_at, created_at, trace_context, group_key
-FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
-WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
-  AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
-  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
-                                                                  OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
-ORDER BY priority, run_at DESC, id DESC
+-- @param candidates: i64
+-- @bind queue, shard, now, kinds, kinds, queue, candidates, now, limit
+SELECT j.id, j.kind, CAST(j.payload AS CHAR) AS payload, j.priority, j.attempt + 1 AS attempt,
+       j.max_attempts, j.run_at, j.created_at, j.trace_context, j.group_key
+FROM (
+    SELECT priority, run_at, id FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
+    WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
+      AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
+                                                                      OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
+    ORDER BY priority, run_at DESC, id DESC
+    LIMIT ?
+) AS c
+STRAIGHT_JOIN backlog_job AS j FORCE INDEX (PRIMARY) ON j.id = c.id
+WHERE j.state = 'available' AND j.run_at <= ?
+ORDER BY c.priority, c.run_at DESC, c.id DESC
 LIMIT ?
 FOR UPDATE SKIP LOCKED
 """
@@ -1479,12 +1545,26 @@ QUERIES["mysql/job_rescue_ids.sql"] = """\
 -- Expired leases, oldest first, locked for job_rescue in the same transaction. SKIP LOCKED: a row
 -- held open by a transaction-mode claimer (or another rescuer) is passed over instead of waited
 -- on; a plain UPDATE … ORDER BY … LIMIT scanned into it and stalled every claimer's rescue.
--- FORCE INDEX: the lease index gives the order, so no sort locks rows beyond the LIMIT.
+-- After: the rescue's floor (src/cursor.rs): only leases that expired since the last complete
+-- pass, past the delete-marked entries of finished jobs that a held snapshot keeps purge from
+-- removing; the smallest BIGINT for a full pass.
+-- Two steps in one statement, as in job_claim_fifo: the derived table reads the lease index
+-- without locking (a locking read there checks every delete-marked entry for an implicit
+-- lock), then the rows are locked by primary key in expiry order and rechecked; STRAIGHT_JOIN
+-- and the order by `c`'s column stop the locking at the LIMIT.
 -- @param now: i64
+-- @param after: i64
 -- @param limit: i64
-SELECT id FROM backlog_job FORCE INDEX (backlog_job_lease)
-WHERE state = 'running' AND lease_expires_at < ?
-ORDER BY lease_expires_at
+-- @bind now, after, limit, now, limit
+SELECT j.id FROM (
+    SELECT lease_expires_at, id FROM backlog_job FORCE INDEX (backlog_job_lease)
+    WHERE state = 'running' AND lease_expires_at < ? AND lease_expires_at >= ?
+    ORDER BY lease_expires_at
+    LIMIT ?
+) AS c
+STRAIGHT_JOIN backlog_job AS j FORCE INDEX (PRIMARY) ON j.id = c.id
+WHERE j.state = 'running' AND j.lease_expires_at < ?
+ORDER BY c.lease_expires_at
 LIMIT ?
 FOR UPDATE SKIP LOCKED
 """

@@ -42,9 +42,8 @@ pub(crate) type Key = (i16, i64, i64);
 #[derive(Debug, Default)]
 pub(crate) struct Cursors {
     queues: Mutex<HashMap<(String, Vec<String>), QueueCursor>>,
-    /// The leader's pruning of finished jobs, by queue and state: the largest id it removed.
-    /// Pruning takes the oldest ids first and leaves the same dead head behind as claims.
-    prunes: Mutex<HashMap<(String, String), (i64, Passes)>>,
+    /// Where the scans that are not claims start: see [`Floor`].
+    floors: Mutex<HashMap<Floor, (i64, Passes)>>,
     /// When the leader's sweep last moved jobs off shards their queue no longer has.
     last_reshard: Mutex<Option<Instant>>,
 }
@@ -88,11 +87,36 @@ impl Passes {
     }
 }
 
-/// Where one pruning batch starts: past `after` (an id), or at the head when `full`.
+/// A scan other than a claim that would walk the same dead head, and the value below which it
+/// need not look (but at a full pass).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Floor {
+    /// The leader's pruning of a queue's finished jobs in one state: the largest id it removed.
+    /// Pruning takes the oldest ids first and leaves the dead head behind as claims do.
+    Prune { queue: String, state: String },
+    /// The rescue of expired leases: the time (µs) up to which its last complete pass looked.
+    /// Every lease index entry of a job that ran and finished stays behind it, expired; a
+    /// lease set since expires later than the claim that set it, so a pass need only look at
+    /// leases that expired since the one before. A lease a pass skipped while another session
+    /// held its row waits for the next full pass.
+    Rescue,
+}
+
+impl Floor {
+    pub(crate) fn prune(queue: &str, state: &str) -> Floor {
+        Floor::Prune {
+            queue: queue.to_owned(),
+            state: state.to_owned(),
+        }
+    }
+}
+
+/// Where one scan starts: past `after`, or at the head (`i64::MIN`) for a full pass. Hand it
+/// back to [`Cursors::floor_record`].
 #[derive(Debug)]
-pub(crate) struct PrunePlan {
-    id: (String, String),
-    /// The batch takes ids above this.
+pub(crate) struct FloorPlan {
+    floor: Floor,
+    /// The scan takes values from this one on (`>=`, or `>` where the floor is a taken id).
     pub(crate) after: i64,
     full: bool,
     started: Instant,
@@ -247,34 +271,34 @@ impl Cursors {
         }
     }
 
-    /// Where the next pruning batch of `queue`'s jobs in `state` starts. A job finished late
-    /// with a smaller id than the cursor waits for the next full pass.
-    pub(crate) fn prune_plan(&self, queue: &str, state: &str) -> PrunePlan {
-        let id = (queue.to_owned(), state.to_owned());
+    /// Where the next scan for `floor` starts: at its floor, or at the head when a full pass
+    /// is due (the same schedule as claims': see the module's documentation).
+    pub(crate) fn floor_plan(&self, floor: Floor) -> FloorPlan {
         let now = Instant::now();
-        let mut prunes = self.prunes.lock().unwrap_or_else(|e| e.into_inner());
-        let (after, passes) = prunes
-            .entry(id.clone())
+        let mut floors = self.floors.lock().unwrap_or_else(|e| e.into_inner());
+        let (after, passes) = floors
+            .entry(floor.clone())
             .or_insert((i64::MIN, Passes::default()));
         let full = passes.take_full(now);
-        PrunePlan {
-            id,
+        FloorPlan {
+            floor,
             after: if full { i64::MIN } else { *after },
             full,
             started: now,
         }
     }
 
-    /// What a pruning batch made with `plan` removed: its largest id, if any.
-    pub(crate) fn prune_record(&self, plan: &PrunePlan, largest: Option<i64>) {
-        let mut prunes = self.prunes.lock().unwrap_or_else(|e| e.into_inner());
+    /// What a scan made with `plan` reached (the largest id pruned; the time up to which a
+    /// rescue found every expired lease), if anything: the floor rises to it, never back.
+    pub(crate) fn floor_record(&self, plan: &FloorPlan, reached: Option<i64>) {
+        let mut floors = self.floors.lock().unwrap_or_else(|e| e.into_inner());
         let (after, passes) =
-            (prunes.entry(plan.id.clone())).or_insert((i64::MIN, Passes::default()));
+            (floors.entry(plan.floor.clone())).or_insert((i64::MIN, Passes::default()));
         if plan.full {
             passes.full_cost = plan.started.elapsed();
         }
-        if let Some(id) = largest {
-            *after = (*after).max(id);
+        if let Some(v) = reached {
+            *after = (*after).max(v);
         }
     }
 
@@ -379,17 +403,35 @@ mod tests {
     #[test]
     fn pruning_goes_on_past_the_largest_id_it_removed() {
         let c = Cursors::default();
-        let first = c.prune_plan("q", "completed");
+        let first = c.floor_plan(Floor::prune("q", "completed"));
         assert_eq!(first.after, i64::MIN, "the first batch is a full pass");
-        c.prune_record(&first, Some(1_000));
-        let next = c.prune_plan("q", "completed");
+        c.floor_record(&first, Some(1_000));
+        let next = c.floor_plan(Floor::prune("q", "completed"));
         assert_eq!(next.after, 1_000);
-        c.prune_record(&next, None);
-        assert_eq!(c.prune_plan("q", "completed").after, 1_000);
+        c.floor_record(&next, None);
+        assert_eq!(c.floor_plan(Floor::prune("q", "completed")).after, 1_000);
         assert_eq!(
-            c.prune_plan("q", "dead").after,
+            c.floor_plan(Floor::prune("q", "dead")).after,
             i64::MIN,
-            "a cursor per state"
+            "a floor per state"
+        );
+    }
+
+    #[test]
+    fn a_rescue_looks_only_at_leases_expired_since_its_last_complete_pass() {
+        let c = Cursors::default();
+        let first = c.floor_plan(Floor::Rescue);
+        assert_eq!(first.after, i64::MIN, "the first pass is a full pass");
+        c.floor_record(&first, Some(5_000));
+        let next = c.floor_plan(Floor::Rescue);
+        assert_eq!(next.after, 5_000);
+        // A pass that hit its limit reached nothing: the next starts where it did.
+        c.floor_record(&next, None);
+        assert_eq!(c.floor_plan(Floor::Rescue).after, 5_000);
+        assert_eq!(
+            c.floor_plan(Floor::prune("q", "completed")).after,
+            i64::MIN,
+            "pruning keeps its own floor"
         );
     }
 

@@ -171,12 +171,19 @@ macro_rules! returning_methods {
             &self,
             p: backlog_core::JobRescueParams,
         ) -> backlog_core::Result<Vec<backlog_core::Rescued>> {
+            let cursors = $crate::engine::Dialect::cursors(self);
+            let plan = cursors.map(|c| c.floor_plan($crate::cursor::Floor::Rescue));
+            let after = plan.as_ref().map_or(i64::MIN, |plan| plan.after);
             let rows: Vec<(String, bool)> = $crate::pooler::on_pool!(
                 self,
-                $cat::job_rescue(p.now, p.limit as i64).as_(),
+                $cat::job_rescue(p.now, p.limit as i64, after).as_(),
                 fetch_all
             )
             .db()?;
+            if let (Some(c), Some(plan)) = (cursors, &plan) {
+                // Below its limit, the pass found every lease expired before `now`.
+                c.floor_record(plan, (rows.len() < p.limit as usize).then_some(p.now));
+            }
             Ok(rows
                 .into_iter()
                 .map(|(queue, dead)| backlog_core::Rescued { queue, dead })

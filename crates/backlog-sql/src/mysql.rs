@@ -21,7 +21,7 @@ use sqlx::{Connection, MySql, MySqlConnection, MySqlPool, Row};
 
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::catalog::{Stmt, mysql as cat};
-use crate::cursor::{ClaimCost, Cursors, Key, Plan};
+use crate::cursor::{ClaimCost, Cursors, Floor, Key, Plan};
 use crate::dberror::{DbResultExt, connect_error, connect_within};
 use crate::engine::{Dialect, SqlTx, SqlTxClaim};
 use crate::hosts::{self, Hosts};
@@ -122,7 +122,8 @@ impl MySqlBackend {
             let mut pages = 0;
             for shard in 0..i32::from(n) {
                 let (p, r, i) = unzip_key(plan.key(shard));
-                let stmt = cat::job_claim_fifo(queue, shard, now, None, limit, p, r, i);
+                let candidates = limit * CANDIDATES;
+                let stmt = cat::job_claim_fifo(queue, shard, now, None, limit, candidates, p, r, i);
                 let json: String = (stmt.prefixed("ANALYZE FORMAT=JSON").scalar())
                     .fetch_one(&mut *tx)
                     .await
@@ -548,13 +549,13 @@ async fn claim_limited_on(
         return Ok(vec![]);
     }
     let claim: ClaimFn = match p.order {
-        Ordering::Fifo => |q, s, now, kinds, limit, after| {
+        Ordering::Fifo => |q, s, now, kinds, limit, candidates, after| {
             let (p, r, i) = unzip_key(after);
-            cat::job_claim_limited_fifo(q, s, now, kinds, limit, p, r, i)
+            cat::job_claim_limited_fifo(q, s, now, kinds, limit, candidates, p, r, i)
         },
-        Ordering::Lifo => {
-            |q, s, now, kinds, limit, _| cat::job_claim_limited_lifo(q, s, now, kinds, limit)
-        }
+        Ordering::Lifo => |q, s, now, kinds, limit, candidates, _| {
+            cat::job_claim_limited_lifo(q, s, now, kinds, limit, candidates)
+        },
     };
     let jobs = claim_with(conn, shards, p, room as u32, claim, true).await?;
     crate::engine::store_bucket!(cat, conn, p, limits, jobs.len());
@@ -621,11 +622,13 @@ impl<'a> ShardWalk<'a> {
 /// The SELECT of a claim in a queue without limits, in `order`.
 fn plain_claim(order: Ordering) -> ClaimFn {
     match order {
-        Ordering::Fifo => |q, s, now, kinds, limit, after| {
+        Ordering::Fifo => |q, s, now, kinds, limit, candidates, after| {
             let (p, r, i) = unzip_key(after);
-            cat::job_claim_fifo(q, s, now, kinds, limit, p, r, i)
+            cat::job_claim_fifo(q, s, now, kinds, limit, candidates, p, r, i)
         },
-        Ordering::Lifo => |q, s, now, kinds, limit, _| cat::job_claim_lifo(q, s, now, kinds, limit),
+        Ordering::Lifo => |q, s, now, kinds, limit, candidates, _| {
+            cat::job_claim_lifo(q, s, now, kinds, limit, candidates)
+        },
     }
 }
 
@@ -648,9 +651,16 @@ fn unzip_key(key: Option<Key>) -> (Option<i16>, Option<i64>, Option<i64>) {
     key.map_or((None, None, None), |(p, r, i)| (Some(p), Some(r), Some(i)))
 }
 
-/// A claim's SELECT on one shard: queue, shard, now, kinds (JSON), limit, and the shard's
+/// A claim's SELECT on one shard: queue, shard, now, kinds (JSON), limit, candidates (how many
+/// of the shard's next keys it reads before it locks; see [`CANDIDATES`]), and the shard's
 /// cursor (FIFO; `None`: from the head).
-type ClaimFn = fn(&str, i32, i64, Option<&str>, i64, Option<Key>) -> Stmt<MySql>;
+type ClaimFn = fn(&str, i32, i64, Option<&str>, i64, i64, Option<Key>) -> Stmt<MySql>;
+
+/// A claim of `n` jobs reads the shard's next `CANDIDATES × n` keys, then locks the first `n`
+/// that no other claimer holds (`job_claim_fifo.sql`): room for this many claimers taking the
+/// same head at once without one coming back short. The lock stops at `n`, so the spare
+/// candidates cost a few index entries each, and no lock.
+const CANDIDATES: i64 = 4;
 
 /// Runs a claim's SELECT … FOR UPDATE SKIP LOCKED on each shard in turn until it has `limit`
 /// jobs or has visited every shard, and marks what it locked as running. Each shard's claim
@@ -676,11 +686,20 @@ async fn claim_with(
             break;
         };
         let left = (limit as usize - jobs.len()) as i64;
-        let rows = claim(queue, shard, p.now, kinds.as_deref(), left, plan.key(shard))
-            .query()
-            .fetch_all(&mut *conn)
-            .await
-            .db()?;
+        let candidates = left * CANDIDATES;
+        let rows = claim(
+            queue,
+            shard,
+            p.now,
+            kinds.as_deref(),
+            left,
+            candidates,
+            plan.key(shard),
+        )
+        .query()
+        .fetch_all(&mut *conn)
+        .await
+        .db()?;
         for r in &rows {
             jobs.push(claimed_from_row!(r, 0, p, token, expires));
         }
@@ -846,7 +865,7 @@ async fn prune_on(
     cursors: &Cursors,
 ) -> Result<u64> {
     let (queue, state) = (p.queue.as_str(), p.state.as_str());
-    let plan = cursors.prune_plan(queue, state);
+    let plan = cursors.floor_plan(Floor::prune(queue, state));
     let (before, limit) = (p.finished_before, p.limit as i64);
     let candidates: Vec<i64> = cat::job_prune_ids(queue, state, before, plan.after, limit)
         .scalar()
@@ -854,7 +873,7 @@ async fn prune_on(
         .await
         .db()?;
     // Whatever the lock then finds: a candidate no longer there was removed already.
-    cursors.prune_record(&plan, candidates.iter().copied().max());
+    cursors.floor_record(&plan, candidates.iter().copied().max());
     if candidates.is_empty() {
         return Ok(0);
     }
@@ -1321,9 +1340,10 @@ impl Dialect for MySqlBackend {
     async fn job_rescue(&self, p: JobRescueParams) -> Result<Vec<Rescued>> {
         // Lock the expired rows first (SKIP LOCKED), then update those by id: one statement would
         // wait on any row a transaction-mode claim holds open.
-        shared::retry_transient(|| async {
+        let plan = self.shards.cursors.floor_plan(Floor::Rescue);
+        let rescued = shared::retry_transient(|| async {
             let mut tx = self.tx().await.db()?;
-            let ids: Vec<i64> = cat::job_rescue_ids(p.now, p.limit as i64)
+            let ids: Vec<i64> = cat::job_rescue_ids(p.now, plan.after, p.limit as i64)
                 .scalar()
                 .fetch_all(&mut *tx)
                 .await
@@ -1349,9 +1369,15 @@ impl Dialect for MySqlBackend {
                     queue,
                     dead: dead != 0,
                 })
-                .collect())
+                .collect::<Vec<_>>())
         })
-        .await
+        .await?;
+        // Below its limit, the pass found every lease expired before `now`.
+        let complete = rescued.len() < p.limit as usize;
+        self.shards
+            .cursors
+            .floor_record(&plan, complete.then_some(p.now));
+        Ok(rescued)
     }
 
     async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {

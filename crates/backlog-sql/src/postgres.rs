@@ -18,7 +18,7 @@ use sqlx::{Connection, PgConnection, PgPool, Postgres, Row};
 use crate::BackendConfig;
 use crate::batch::{self, Deduped, INSERT_CHUNK};
 use crate::catalog::{Stmt, postgres as cat};
-use crate::cursor::{ClaimCost, Cursors, Plan};
+use crate::cursor::{ClaimCost, Cursors, Floor, Plan};
 use crate::dberror::{DbResultExt, connect_error, connect_within};
 use crate::engine::{Dialect, SqlTx, SqlTxClaim};
 use crate::hosts::{self, Hosts};
@@ -1083,10 +1083,10 @@ impl Dialect for PgBackend {
             false => cat::job_prune_delete,
         };
         let (queue, state) = (p.queue.as_str(), p.state.as_str());
-        let plan = self.cursors.prune_plan(queue, state);
+        let plan = self.cursors.floor_plan(Floor::prune(queue, state));
         let stmt = statement(queue, state, p.finished_before, p.limit as i64, plan.after);
         let ids: Vec<i64> = on_pool!(self, stmt.scalar(), fetch_all).db()?;
-        self.cursors.prune_record(&plan, ids.iter().copied().max());
+        self.cursors.floor_record(&plan, ids.iter().copied().max());
         Ok(ids.len() as u64)
     }
 

@@ -4,8 +4,12 @@
 -- the outer WHERE rechecks state and expiry on the row as it is once locked. = ANY(ARRAY(…)): the
 -- batch is locked once (an InitPlan); `id IN (SELECT … LIMIT … FOR UPDATE)` may be rescanned per
 -- outer row, each rescan locking more rows than the limit.
+-- After: the rescue's floor (src/cursor.rs): only leases that expired since the last complete
+-- pass, past the index entries of finished jobs that a held snapshot keeps vacuum from
+-- removing; the smallest bigint for a full pass.
 -- @param now: i64
 -- @param limit: i64
+-- @param after: i64
 UPDATE backlog_job
 SET state = CASE WHEN attempt >= COALESCE(max_attempts,
                      (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
@@ -19,7 +23,7 @@ SET state = CASE WHEN attempt >= COALESCE(max_attempts,
     lease_token = NULL, lease_expires_at = NULL
 WHERE id = ANY(ARRAY(
     SELECT id FROM backlog_job
-    WHERE state = 'running' AND lease_expires_at < $1
+    WHERE state = 'running' AND lease_expires_at < $1 AND lease_expires_at >= $3
     ORDER BY lease_expires_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
