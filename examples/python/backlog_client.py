@@ -464,14 +464,12 @@ class _MySql(_Dialect):
             first, rows = random.randrange(n), []
             for k in range(n):
                 shard = (first + k) % n
-                # The shard's next 4 × left keys are read, then the first `left` locked.
-                left = limit - len(rows)
                 if order == "fifo":
                     p, r, i = after.get(shard, (None, None, None))
                     params = (queue, shard, now, kinds, kinds, p, p, p, r, r, i, queue,
-                              4 * left, now, left)
+                              limit - len(rows))
                 else:
-                    params = (queue, shard, now, kinds, kinds, queue, 4 * left, now, left)
+                    params = (queue, shard, now, kinds, kinds, queue, limit - len(rows))
                 got = self._run(conn, "job_claim", params, order=order).fetchall()
                 if got:
                     last = got[-1]
@@ -1348,40 +1346,24 @@ QUERIES["mysql/job_claim_fifo.sql"] = """\
 -- which it starts, past the delete-marked entries a held snapshot keeps purge from
 -- removing; NULL: from the head (a full pass). Written out with OR, which the range
 -- optimizer reads as ranges of the claim index.
--- Two steps in one statement, so that a held snapshot costs nothing: the derived table `c` reads
--- the shard's next `candidates` keys from the claim index as a plain (consistent) read, then
--- the rows are locked by primary key in that order, rechecked, and the first `limit` taken.
--- A locking read of the claim index itself checks each delete-marked entry (every job claimed
--- since purge last ran) for an implicit lock: with another session's snapshot held 3 minutes
--- at 2,000 jobs/s, 422,485 pages for one claim of 3 jobs, against 1,321 + 9 this way
--- (docs/bench-journal/2026-11-28-mariadb-locking-read.md). STRAIGHT_JOIN and the order by
--- `c`'s columns: the candidates are sorted first and joined in that order, so the LIMIT stops
--- the locking there instead of locking every candidate before a sort.
 -- @param queue: &str
 -- @param shard: i32
 -- @param now: i64
 -- @param kinds: Option<&str>
 -- @param limit: i64
--- @param candidates: i64
 -- @param after_priority: Option<i16>
 -- @param after_run_at: Option<i64>
 -- @param after_id: Option<i64>
--- @bind queue, shard, now, kinds, kinds, after_priority, after_priority, after_priority, after_run_at, after_run_at, after_id, queue, candidates, now, limit
-SELECT j.id, j.kind, CAST(j.payload AS CHAR) AS payload, j.priority, j.attempt + 1 AS attempt,
-       j.max_attempts, j.run_at, j.created_at, j.trace_context, j.group_key
-FROM (
-    SELECT priority, run_at, id FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
-    WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
-      AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
-      AND (? IS NULL OR priority > ? OR (priority = ? AND (run_at > ? OR (run_at = ? AND id > ?))))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
-                                                                      OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
-    ORDER BY priority, run_at, id
-    LIMIT ?
-) AS c
-STRAIGHT_JOIN backlog_job AS j FORCE INDEX (PRIMARY) ON j.id = c.id
-WHERE j.state = 'available' AND j.run_at <= ?
-ORDER BY c.priority, c.run_at, c.id
+-- @bind queue, shard, now, kinds, kinds, after_priority, after_priority, after_priority, after_run_at, after_run_at, after_id, queue, limit
+SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
+       max_attempts, run_at, created_at, trace_context, group_key
+FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
+WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
+  AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
+  AND (? IS NULL OR priority > ? OR (priority = ? AND (run_at > ? OR (run_at = ? AND id > ?))))
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
+                                                                  OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
+ORDER BY priority, run_at, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED
 """
@@ -1392,36 +1374,20 @@ QUERIES["mysql/job_claim_lifo.sql"] = """\
 -- one; see claim_with in mysql.rs). FORCE INDEX: the claim index whatever the statistics say (a
 -- scan would lock far more rows). Not the queue, token or lease expiry: the claimer chose them. By
 -- priority, then the newest due first (LIFO).
--- Two steps in one statement, so that a held snapshot costs nothing: the derived table `c` reads
--- the shard's next `candidates` keys from the claim index as a plain (consistent) read, then
--- the rows are locked by primary key in that order, rechecked, and the first `limit` taken.
--- A locking read of the claim index itself checks each delete-marked entry (every job claimed
--- since purge last ran) for an implicit lock: with another session's snapshot held 3 minutes
--- at 2,000 jobs/s, 422,485 pages for one claim of 3 jobs, against 1,321 + 9 this way
--- (docs/bench-journal/2026-11-28-mariadb-locking-read.md). STRAIGHT_JOIN and the order by
--- `c`'s columns: the candidates are sorted first and joined in that order, so the LIMIT stops
--- the locking there instead of locking every candidate before a sort.
 -- @param queue: &str
 -- @param shard: i32
 -- @param now: i64
 -- @param kinds: Option<&str>
 -- @param limit: i64
--- @param candidates: i64
--- @bind queue, shard, now, kinds, kinds, queue, candidates, now, limit
-SELECT j.id, j.kind, CAST(j.payload AS CHAR) AS payload, j.priority, j.attempt + 1 AS attempt,
-       j.max_attempts, j.run_at, j.created_at, j.trace_context, j.group_key
-FROM (
-    SELECT priority, run_at, id FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
-    WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
-      AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
-      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
-                                                                      OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
-    ORDER BY priority, run_at DESC, id DESC
-    LIMIT ?
-) AS c
-STRAIGHT_JOIN backlog_job AS j FORCE INDEX (PRIMARY) ON j.id = c.id
-WHERE j.state = 'available' AND j.run_at <= ?
-ORDER BY c.priority, c.run_at DESC, c.id DESC
+-- @bind queue, shard, now, kinds, kinds, queue, limit
+SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
+       max_attempts, run_at, created_at, trace_context, group_key
+FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
+WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
+  AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
+                                                                  OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
+ORDER BY priority, run_at DESC, id DESC
 LIMIT ?
 FOR UPDATE SKIP LOCKED
 """
