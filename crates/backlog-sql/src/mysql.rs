@@ -206,16 +206,16 @@ impl MySqlBackend {
             let (now, limit) = (backlog_core::now_micros(), i64::from(limit));
             let mut pages = 0;
             for shard in 0..i32::from(n) {
-                let (p, r, i) = unzip_key(plan.key(shard));
-                let stmt = match self.shards.shape.two_step() {
-                    false => cat::job_claim_fifo(queue, shard, now, None, limit, p, r, i),
-                    true => {
-                        let candidates = limit * CANDIDATES;
-                        cat::job_claim_twostep_fifo(
-                            queue, shard, now, None, limit, candidates, p, r, i,
-                        )
-                    }
+                let args = ClaimArgs {
+                    queue,
+                    shard,
+                    now,
+                    kinds: None,
+                    limit,
+                    after: plan.key(shard),
+                    two_step: self.shards.shape.two_step(),
                 };
+                let stmt = plain_claim(Ordering::Fifo)(&args);
                 let json: String = (stmt.prefixed("ANALYZE FORMAT=JSON").scalar())
                     .fetch_one(&mut *tx)
                     .await
@@ -642,34 +642,18 @@ async fn claim_limited_on(
     }
     let claim: ClaimFn = match p.order {
         Ordering::Fifo => |a| {
-            let (p, r, i) = unzip_key(a.after);
-            match a.two_step {
-                false => {
-                    cat::job_claim_limited_fifo(a.queue, a.shard, a.now, a.kinds, a.limit, p, r, i)
-                }
-                true => cat::job_claim_limited_twostep_fifo(
-                    a.queue,
-                    a.shard,
-                    a.now,
-                    a.kinds,
-                    a.limit,
-                    a.candidates(),
-                    p,
-                    r,
-                    i,
-                ),
-            }
+            fifo_claim(
+                a,
+                cat::job_claim_limited_fifo,
+                cat::job_claim_limited_twostep_fifo,
+            )
         },
-        Ordering::Lifo => |a| match a.two_step {
-            false => cat::job_claim_limited_lifo(a.queue, a.shard, a.now, a.kinds, a.limit),
-            true => cat::job_claim_limited_twostep_lifo(
-                a.queue,
-                a.shard,
-                a.now,
-                a.kinds,
-                a.limit,
-                a.candidates(),
-            ),
+        Ordering::Lifo => |a| {
+            lifo_claim(
+                a,
+                cat::job_claim_limited_lifo,
+                cat::job_claim_limited_twostep_lifo,
+            )
         },
     };
     let jobs = claim_with(conn, shards, p, room as u32, claim, true).await?;
@@ -737,34 +721,56 @@ impl<'a> ShardWalk<'a> {
 /// The SELECT of a claim in a queue without limits, in `order`.
 fn plain_claim(order: Ordering) -> ClaimFn {
     match order {
-        Ordering::Fifo => |a| {
-            let (p, r, i) = unzip_key(a.after);
-            match a.two_step {
-                false => cat::job_claim_fifo(a.queue, a.shard, a.now, a.kinds, a.limit, p, r, i),
-                true => cat::job_claim_twostep_fifo(
-                    a.queue,
-                    a.shard,
-                    a.now,
-                    a.kinds,
-                    a.limit,
-                    a.candidates(),
-                    p,
-                    r,
-                    i,
-                ),
-            }
-        },
-        Ordering::Lifo => |a| match a.two_step {
-            false => cat::job_claim_lifo(a.queue, a.shard, a.now, a.kinds, a.limit),
-            true => cat::job_claim_twostep_lifo(
-                a.queue,
-                a.shard,
-                a.now,
-                a.kinds,
-                a.limit,
-                a.candidates(),
-            ),
-        },
+        Ordering::Fifo => |a| fifo_claim(a, cat::job_claim_fifo, cat::job_claim_twostep_fifo),
+        Ordering::Lifo => |a| lifo_claim(a, cat::job_claim_lifo, cat::job_claim_twostep_lifo),
+    }
+}
+
+/// A FIFO claim statement (queue, shard, now, kinds, limit, then the cursor's three values).
+type FifoStmt =
+    fn(&str, i32, i64, Option<&str>, i64, Option<i16>, Option<i64>, Option<i64>) -> Stmt<MySql>;
+/// Its two-step form: `candidates` after `limit`.
+type FifoTwoStepStmt = fn(
+    &str,
+    i32,
+    i64,
+    Option<&str>,
+    i64,
+    i64,
+    Option<i16>,
+    Option<i64>,
+    Option<i64>,
+) -> Stmt<MySql>;
+
+/// A FIFO claim in the form `a` asks for: `locking` or `two_step`.
+fn fifo_claim(a: &ClaimArgs, locking: FifoStmt, two_step: FifoTwoStepStmt) -> Stmt<MySql> {
+    let (p, r, i) = unzip_key(a.after);
+    match a.two_step {
+        false => locking(a.queue, a.shard, a.now, a.kinds, a.limit, p, r, i),
+        true => two_step(
+            a.queue,
+            a.shard,
+            a.now,
+            a.kinds,
+            a.limit,
+            a.candidates(),
+            p,
+            r,
+            i,
+        ),
+    }
+}
+
+/// A LIFO claim statement (queue, shard, now, kinds, limit; no cursor).
+type LifoStmt = fn(&str, i32, i64, Option<&str>, i64) -> Stmt<MySql>;
+/// Its two-step form: `candidates` after `limit`.
+type LifoTwoStepStmt = fn(&str, i32, i64, Option<&str>, i64, i64) -> Stmt<MySql>;
+
+/// A LIFO claim in the form `a` asks for.
+fn lifo_claim(a: &ClaimArgs, locking: LifoStmt, two_step: LifoTwoStepStmt) -> Stmt<MySql> {
+    match a.two_step {
+        false => locking(a.queue, a.shard, a.now, a.kinds, a.limit),
+        true => two_step(a.queue, a.shard, a.now, a.kinds, a.limit, a.candidates()),
     }
 }
 
