@@ -78,7 +78,11 @@ impl PgBackend {
         // empty and freshly vacuumed (the planner then takes it for one row) read and sorted the
         // whole table on every claim once it held jobs (docs/explain.md, "Plans made on an empty
         // table"). Every statement here has an index that fits; with this setting the planner
-        // takes it whatever the statistics said when the plan was made. No JIT: a scan the
+        // takes it whatever the statistics said when the plan was made. No bitmap scans: they
+        // return rows out of index order, and a claim's plan made on statistics that took its
+        // queue for one row read the queue with one and sorted it; once the queue had a backlog
+        // every claim sorted all of it (96,000 rows, 150-450 ms a claim) and a steady producer's
+        // queue fell behind for good (docs/explain.md). No JIT: a scan the
         // setting cannot avoid (all of a queue table's few rows) is costed at 10^10, past
         // `jit_above_cost`, and compiling the statement took 300-400 ms of a 0.1 ms statement;
         // no statement here is long enough to gain from JIT.
@@ -88,6 +92,7 @@ impl PgBackend {
                 (QUIET_SETTING, "off"),
                 ("plan_cache_mode", "force_generic_plan"),
                 ("enable_seqscan", "off"),
+                ("enable_bitmapscan", "off"),
                 ("jit", "off"),
             ]))
         }

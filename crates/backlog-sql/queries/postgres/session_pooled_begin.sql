@@ -7,4 +7,4 @@
 -- where the generic plan's index scan marks them dead once.
 -- @unprepared
 BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off;
-SET LOCAL jit = off
+SET LOCAL enable_bitmapscan = off; SET LOCAL jit = off
