@@ -900,6 +900,72 @@ async fn claims_are_capped(engine: Engine) {
     db.drop_db().await;
 }
 
+/// Where the worker claims in transaction claim mode, a transaction claim whose loop's jobs all ended in their
+/// first poll claims ahead of its free slots (up to the plan's `ahead`): a slot whose job ended
+/// serves the next job. Jobs that do not end at once keep their slots, so the queue's
+/// concurrency holds, and those a claim has no slot left for are left alone, free for a later
+/// claim: every job runs once.
+async fn claims_go_ahead_of_free_slots(engine: Engine) {
+    let db = TestDb::new(engine).await;
+    let c = &db.client;
+    let caps = c.backend().capabilities();
+    let tx_claims = caps.row_locks && caps.skip_locked && caps.bounded_tx_claims;
+    // 600 jobs that end at once, then 12 that sleep, then 300 that end at once.
+    let actions = (0..600).map(|_| "complete").chain((0..12).map(|_| "sleep"));
+    let actions = actions.chain((0..300).map(|_| "complete"));
+    let jobs = actions.enumerate().map(|(n, a)| task(c, n as u32, a));
+    c.enqueue_many(jobs.collect()).await.unwrap();
+    let runs = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+    let per_claim = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+    let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (seen, claims, r, p) = (
+        runs.clone(),
+        per_claim.clone(),
+        running.clone(),
+        peak.clone(),
+    );
+    let worker = builder(&db)
+        .queue("work", 4)
+        .handler(move |ctx: JobContext, t: Task| {
+            *seen.lock().unwrap().entry(t.n).or_insert(0usize) += 1;
+            let token = ctx.job().lease_token;
+            *claims.lock().unwrap().entry(token).or_insert(0usize) += 1;
+            let (r, p) = (r.clone(), p.clone());
+            async move {
+                let now = r.fetch_add(1, AtomicOrdering::SeqCst) + 1;
+                p.fetch_max(now, AtomicOrdering::SeqCst);
+                if t.action == "sleep" {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                r.fetch_sub(1, AtomicOrdering::SeqCst);
+                Ok(Outcome::Complete)
+            }
+        })
+        .configure(|w| w.fetchers = Some(1));
+    let report = drain(worker).await;
+    assert_eq!(report.completed, 912, "{report:?}");
+    let runs = runs.lock().unwrap().clone();
+    assert_eq!(runs.len(), 912);
+    assert!(runs.values().all(|&n| n == 1), "a job ran twice");
+    assert!(
+        peak.load(AtomicOrdering::SeqCst) <= 4,
+        "concurrency 4 exceeded"
+    );
+    let largest = *per_claim.lock().unwrap().values().max().unwrap();
+    match tx_claims {
+        // Claims of up to 250 (PostgreSQL) or 500 (MySQL, MariaDB) once jobs ended at once;
+        // lease claims (SQLite, Galera) take the free slots.
+        true => assert!(largest > 100, "largest claim {largest}"),
+        false => assert!(largest <= 4, "largest claim {largest}"),
+    }
+    let stats = c
+        .stats(Some(&QueueName::new("work").unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(stats[0].1.completed, 912);
+    db.drop_db().await;
+}
+
 /// A drain's counts are in backlog_stat when it returns (no maintenance, no periodic flush yet):
 /// the history and /metrics see a short-lived worker's work.
 async fn a_drain_leaves_its_counts(engine: Engine) {
@@ -975,6 +1041,7 @@ backlog_testdb::on_every_backend_and_galera!(
     handler_panicking_when_called,
     concurrency_and_unknown_kinds,
     claims_are_capped,
+    claims_go_ahead_of_free_slots,
     heartbeats_timeouts_and_cancel_requests,
     graceful_shutdown_releases_late_jobs,
     stop_under_a_full_queue,

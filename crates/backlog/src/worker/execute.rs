@@ -17,7 +17,7 @@ use tracing::Instrument as _;
 
 use super::completer::Finished;
 use super::context::{JobStop, StopReason};
-use super::fetch::{Claimed, Dispatch};
+use super::fetch::{Claimed, Dispatch, TxStarted};
 use super::heartbeat::{InFlight, InFlightMap};
 use super::metrics::Counters;
 use super::outcome::{Ended, Report, unwrap};
@@ -72,7 +72,7 @@ impl Dispatch for Executor {
         claim: Box<dyn TxClaim>,
         claimed: Claimed,
         finished: &Arc<Finished>,
-    ) -> Vec<tokio::sync::OwnedSemaphorePermit> {
+    ) -> TxStarted {
         let Claimed {
             jobs,
             slots,
@@ -83,14 +83,25 @@ impl Dispatch for Executor {
         // Every job of one claim has the claim's queue and lease token.
         let (queue, token) = match jobs.first() {
             Some(j) => (j.queue.clone(), j.lease_token),
-            None => return slots,
+            None => {
+                return TxStarted {
+                    slots,
+                    ..TxStarted::default()
+                };
+            }
         };
+        let claimed = jobs.len();
         let mut finish = TxFinish::new(0, retention);
         // Jobs that ended in their first poll, completed in the claim's transaction, and the
-        // others, leased in it, with what each goes on with after the commit.
-        let (mut done, mut later) = (vec![], vec![]);
+        // others, leased in it, with what each goes on with after the commit. A job starts only
+        // with a free slot: one whose job ended at once is free again for the next job, and
+        // the jobs left when none is free are left alone (neither completed nor leased).
+        let (mut done, mut later, mut free) = (vec![], vec![], slots);
         let inline_since = std::time::Instant::now();
-        for (job, slot) in jobs.into_iter().zip(slots) {
+        for job in jobs {
+            let Some(slot) = free.pop() else {
+                break;
+            };
             let id = job.id;
             // A job of an ordered group completes as any leased job, with its group's hand-off.
             let grouped = job.group.is_some();
@@ -99,7 +110,8 @@ impl Dispatch for Executor {
                 Some(ended) => match exec.settle(ended) {
                     Settled::Complete(job) if !grouped => {
                         finish.completed.push(id);
-                        done.push((job, slot));
+                        done.push(job);
+                        free.push(slot);
                         continue;
                     }
                     Settled::Complete(job) => Later::Finished(job),
@@ -110,35 +122,45 @@ impl Dispatch for Executor {
             finish.leased.push(id);
             later.push((start, slot));
         }
+        let left = claimed - done.len() - later.len();
         finish.now = inner.client.now();
-        let (jobs, mut slots): (Vec<ClaimedJob>, Vec<_>) = done.into_iter().unzip();
-        if !jobs.is_empty() {
-            finished.settled(token, jobs.len());
+        if done.len() + left > 0 {
+            finished.settled(token, done.len() + left);
         }
         match inner.client.finish_tx(&queue, claim, finish).await {
             Ok(()) => {
-                let refs: Vec<JobRef> = jobs.iter().map(ClaimedJob::job_ref).collect();
-                super::completer::record(&self.counters, &jobs, &refs);
+                let refs: Vec<JobRef> = done.iter().map(ClaimedJob::job_ref).collect();
+                super::completer::record(&self.counters, &done, &refs);
+                let running = later.len();
                 for (start, slot) in later {
                     self.run_on(start, token, slot, lease, retention, finished);
                 }
-                slots
+                TxStarted {
+                    slots: free,
+                    ended: done.len(),
+                    running,
+                    left,
+                }
             }
             Err(e) => {
                 // Nothing was committed: every job is free again, as if never claimed (the
                 // handlers still running are dropped, so that none runs beside its next claim).
                 tracing::warn!(
-                    "a transaction claim of {} job(s) from {queue} did not commit; they run again: {e}",
-                    jobs.len() + later.len()
+                    "a transaction claim of {claimed} job(s) from {queue} did not commit; they run again: {e}",
                 );
                 if !later.is_empty() {
                     finished.settled(token, later.len());
                 }
-                slots.extend(later.into_iter().map(|(start, slot)| {
+                free.extend(later.into_iter().map(|(start, slot)| {
                     drop(start);
                     slot
                 }));
-                slots
+                TxStarted {
+                    slots: free,
+                    ended: 0,
+                    running: 0,
+                    left: claimed,
+                }
             }
         }
     }

@@ -88,7 +88,7 @@ impl Claimer for Client {
 /// The jobs of one claim, each with the slot it holds until it ends, and how they run.
 pub(crate) struct Claimed {
     pub jobs: Vec<ClaimedJob>,
-    /// As many as `jobs`.
+    /// As many as `jobs`; a transaction claim's jobs may be more ([`Dispatch::start_tx`]).
     pub slots: Vec<OwnedSemaphorePermit>,
     /// Their lease, renewed by the heartbeater.
     pub lease: Duration,
@@ -100,16 +100,30 @@ pub(crate) struct Claimed {
 pub(crate) trait Dispatch: Send + Sync + 'static {
     /// Starts the jobs; each ends in `finished`, with its slot.
     fn start(&self, claimed: Claimed, finished: &Arc<Finished>);
-    /// Starts the jobs of a transaction claim (`claimed.jobs` are `claim`'s) and ends its
-    /// transaction: the jobs that ended at once completed in it, the others leased to run on.
-    /// Returns the slots of the jobs completed in the transaction (or of every job the
-    /// transaction held, when it did not commit), for the claim loop's next claim.
+    /// Starts the jobs of a transaction claim (`claimed.jobs` are `claim`'s, and may be more
+    /// than its slots) and ends its transaction: the jobs that ended at once completed in it,
+    /// the others leased to run on, each keeping a slot. A slot whose job ended at once serves
+    /// the next job; jobs left with no slot are left alone (free again at the commit).
     fn start_tx(
         &self,
         claim: Box<dyn TxClaim>,
         claimed: Claimed,
         finished: &Arc<Finished>,
-    ) -> impl Future<Output = Vec<OwnedSemaphorePermit>> + Send;
+    ) -> impl Future<Output = TxStarted> + Send;
+}
+
+/// How a transaction claim's jobs went ([`Dispatch::start_tx`]).
+#[derive(Default)]
+pub(crate) struct TxStarted {
+    /// The slots no job of the claim holds any more (all of them, when its transaction did
+    /// not commit), for the claim loop's next claim.
+    pub slots: Vec<OwnedSemaphorePermit>,
+    /// Jobs that ended in their first poll.
+    pub ended: usize,
+    /// Jobs that went on past it, each holding a slot.
+    pub running: usize,
+    /// Jobs left alone for want of a slot.
+    pub left: usize,
 }
 
 /// What every claim loop of a run shares.
@@ -192,6 +206,9 @@ pub(crate) struct Fetcher<C, D> {
     /// finished jobs carry theirs): given back one by one, the other loops would take them for
     /// claims of a job or two.
     carried: Vec<OwnedSemaphorePermit>,
+    /// Whether every job of the loop's last transaction claim ended in its first poll: the
+    /// next one may then claim ahead of its free slots ([`ClaimPlan::tx_limit`]).
+    ahead: bool,
     /// Claims that fail for a transient reason are retried at each poll; said once per
     /// interval (a full disk can last minutes).
     claim_warnings: std::sync::Mutex<Throttled>,
@@ -241,6 +258,7 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
             idle,
             leased_turns: 0,
             carried: vec![],
+            ahead: false,
             claim_warnings: std::sync::Mutex::new(Throttled::new(LOG_EVERY)),
         }
     }
@@ -321,7 +339,7 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
     async fn claim_in_tx(&mut self, batch: &Batch) -> Result<Turn> {
         let p = &*self.pipeline;
         completer::complete_alone(&*p.claimer, &batch.done, &p.counters).await;
-        let limit = self.plan.limit(batch.slots.len());
+        let limit = self.plan.tx_limit(batch.slots.len(), self.ahead);
         let started = std::time::Instant::now();
         let result = p.claimer.claim_tx(&self.opts, limit).await;
         p.claim_times.record(started.elapsed());
@@ -493,18 +511,19 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
         self.pipeline.dispatch.start(claimed, &self.queue.finished);
     }
 
-    /// Starts the jobs of a transaction claim, each with one of `slots`, and ends its
-    /// transaction. When most of them outlived their first poll, the next claims go under a
-    /// lease.
+    /// Starts the jobs of a transaction claim with `slots` and ends its transaction. When most
+    /// of them outlived their first poll, the next claims go under a lease; when all of them
+    /// ended there, the next one may claim ahead of its free slots.
     async fn start_tx(&mut self, mut claim: Box<dyn TxClaim>, slots: Vec<OwnedSemaphorePermit>) {
         let jobs = claim.take_jobs();
-        let n = jobs.len();
         let claimed = self.running(jobs, slots).await;
         let dispatch = &self.pipeline.dispatch;
-        self.carried = dispatch
+        let started = dispatch
             .start_tx(claim, claimed, &self.queue.finished)
             .await;
-        if self.carried.len() * 2 < n {
+        self.carried = started.slots;
+        self.ahead = started.running == 0 && started.left == 0;
+        if started.running > started.ended {
             self.leased_turns = LEASED_TURNS;
         }
     }
@@ -714,12 +733,7 @@ mod tests {
             }
         }
 
-        async fn start_tx(
-            &self,
-            _: Box<dyn TxClaim>,
-            _: Claimed,
-            _: &Arc<Finished>,
-        ) -> Vec<OwnedSemaphorePermit> {
+        async fn start_tx(&self, _: Box<dyn TxClaim>, _: Claimed, _: &Arc<Finished>) -> TxStarted {
             unreachable!("the scripted claimer makes no transaction claims")
         }
     }

@@ -48,6 +48,10 @@ pub(crate) struct ClaimPlan {
     pub fetchers: usize,
     /// Most jobs one claim takes.
     pub max_claim: usize,
+    /// Most jobs a transaction claim takes once its loop's last one ended all its jobs in
+    /// their first poll, whatever the free slots (see [`ClaimPlan::tx_limit`]); 0 on a backend
+    /// with one writer, which makes no transaction claims.
+    pub ahead: usize,
     /// Most finished jobs one claim completes.
     pub complete_max: usize,
 }
@@ -79,10 +83,15 @@ impl ClaimPlan {
             Claimers::Many => (concurrency.div_ceil(fetchers), MANY_CLAIMERS_CLAIM_MAX),
         };
         let max_claim = config.claim_batch.unwrap_or(share.min(cap)).clamp(1, most);
+        let ahead = match claimers {
+            Claimers::OneWriter => 0,
+            _ => config.claim_batch.unwrap_or(cap).max(max_claim),
+        };
         ClaimPlan {
             concurrency,
             fetchers,
             max_claim,
+            ahead,
             complete_max: config.complete_batch.max(1),
         }
     }
@@ -90,6 +99,19 @@ impl ClaimPlan {
     /// How many jobs a claim holding `slots` asks for.
     pub fn limit(&self, slots: usize) -> u32 {
         slots.min(self.max_claim) as u32
+    }
+
+    /// How many jobs a transaction claim holding `slots` asks for. When the loop's last one
+    /// ended every job in its first poll (`ahead`), up to [`ClaimPlan::ahead`] whatever the
+    /// free slots: such jobs hold a slot only while the claim loop polls them, so one slot
+    /// serves job after job, and a claim's cost is mostly its round trips and its commit. Jobs
+    /// a claim holds no slot for are left alone at its commit (written nothing, free again at
+    /// once). Otherwise, as [`ClaimPlan::limit`].
+    pub fn tx_limit(&self, slots: usize, ahead: bool) -> u32 {
+        match ahead {
+            true => slots.min(self.max_claim).max(self.ahead) as u32,
+            false => self.limit(slots),
+        }
     }
 
     /// Whether a claim holding `slots` has room for more (worth waiting for the rest of a burst).
@@ -256,6 +278,26 @@ mod tests {
         assert_eq!((p.limit(1), p.limit(4), p.limit(9)), (1, 4, 4));
         assert!(p.room_for_more(3) && !p.room_for_more(4));
         assert!(!p.full(1, 2) && p.full(1, 3) && p.full(6, 0));
+    }
+
+    #[test]
+    fn a_transaction_claim_goes_ahead_of_its_slots_only_after_jobs_ended_at_once() {
+        // Concurrency 100 on PostgreSQL: two loops of 50, each going ahead up to 250.
+        let p = plan(100, |_| {});
+        assert_eq!((p.max_claim, p.ahead), (50, MANY_CLAIMERS_CLAIM_MAX));
+        assert_eq!((p.tx_limit(7, false), p.tx_limit(80, false)), (7, 50));
+        assert_eq!(p.tx_limit(7, true), MANY_CLAIMERS_CLAIM_MAX as u32);
+        // MySQL and MariaDB: up to their claims of 500.
+        let p = plan_for(Claimers::Few, 100, |_| {});
+        assert_eq!(p.tx_limit(1, true), FEW_CLAIMERS_CLAIM_MAX as u32);
+        // A claim size set by hand is the most a claim takes, ahead or not.
+        let p = plan(10, |c| c.claim_batch = Some(40));
+        assert_eq!((p.tx_limit(3, false), p.tx_limit(3, true)), (3, 40));
+        let p = plan(1000, |c| c.claim_batch = Some(40));
+        assert_eq!((p.tx_limit(300, false), p.tx_limit(300, true)), (40, 40));
+        // One writer (SQLite) makes no transaction claims; its plan never goes ahead.
+        let p = plan_for(Claimers::OneWriter, 100, |_| {});
+        assert_eq!(p.tx_limit(30, true), 30);
     }
 
     #[test]
