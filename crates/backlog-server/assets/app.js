@@ -695,7 +695,8 @@
     const route = parseRoute();
     try {
       const view = await PAGES[route.page](route);
-      if (seq !== app.renderSeq) return; // a newer render has started
+      // A newer render has started, or the user signed out meanwhile.
+      if (seq !== app.renderSeq || !app.me) return;
       const main = $("main");
       main.replaceChildren(...[view].flat().filter(Boolean));
       main.setAttribute("data-page", route.page);
@@ -735,6 +736,9 @@
   // Signing in and out.
 
   function loginPage(message) {
+    // A page render still waiting for its data must not draw over the sign-in form when it
+    // arrives (the live refresh, or a search just before signing out).
+    app.renderSeq++;
     for (const id of ["nav", "search", "who"]) $(id).hidden = true;
     const input = h("input", {
       id: "token", name: "token", type: "password", autocomplete: "off", required: true,
