@@ -102,7 +102,7 @@ pub struct WorkerConfig {
     /// MariaDB), whatever the concurrency. Such jobs hold a slot only while the loop polls them,
     /// so one slot serves job after job and the concurrency still bounds the jobs running at
     /// once; jobs a claim finds no free slot for are left alone at its commit, unwritten and
-    /// free at once. At concurrency 100 on PostgreSQL this drained no-op jobs 2.2× as fast
+    /// free at once. At concurrency 100 on PostgreSQL this drained no-op jobs 2.5× as fast
     /// (docs/bench-journal/2026-11-28-claims-ahead-of-free-slots.md).
     pub claim_batch: Option<usize>,
     /// Claim loops per queue, sharing its concurrency: with two, one claim can be in flight while

@@ -108,8 +108,8 @@ impl ClaimPlan {
     /// a claim holds no slot for are left alone at its commit (written nothing, free again at
     /// once). Otherwise, as [`ClaimPlan::limit`].
     pub fn tx_limit(&self, slots: usize, ahead: bool) -> u32 {
-        match ahead {
-            true => slots.min(self.max_claim).max(self.ahead) as u32,
+        match ahead && self.ahead > 0 {
+            true => self.ahead as u32,
             false => self.limit(slots),
         }
     }
