@@ -688,14 +688,24 @@ impl Client {
     /// commit is the cheapest way through a queue (PostgreSQL, MySQL/MariaDB). A dropped
     /// connection frees the jobs at once, with no attempt counted.
     pub async fn claim_tx_many(&self, opts: &ClaimOpts) -> Result<Option<Box<dyn TxClaim>>> {
-        self.rescue_if_due().await?;
-        let settings = self.queue_settings(&opts.queue).await?;
-        let p = self.claim_params(opts, &settings);
-        let claim = self.backend.job_claim_tx(&p).await?;
+        let claim = self.claim_tx_uncounted(opts).await?;
         if let Some(c) = &claim {
             self.record_started(&opts.queue, c.jobs());
         }
         Ok(claim)
+    }
+
+    /// [`Client::claim_tx_many`] without counting its jobs as started: a worker's claim may
+    /// hold more jobs than it has free slots, and counts only those it starts, once its
+    /// transaction commits ([`Client::record_starts`]).
+    pub(crate) async fn claim_tx_uncounted(
+        &self,
+        opts: &ClaimOpts,
+    ) -> Result<Option<Box<dyn TxClaim>>> {
+        self.rescue_if_due().await?;
+        let settings = self.queue_settings(&opts.queue).await?;
+        let p = self.claim_params(opts, &settings);
+        self.backend.job_claim_tx(&p).await
     }
 
     /// Ends a transaction claim of `queue` ([`TxClaim::finish`]), counting its completions.
@@ -841,14 +851,22 @@ impl Client {
 
     /// Counts claimed jobs as started, with each one's wait from due to start.
     fn record_started(&self, queue: &QueueName, claimed: &[ClaimedJob]) {
-        if claimed.is_empty() {
+        self.record_starts(
+            queue.as_str(),
+            claimed.iter().map(|j| j.run_at.max(j.created_at)),
+        );
+    }
+
+    /// Counts jobs of `queue` as started now, given when each was due.
+    pub(crate) fn record_starts(&self, queue: &str, due: impl ExactSizeIterator<Item = i64>) {
+        if due.len() == 0 {
             return;
         }
         let now = self.now();
-        self.record(queue.as_str(), now, |c| {
-            c.started += claimed.len() as i64;
-            for j in claimed {
-                c.record_wait(now - j.run_at.max(j.created_at));
+        self.record(queue, now, |c| {
+            c.started += due.len() as i64;
+            for at in due {
+                c.record_wait(now - at);
             }
         });
     }

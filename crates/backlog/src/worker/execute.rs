@@ -97,12 +97,16 @@ impl Dispatch for Executor {
         // with a free slot: one whose job ended at once is free again for the next job, and
         // the jobs left when none is free are left alone (neither completed nor leased).
         let (mut done, mut later, mut free) = (vec![], vec![], slots);
+        // When each started job was due: they count as started once the claim commits (the
+        // jobs left alone are counted by the claim that starts them).
+        let mut due = Vec::with_capacity(claimed);
         let inline_since = std::time::Instant::now();
         for job in jobs {
             let Some(slot) = free.pop() else {
                 break;
             };
             let id = job.id;
+            due.push(job.run_at.max(job.created_at));
             // A job of an ordered group completes as any leased job, with its group's hand-off.
             let grouped = job.group.is_some();
             let (exec, first) = Execution::first_poll(inner, job, inline_since, true);
@@ -129,6 +133,7 @@ impl Dispatch for Executor {
         }
         match inner.client.finish_tx(&queue, claim, finish).await {
             Ok(()) => {
+                inner.client.record_starts(&queue, due.into_iter());
                 let refs: Vec<JobRef> = done.iter().map(ClaimedJob::job_ref).collect();
                 super::completer::record(&self.counters, &done, &refs);
                 let running = later.len();

@@ -66,7 +66,8 @@ impl Claimer for Client {
     }
 
     async fn claim_tx(&self, opts: &ClaimOpts, limit: u32) -> Result<Option<Box<dyn TxClaim>>> {
-        Client::claim_tx_many(self, &opts.clone().limit(limit)).await
+        // The executor counts the jobs it starts ([`Dispatch::start_tx`]).
+        Client::claim_tx_uncounted(self, &opts.clone().limit(limit)).await
     }
 
     fn queue_settings(
