@@ -280,6 +280,25 @@ pub struct JobVacuumParams {
     /// Reclaim only when the database counts more dead rows in the job table than this, plus a
     /// tenth of its live rows.
     pub min_dead: u64,
+    /// When reclaiming left the dead rows in place because another session's snapshot may
+    /// still see them, compact the table (copy its rows, empty it, put them back) if it holds
+    /// at most this many rows; 0: never.
+    pub compact_max_live: u64,
+    /// How long a compaction may wait for the table's lock before it gives up for this time
+    /// (sessions that need the table meanwhile wait behind it).
+    pub compact_lock_wait: std::time::Duration,
+}
+
+/// What [`Backend::job_vacuum`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobVacuumed {
+    /// The dead rows the database counted in the job table before reclaiming them.
+    pub dead: u64,
+    /// The dead rows another session's snapshot kept past the reclaim, if any were.
+    pub kept: u64,
+    /// After those were kept: the rows a compaction copied back (`Some`), or `None` when it did
+    /// not run or left the table alone (too many rows, or another session holds the table).
+    pub compacted: Option<u64>,
 }
 
 /// Input of [`Backend::leader_elect`].
@@ -660,8 +679,10 @@ pub trait Backend: AsAny + Send + Sync + std::fmt::Debug + 'static {
     /// statistics count enough dead rows (autovacuum may be off, and its default threshold, a
     /// fifth of the table, lets a queue's claim index fill with dead entries). Returns the dead
     /// rows it found when it vacuumed, `None` when it had nothing to do; backends whose engine
-    /// reclaims by itself (InnoDB's purge, SQLite's free list) do nothing.
-    async fn job_vacuum(&self, params: JobVacuumParams) -> Result<Option<u64>> {
+    /// reclaims by itself (InnoDB's purge, SQLite's free list) do nothing. When another
+    /// session's snapshot keeps the dead rows past the `VACUUM`, PostgreSQL compacts the table
+    /// instead ([`JobVacuumParams::compact_max_live`]; `backlog_job_compact()` in docs/sql.md).
+    async fn job_vacuum(&self, params: JobVacuumParams) -> Result<Option<JobVacuumed>> {
         let _ = params;
         Ok(None)
     }

@@ -29,8 +29,8 @@ pub use backend::{
     CronFireParams, GroupPromoteParams, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
     JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
     JobProgressParams, JobPruneParams, JobReleaseParams, JobRescueParams, JobVacuumParams,
-    LeaderParams, MigrateReport, OldestTransaction, QueueRedriveParams, Rescued, TxClaim,
-    TxFailure, TxFinish, WakeFn, complete_then_claim,
+    JobVacuumed, LeaderParams, MigrateReport, OldestTransaction, QueueRedriveParams, Rescued,
+    TxClaim, TxFailure, TxFinish, WakeFn, complete_then_claim,
 };
 pub use backoff::backoff_delay;
 pub use clock::{Clock, ManualClock, SystemClock, now_micros};

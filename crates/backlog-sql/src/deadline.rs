@@ -13,8 +13,8 @@ use backlog_core::{
     CompleteClaimed, CronFireParams, DbErrorKind, EnqueueOutcome, Error, Job, JobClaimParams,
     JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams, JobFailParams,
     JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
-    JobReleaseParams, JobRescueParams, JobVacuumParams, LeaderParams, MigrateReport, NewJob,
-    OldestTransaction, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats,
+    JobReleaseParams, JobRescueParams, JobVacuumParams, JobVacuumed, LeaderParams, MigrateReport,
+    NewJob, OldestTransaction, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats,
     Rescued, Result, StatDepth, StatRow, TxClaim, TxFinish, WakeFn,
 };
 
@@ -228,7 +228,7 @@ impl Backend for Deadline {
     async fn job_prune(&self, params: JobPruneParams) -> Result<u64> {
         self.within(self.inner.job_prune(params)).await
     }
-    async fn job_vacuum(&self, params: JobVacuumParams) -> Result<Option<u64>> {
+    async fn job_vacuum(&self, params: JobVacuumParams) -> Result<Option<JobVacuumed>> {
         self.frame
             .unbounded()
             .run(self.inner.job_vacuum(params))

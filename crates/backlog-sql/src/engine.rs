@@ -79,7 +79,7 @@ pub(crate) trait Dialect: Send + Sync + 'static {
     fn job_vacuum(
         &self,
         params: JobVacuumParams,
-    ) -> impl Future<Output = Result<Option<u64>>> + Send {
+    ) -> impl Future<Output = Result<Option<backlog_core::JobVacuumed>>> + Send {
         let _ = params;
         async { Ok(None) }
     }
@@ -439,7 +439,7 @@ macro_rules! sql_backend {
             async fn job_vacuum(
                 &self,
                 p: backlog_core::JobVacuumParams,
-            ) -> backlog_core::Result<Option<u64>> {
+            ) -> backlog_core::Result<Option<backlog_core::JobVacuumed>> {
                 $crate::engine::Dialect::job_vacuum(self, p).await
             }
 

@@ -9,8 +9,8 @@ use backlog_core::{
     BackendTx, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed, CronFireParams,
     EnqueueOutcome, GroupPromoteParams, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
     JobCountPendingParams, JobHeartbeatParams, JobInsertParams, JobPruneParams, JobRef,
-    JobVacuumParams, MigrateReport, NewJob, OldestTransaction, Ordering, Result, Retention,
-    TxClaim, WakeFn,
+    JobVacuumParams, JobVacuumed, MigrateReport, NewJob, OldestTransaction, Ordering, Result,
+    Retention, TxClaim, WakeFn,
 };
 use sqlx::postgres::{PgConnectOptions, PgListener};
 use sqlx::{Connection, PgConnection, PgPool, Postgres, Row};
@@ -44,6 +44,9 @@ pub struct PgBackend {
     /// Set once `job_vacuum` found that this database cannot vacuum the job table (no such
     /// statistics or statement, as on some PostgreSQL-compatible databases, or no privilege).
     vacuum_unsupported: Arc<std::sync::atomic::AtomicBool>,
+    /// Set once `job_vacuum` found that this database cannot compact the job table (no
+    /// `backlog_job_compact`, or no privilege to TRUNCATE it).
+    compact_unsupported: Arc<std::sync::atomic::AtomicBool>,
     /// The connections go through a pooler in transaction pooling mode (see `pooler`).
     pooled: bool,
     /// Behind such a pooler, the pool of the direct connection that LISTENs (none: poll).
@@ -179,6 +182,7 @@ impl PgBackend {
             notifier: Arc::default(),
             waker: None,
             vacuum_unsupported: Arc::default(),
+            compact_unsupported: Arc::default(),
             pooled: false,
             listen_pool: None,
             cursors: Arc::default(),
@@ -195,7 +199,7 @@ impl PgBackend {
     /// Stops `job_vacuum` for good when the database refused it for a reason retrying does not
     /// change (no such statistics view or statement, as on some PostgreSQL-compatible databases,
     /// or no privilege), saying so once; other errors are returned.
-    fn vacuum_refused(&self, err: sqlx::Error) -> Result<Option<u64>> {
+    fn vacuum_refused(&self, err: sqlx::Error) -> Result<()> {
         let code = match &err {
             sqlx::Error::Database(e) => e.code().unwrap_or_default().into_owned(),
             _ => String::new(),
@@ -211,7 +215,37 @@ impl PgBackend {
             error = %err,
             "backlog: cannot VACUUM backlog_job; its dead rows are left to autovacuum"
         );
-        Ok(None)
+        Ok(())
+    }
+
+    /// Stops compactions for good when the database refused one for a reason retrying does
+    /// not change (no `backlog_job_compact`, no privilege to TRUNCATE), saying so once; other
+    /// errors are returned.
+    fn compact_refused(&self, err: sqlx::Error) -> Result<()> {
+        let code = match &err {
+            sqlx::Error::Database(e) => e.code().unwrap_or_default().into_owned(),
+            _ => String::new(),
+        };
+        // undefined_function, feature_not_supported, insufficient_privilege.
+        if !["42883", "0A000", "42501"].contains(&code.as_str()) {
+            return Err(crate::dberror::db(err));
+        }
+        self.compact_unsupported
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        tracing::warn!(
+            error = %err,
+            "backlog: cannot compact backlog_job; while another session holds an old snapshot, \
+             its dead rows stay until that session ends"
+        );
+        Ok(())
+    }
+
+    /// Dead and live rows of the job table, from its statistics (`None`: none kept yet).
+    async fn job_dead_rows(&self) -> std::result::Result<Option<(u64, u64)>, sqlx::Error> {
+        type Counts = Option<(Option<i64>, Option<i64>)>;
+        let counts: Counts = on_pool!(self, cat::job_dead_rows().as_(), fetch_optional)?;
+        let n = |c: Option<i64>| c.unwrap_or(0).max(0) as u64;
+        Ok(counts.map(|(dead, live)| (n(dead), n(live))))
     }
 
     /// One claim-token claim: marks the rows with the token, then reads them, in one
@@ -1095,29 +1129,48 @@ impl Dialect for PgBackend {
         Ok(ids.len() as u64)
     }
 
-    async fn job_vacuum(&self, p: JobVacuumParams) -> Result<Option<u64>> {
+    async fn job_vacuum(&self, p: JobVacuumParams) -> Result<Option<JobVacuumed>> {
         use std::sync::atomic::Ordering::Relaxed;
         if self.vacuum_unsupported.load(Relaxed) {
             return Ok(None);
         }
-        // Dead and live tuples of the job table, from its statistics.
-        type Counts = Option<(Option<i64>, Option<i64>)>;
-        let counts: std::result::Result<Counts, sqlx::Error> =
-            on_pool!(self, cat::job_dead_rows().as_(), fetch_optional);
-        let (dead, live) = match counts {
-            Ok(Some((dead, live))) => (dead.unwrap_or(0), live.unwrap_or(0)),
-            Ok(None) => return Ok(None),
-            Err(e) => return self.vacuum_refused(e),
+        let too_many = |(dead, live): (u64, u64)| dead > p.min_dead + live / 10;
+        let counts = match self.job_dead_rows().await {
+            Ok(Some(counts)) if too_many(counts) => counts,
+            Ok(_) => return Ok(None),
+            Err(e) => return self.vacuum_refused(e).map(|_| None),
         };
-        let dead = dead.max(0) as u64;
-        if dead <= p.min_dead + live.max(0) as u64 / 10 {
-            return Ok(None);
-        }
         // Unprepared: VACUUM cannot run inside the transaction a prepared statement may open.
-        match sqlx::raw_sql(cat::JOB_VACUUM).execute(&self.pool).await {
-            Ok(_) => Ok(Some(dead)),
-            Err(e) => self.vacuum_refused(e),
+        if let Err(e) = sqlx::raw_sql(cat::JOB_VACUUM).execute(&self.pool).await {
+            return self.vacuum_refused(e).map(|_| None);
         }
+        let mut done = JobVacuumed {
+            dead: counts.0,
+            kept: 0,
+            compacted: None,
+        };
+        // VACUUM leaves the dead rows that another session's snapshot may still see (its
+        // statistics then count them): those only a compaction frees.
+        let after = self.job_dead_rows().await.db()?.unwrap_or_default();
+        if !too_many(after) {
+            return Ok(Some(done));
+        }
+        done.kept = after.0;
+        if p.compact_max_live == 0
+            || after.1 > p.compact_max_live
+            || self.compact_unsupported.load(Relaxed)
+        {
+            return Ok(Some(done));
+        }
+        let wait = p.compact_lock_wait.as_millis().clamp(1, i32::MAX as u128) as i32;
+        let stmt = cat::job_compact(p.compact_max_live.min(i64::MAX as u64) as i64, wait);
+        let kept: std::result::Result<Option<i64>, sqlx::Error> =
+            on_pool!(self, stmt.scalar(), fetch_one);
+        match kept {
+            Ok(kept) => done.compacted = kept.map(|n| n.max(0) as u64),
+            Err(e) => self.compact_refused(e)?,
+        }
+        Ok(Some(done))
     }
 
     async fn job_reshard(&self) -> Result<u64> {

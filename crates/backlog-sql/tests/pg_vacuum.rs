@@ -1,6 +1,8 @@
 //! PostgreSQL: the leader's `job_vacuum` reclaims the dead rows that completed jobs leave in the
 //! job table once enough have piled up, so the table's space is reused rather than grown, even
-//! with autovacuum off (as on the CI database).
+//! with autovacuum off (as on the CI database); and when another session's snapshot keeps them
+//! past the `VACUUM`, it compacts the table (`backlog_job_compact`), keeping every job as it was,
+//! unless a session that may read the table holds it.
 #![cfg(feature = "servers")]
 
 // The conformance suite's harness: this test uses its PostgreSQL schema only.
@@ -9,8 +11,25 @@ mod harness;
 
 use std::time::{Duration, Instant};
 
-use backlog_core::{Backend, JobVacuumParams};
+use backlog_core::{
+    Backend, ClaimStrategy, JobClaimParams, JobCompleteParams, JobVacuumParams, JobVacuumed,
+    Ordering, QueueName, Retention,
+};
 use sqlx::{Connection, PgConnection};
+
+/// The tests of this file one at a time: a held snapshot holds the horizon of the whole
+/// database, which the other test's VACUUM must be free of.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The leader's settings, with `min_dead` dead rows tolerated and compaction of at most
+/// `compact_max_live` rows.
+fn params(min_dead: u64, compact_max_live: u64) -> JobVacuumParams {
+    JobVacuumParams {
+        min_dead,
+        compact_max_live,
+        compact_lock_wait: Duration::from_millis(20),
+    }
+}
 
 /// Inserts and deletes `n` rows with plain SQL on a connection of its own, closed afterwards
 /// (a closing backend reports its statistics at once).
@@ -33,10 +52,15 @@ async fn churn(url: &str, n: i64) {
 
 /// Calls `job_vacuum` until it vacuums (statistics arrive within a second or so).
 async fn vacuum_when_due(b: &dyn Backend, min_dead: u64) -> u64 {
+    vacuumed_when_due(b, params(min_dead, 0)).await.dead
+}
+
+/// Calls `job_vacuum` until it vacuums, and says what it did.
+async fn vacuumed_when_due(b: &dyn Backend, p: JobVacuumParams) -> JobVacuumed {
     let started = Instant::now();
     loop {
-        if let Some(dead) = b.job_vacuum(JobVacuumParams { min_dead }).await.unwrap() {
-            return dead;
+        if let Some(done) = b.job_vacuum(p).await.unwrap() {
+            return done;
         }
         assert!(
             started.elapsed() < Duration::from_secs(20),
@@ -65,22 +89,20 @@ async fn dead_rows(c: &mut PgConnection) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dead_rows_are_vacuumed_once_enough_pile_up() {
+    let _serial = SERIAL.lock().await;
     // A schema of its own (the harness's), so other tests' rows do not count.
     let db = harness::Db::postgres().await;
     let (b, url) = (&*db.b, db.url.clone());
     let mut c = PgConnection::connect(&url).await.unwrap();
 
     // A fresh table: nothing to do.
-    let none = b.job_vacuum(JobVacuumParams { min_dead: 0 }).await.unwrap();
+    let none = b.job_vacuum(params(0, 10_000)).await.unwrap();
     assert_eq!(none, None, "an empty table is left alone");
 
     churn(&url, 20_000).await;
     // Below the threshold (min_dead plus a tenth of the live rows), the rows stay dead.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let left = b
-        .job_vacuum(JobVacuumParams { min_dead: 50_000 })
-        .await
-        .unwrap();
+    let left = b.job_vacuum(params(50_000, 10_000)).await.unwrap();
     assert_eq!(
         left, None,
         "20,000 dead rows are under a threshold of 50,000"
@@ -92,9 +114,7 @@ async fn dead_rows_are_vacuumed_once_enough_pile_up() {
     assert_eq!(dead_rows(&mut c).await, 0, "VACUUM left no dead rows");
     let after_first = table_bytes(&mut c).await;
     assert_eq!(
-        b.job_vacuum(JobVacuumParams { min_dead: 10_000 })
-            .await
-            .unwrap(),
+        b.job_vacuum(params(10_000, 10_000)).await.unwrap(),
         None,
         "nothing left to vacuum"
     );
@@ -107,4 +127,132 @@ async fn dead_rows_are_vacuumed_once_enough_pile_up() {
         after_second <= after_first + after_first / 10,
         "the table grew from {after_first} to {after_second} bytes"
     );
+}
+
+/// Every row of the job table, as JSON, in id order.
+async fn rows(c: &mut PgConnection) -> Vec<String> {
+    sqlx::query_scalar("SELECT row_to_json(j)::text FROM backlog_job j ORDER BY id")
+        .fetch_all(c)
+        .await
+        .unwrap()
+}
+
+/// Another session's open `REPEATABLE READ` transaction that read `table`: its snapshot holds
+/// the horizon, and its lock the table it read, until the connection is dropped.
+async fn hold_snapshot(url: &str, table: &str) -> PgConnection {
+    let mut c = PgConnection::connect(url).await.unwrap();
+    let sql = format!("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM {table}");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(&mut c)
+        .await
+        .unwrap();
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_snapshot_cannot_keep_dead_rows() {
+    let _serial = SERIAL.lock().await;
+    let db = harness::Db::postgres().await;
+    let (b, url) = (&*db.b, db.url.clone());
+    let mut c = PgConnection::connect(&url).await.unwrap();
+    let queue = QueueName::new("kept").unwrap();
+    // Jobs in every state, with what each may carry: available (a unique key, a group, a
+    // payload), running (claimed below, with a lease token), held, dead, cancelled, completed
+    // and kept, and due tomorrow.
+    sqlx::raw_sql(
+        "INSERT INTO backlog_job (queue, kind, payload, state, priority, run_at, unique_key, \
+             group_key, attempt, errors, result, finished_at) VALUES \
+         ('kept', 'k', '{\"a\": 1}', 'available', 0, 1, 'u1', NULL, 0, '[]', NULL, NULL), \
+         ('kept', 'k', '{\"a\": 2}', 'available', 0, 2, NULL, 'g', 0, '[]', NULL, NULL), \
+         ('kept', 'k', '{}', 'available', 0, 3, NULL, NULL, 0, '[]', NULL, NULL), \
+         ('kept', 'k', '{}', 'held', 0, 4, 'u2', NULL, 0, '[]', NULL, NULL), \
+         ('kept', 'k', '{}', 'dead', 0, 5, NULL, NULL, 3, '[\"boom\"]', NULL, 9), \
+         ('kept', 'k', '{}', 'cancelled', 0, 6, NULL, NULL, 1, '[]', NULL, 9), \
+         ('kept', 'k', '{}', 'completed', 0, 7, NULL, NULL, 1, '[]', '{\"ok\": 1}', 9), \
+         ('kept', 'k', '{}', 'available', 0, 9999999999999999, NULL, NULL, 0, '[]', NULL, NULL)",
+    )
+    .execute(&mut c)
+    .await
+    .unwrap();
+    let claim = |limit| JobClaimParams {
+        queue: queue.clone(),
+        kinds: vec![],
+        limit,
+        owner: "compact".into(),
+        lease: Duration::from_secs(600),
+        now: backlog_core::now_micros(),
+        order: Ordering::Fifo,
+        strategy: ClaimStrategy::SkipLocked,
+        global_limit: false,
+    };
+    let running = b.job_claim(&claim(1)).await.unwrap();
+    assert_eq!(running.len(), 1);
+    let before = rows(&mut c).await;
+
+    // A report over another table holds the horizon, not the job table.
+    let report = hold_snapshot(&url, "backlog_queue").await;
+    churn(&url, 30_000).await;
+    let done = vacuumed_when_due(b, params(10_000, 10_000)).await;
+    assert!(
+        done.kept >= 20_000,
+        "the snapshot kept the dead rows: {done:?}"
+    );
+    assert_eq!(done.compacted, Some(8), "the 8 jobs were kept: {done:?}");
+    assert_eq!(rows(&mut c).await, before, "every job is as it was");
+    assert!(
+        table_bytes(&mut c).await <= 8192,
+        "the dead rows' pages are gone"
+    );
+
+    // The jobs work on: the running one (the head, unique key u1) completes under its lease
+    // token, the held job's unique key is still taken, the group's job and the other due one
+    // are claimed.
+    let jobs = running.iter().map(|j| j.job_ref()).collect();
+    let now = backlog_core::now_micros();
+    let completed = (b.job_complete(JobCompleteParams {
+        jobs,
+        now,
+        retention: Retention::Delete,
+    }))
+    .await
+    .unwrap();
+    assert_eq!(completed.len(), 1, "the lease token still fences its job");
+    let taken = sqlx::query("INSERT INTO backlog_job (queue, unique_key) VALUES ('kept', 'u2')")
+        .execute(&mut c)
+        .await;
+    assert!(
+        taken.is_err(),
+        "the held job's unique key u2 is still taken"
+    );
+    let claimed = b.job_claim(&claim(10)).await.unwrap();
+    assert_eq!(claimed.len(), 2, "the other due jobs: {claimed:?}");
+
+    // A snapshot that read the job table may read it again: the table is left alone, at once.
+    let dump = hold_snapshot(&url, "backlog_job").await;
+    tokio::time::sleep(Duration::from_millis(100)).await; // older than the lock wait
+    let before = rows(&mut c).await;
+    churn(&url, 30_000).await;
+    let started = Instant::now();
+    let done = vacuumed_when_due(b, params(10_000, 10_000)).await;
+    assert!(done.kept >= 20_000, "{done:?}");
+    assert_eq!(done.compacted, None, "the table was left alone: {done:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(rows(&mut c).await, before);
+    assert!(table_bytes(&mut c).await > 1_000_000, "the dead rows stay");
+    drop(dump);
+
+    // More rows than a compaction may copy: left alone too.
+    churn(&url, 30_000).await;
+    let done = vacuumed_when_due(b, params(10_000, 5)).await;
+    assert_eq!(done.compacted, None, "{done:?}");
+    // The function refuses bad input, and changes nothing.
+    let bad = sqlx::query("SELECT backlog_job_compact(-1, 20)")
+        .execute(&mut c)
+        .await;
+    assert!(
+        matches!(&bad, Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("22023")),
+        "{bad:?}"
+    );
+    assert_eq!(rows(&mut c).await, before);
+    drop(report);
 }

@@ -968,7 +968,11 @@ async fn claims_go_ahead_of_free_slots(engine: Engine) {
     let totals = c.totals().await.unwrap();
     let work = totals.iter().find(|r| r.queue == "work").unwrap();
     assert_eq!(work.counts.started, 912, "started");
-    assert_eq!(work.counts.wait.iter().sum::<i64>(), 912, "one wait per start");
+    assert_eq!(
+        work.counts.wait.iter().sum::<i64>(),
+        912,
+        "one wait per start"
+    );
     db.drop_db().await;
 }
 

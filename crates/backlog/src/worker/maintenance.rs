@@ -14,9 +14,13 @@ use super::PeriodicJob;
 use super::schedule::Fired;
 use crate::{Client, EnqueueOutcome, JobState, QueueInfo, QueueStats, Result, Retention};
 use backlog_core::{
-    CronFireParams, JobPruneParams, JobVacuumParams, LeaderParams, OldestTransaction, StatDepth,
-    minute_of,
+    CronFireParams, JobPruneParams, JobVacuumParams, JobVacuumed, LeaderParams, OldestTransaction,
+    StatDepth, minute_of,
 };
+
+/// How long a compaction of the job table waits for its lock before it gives up until the next
+/// check: sessions that need the table wait behind it meanwhile.
+const COMPACT_LOCK_WAIT: Duration = Duration::from_millis(20);
 
 /// The name leaders are elected under.
 pub const LEADER_NAME: &str = "backlog_maintenance";
@@ -49,6 +53,14 @@ pub struct MaintenanceConfig {
     pub vacuum_every: Option<Duration>,
     /// Dead rows (beyond a tenth of the live ones) that the leader leaves alone.
     pub vacuum_min_dead: u64,
+    /// When a `VACUUM` had to leave the dead rows because another session's snapshot may still
+    /// see them (a long report, an idle transaction, a replica's `hot_standby_feedback`), the
+    /// leader compacts the job table if it holds at most this many rows: it copies them,
+    /// empties the table and puts them back, in one transaction that holds the table's lock
+    /// for a few milliseconds (PostgreSQL; `backlog_job_compact()` in docs/sql.md). It skips
+    /// the table while a session older than its lock wait holds it (that session's snapshot may
+    /// read it). 0: never (the rows then stay until the snapshot ends).
+    pub compact_max_live: u64,
     /// How often the leader stores each queue's depth in `backlog_stat` (the dashboard's depth
     /// over time); at most once a minute is kept.
     pub sample_every: Duration,
@@ -74,6 +86,7 @@ impl Default for MaintenanceConfig {
             prune_batch: 1000,
             vacuum_every: Some(Duration::from_secs(5)),
             vacuum_min_dead: 10_000,
+            compact_max_live: 10_000,
             sample_every: Duration::from_secs(60),
             keep_history: Duration::from_secs(7 * 24 * 3600),
             warn_transaction_age: Some(Duration::from_secs(300)),
@@ -116,7 +129,7 @@ pub(crate) trait MaintenanceOps: Send + Sync + 'static {
     fn job_vacuum(
         &self,
         params: JobVacuumParams,
-    ) -> impl Future<Output = Result<Option<u64>>> + Send;
+    ) -> impl Future<Output = Result<Option<JobVacuumed>>> + Send;
     /// Enqueues a periodic job for a tick, once across processes.
     fn cron_fire(
         &self,
@@ -167,7 +180,7 @@ impl MaintenanceOps for Client {
         self.backend().stat_snapshot(minute, &depths).await
     }
 
-    async fn job_vacuum(&self, params: JobVacuumParams) -> Result<Option<u64>> {
+    async fn job_vacuum(&self, params: JobVacuumParams) -> Result<Option<JobVacuumed>> {
         self.backend().job_vacuum(params).await
     }
 
@@ -331,10 +344,22 @@ impl<O: MaintenanceOps> Maintainer<O> {
         let ops = self.ops.clone();
         let params = JobVacuumParams {
             min_dead: self.cfg.vacuum_min_dead,
+            compact_max_live: self.cfg.compact_max_live,
+            compact_lock_wait: COMPACT_LOCK_WAIT,
         };
         self.vacuuming = Some(tokio::spawn(async move {
             match ops.job_vacuum(params).await {
-                Ok(Some(dead)) => tracing::debug!("vacuumed the job table ({dead} dead rows)"),
+                Ok(Some(v)) => match (v.kept, v.compacted) {
+                    (0, _) => tracing::debug!("vacuumed the job table ({} dead rows)", v.dead),
+                    (kept, Some(rows)) => tracing::debug!(
+                        "compacted the job table: {kept} dead rows that another session's \
+                         snapshot kept are gone, {rows} rows kept"
+                    ),
+                    (kept, None) => tracing::debug!(
+                        "{kept} dead rows of the job table stay: another session's snapshot \
+                         may see them, and the table was not compacted this time"
+                    ),
+                },
                 Ok(None) => {}
                 Err(e) => tracing::warn!("vacuum of the job table failed: {e}"),
             }
@@ -562,7 +587,7 @@ mod tests {
             Ok(())
         }
 
-        async fn job_vacuum(&self, _: JobVacuumParams) -> Result<Option<u64>> {
+        async fn job_vacuum(&self, _: JobVacuumParams) -> Result<Option<JobVacuumed>> {
             self.call("job_vacuum");
             tokio::time::sleep(self.vacuum_takes).await;
             Ok(None)
