@@ -73,6 +73,9 @@ pub struct Window {
     pub sockets: u64,
     /// Sessions on the database server, of every client (SQLite: the pool's).
     pub server_connections: i64,
+    /// The job table's bytes and its indexes', the mean of the window's looks (one every
+    /// [`LOOK_EVERY`] and one at its end: a table that the leader empties now and then is a saw
+    /// whose teeth one look would catch anywhere), and its rows at the end.
     pub sizes: Sizes,
     /// Old row versions not reclaimed yet (see `Baseline::garbage`).
     pub garbage: i64,
@@ -139,6 +142,9 @@ struct Counters {
     latencies: Mutex<Vec<i64>>,
 }
 
+/// How often the soak looks at the job table's size within a window.
+const LOOK_EVERY: Duration = Duration::from_secs(5);
+
 /// Reads the counters and the database into windows.
 struct Sampler<'a> {
     client: &'a Client,
@@ -146,6 +152,8 @@ struct Sampler<'a> {
     counters: Arc<Counters>,
     started: Instant,
     last: (u64, u64, u64),
+    /// The sizes looked at in this window so far.
+    looks: Vec<Sizes>,
     windows: Vec<Window>,
 }
 
@@ -157,8 +165,15 @@ impl<'a> Sampler<'a> {
             counters,
             started: Instant::now(),
             last: (0, 0, 0),
+            looks: vec![],
             windows: vec![],
         }
+    }
+
+    /// Looks at the job table's size, for the window's mean.
+    async fn look(&mut self) -> anyhow::Result<()> {
+        self.looks.push(self.base.sizes().await?);
+        Ok(())
     }
 
     async fn sample(&mut self) -> anyhow::Result<&Window> {
@@ -174,6 +189,14 @@ impl<'a> Sampler<'a> {
             (!lat.is_empty())
                 .then(|| lat[((lat.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0)
         };
+        self.look().await?;
+        let looks = std::mem::take(&mut self.looks);
+        let mean = |f: fn(&Sizes) -> i64| looks.iter().map(f).sum::<i64>() / looks.len() as i64;
+        let sizes = Sizes {
+            rows: looks.last().expect("looked").rows,
+            table_bytes: mean(|s| s.table_bytes),
+            index_bytes: mean(|s| s.index_bytes),
+        };
         let w = Window {
             at_s: self.started.elapsed().as_secs_f64(),
             enqueued: enq - self.last.0,
@@ -185,7 +208,7 @@ impl<'a> Sampler<'a> {
             pool_connections: pool_size(self.client),
             sockets: sockets(),
             server_connections: self.base.server_connections().await?,
-            sizes: self.base.sizes().await?,
+            sizes,
             garbage: self.base.garbage().await?,
             errors: errs - self.last.2,
         };
@@ -284,6 +307,7 @@ pub async fn soak(
     let mut sampler = Sampler::new(client, base, counters.clone());
     let window = Duration::from_secs_f64(p.window_secs);
     let mut next_sample = sampler.started + window;
+    let mut next_look = sampler.started + LOOK_EVERY;
     let mut tick = tokio::time::interval(Duration::from_millis(50));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let per_tick = (p.rate / 20).max(1);
@@ -304,7 +328,12 @@ pub async fn soak(
                 tracing::warn!("soak: enqueue failed: {e}");
             }
         }
+        if Instant::now() >= next_look && Instant::now() + LOOK_EVERY / 2 < next_sample {
+            sampler.look().await?;
+            next_look += LOOK_EVERY;
+        }
         if Instant::now() >= next_sample {
+            next_look = Instant::now() + LOOK_EVERY;
             let w = sampler.sample().await?;
             bar.set_message(format!(
                 "soak: {:.0} s, rss {} MiB, p99 {:.1} ms",

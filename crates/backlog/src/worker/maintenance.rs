@@ -428,9 +428,10 @@ impl<O: MaintenanceOps> Maintainer<O> {
                 state = %t.state,
                 client = %t.client,
                 "session {} ({}) has held a transaction open for {} s ({}): the database keeps \
-                 the rows of completed jobs until it ends, and they take disk; end it, or set \
-                 idle_in_transaction_session_timeout (PostgreSQL) / idle_transaction_timeout \
-                 (MariaDB)",
+                 the rows of completed jobs until it ends, and they take disk (PostgreSQL: \
+                 unless the leader can compact the job table, see RELIABILITY.md); end it, or \
+                 set idle_in_transaction_session_timeout (PostgreSQL) / \
+                 idle_transaction_timeout (MariaDB)",
                 t.pid,
                 t.client,
                 t.age.as_secs(),
