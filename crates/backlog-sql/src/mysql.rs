@@ -12,8 +12,9 @@ use backlog_core::{
     AuditEntry, BackendTx, Capabilities, ClaimStrategy, ClaimedJob, CompleteClaimed,
     CronFireParams, DbErrorKind, EnqueueOutcome, Error, GroupPromoteParams, JobClaimParams,
     JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams, JobHeartbeatParams,
-    JobInsertParams, JobPruneParams, JobRef, JobRescueParams, LeaderParams, MigrateReport, NewJob,
-    OldestTransaction, Ordering, QueueRedriveParams, Rescued, Result, Retention, TxClaim,
+    JobInsertParams, JobPruneParams, JobRef, JobRescueParams, JobVacuumParams, JobVacuumed,
+    LeaderParams, MigrateReport, NewJob, OldestTransaction, Ordering, QueueRedriveParams, Rescued,
+    Result, Retention, TxClaim,
 };
 use futures::future::BoxFuture;
 use sqlx::mysql::MySqlConnectOptions;
@@ -42,7 +43,36 @@ pub struct MySqlBackend {
     cluster: bool,
     /// Each queue's `shards` as last read: where inserts put its jobs and where claims start.
     shards: Arc<ShardCounts>,
+    /// When the leader may next rebuild the job table (`job_vacuum`).
+    compaction: Arc<std::sync::Mutex<Compaction>>,
 }
+
+/// The leader's rebuilds of the job table while an old snapshot keeps purge from removing the
+/// records completed jobs leave (MariaDB; see `job_compact.sql`).
+#[derive(Debug, Default)]
+struct Compaction {
+    /// The database refused it for good (MySQL 8, no ALTER privilege, Galera).
+    unsupported: bool,
+    /// No rebuild before this (after one that waited for the table in vain).
+    not_before: Option<Instant>,
+    /// The wait after the next such rebuild.
+    backoff: Duration,
+}
+
+/// A MySQL error's number (1205: a lock wait timed out).
+fn mysql_number(e: &dyn sqlx::error::DatabaseError) -> Option<u16> {
+    e.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+        .map(|e| e.number())
+}
+
+/// A tablespace smaller than this is left as it is.
+const COMPACT_MIN_BYTES: i64 = 16 << 20;
+/// A rebuild only while another connection's transaction has been open this long (seconds):
+/// otherwise purge removes the records by itself.
+const COMPACT_OLDEST_S: i64 = 10;
+/// The first wait after a rebuild that found the table held, doubled each time up to the last.
+const COMPACT_BACKOFF: (Duration, Duration) =
+    (Duration::from_secs(60), Duration::from_secs(30 * 60));
 
 /// How long a queue's `shards` read by [`ShardCounts`] is used before it is read again.
 const SHARDS_FRESH: Duration = Duration::from_secs(5);
@@ -185,6 +215,28 @@ fn random_shard(n: u16) -> i16 {
 }
 
 impl MySqlBackend {
+    /// Stops the job table's rebuilds for good when the database refused one for a reason
+    /// retrying does not change (MySQL 8's information schema, no ALTER privilege), saying so
+    /// once; other errors are returned.
+    fn compact_refused(&self, err: sqlx::Error) -> Result<()> {
+        let number = match &err {
+            sqlx::Error::Database(e) => mysql_number(&**e),
+            _ => None,
+        };
+        // ER_UNKNOWN_TABLE (information schema), ER_TABLEACCESS_DENIED_ERROR,
+        // ER_SPECIFIC_ACCESS_DENIED_ERROR, ER_ALTER_OPERATION_NOT_SUPPORTED(_REASON), syntax.
+        if !matches!(number, Some(1109 | 1142 | 1227 | 1845 | 1846 | 1064)) {
+            return Err(crate::dberror::db(err));
+        }
+        self.compaction.lock().expect("lock").unsupported = true;
+        tracing::warn!(
+            error = %err,
+            "backlog: cannot rebuild backlog_job; while another session holds an old snapshot, \
+             the records of completed jobs stay until it ends"
+        );
+        Ok(())
+    }
+
     /// Claims take the two-step form for the next `for_` (see `ClaimShape`), as they do on
     /// their own after a slow locking claim. For tests of that form.
     #[doc(hidden)]
@@ -294,6 +346,7 @@ impl MySqlBackend {
             id_step: None,
             cluster: false,
             shards: Arc::default(),
+            compaction: Arc::default(),
         }
     }
 
@@ -1434,6 +1487,54 @@ impl Dialect for MySqlBackend {
             Ok(n)
         })
         .await
+    }
+
+    async fn job_vacuum(&self, p: JobVacuumParams) -> Result<Option<JobVacuumed>> {
+        {
+            let c = self.compaction.lock().expect("lock");
+            let waiting = c.not_before.is_some_and(|t| Instant::now() < t);
+            if self.cluster || c.unsupported || waiting || p.compact_max_live == 0 {
+                return Ok(None);
+            }
+        }
+        type Due = (i64, i64, i64, i64, i64);
+        let due: std::result::Result<Due, sqlx::Error> =
+            cat::job_compact_due().as_().fetch_one(&self.pool).await;
+        let (bytes, live, history, oldest_s, holders) = match due {
+            Ok(due) => due,
+            Err(e) => return self.compact_refused(e).map(|_| None),
+        };
+        if bytes < COMPACT_MIN_BYTES
+            || live.max(0) as u64 > p.compact_max_live
+            || oldest_s < COMPACT_OLDEST_S
+            || holders > 0
+        {
+            return Ok(None);
+        }
+        let mut done = JobVacuumed {
+            dead: history.max(0) as u64,
+            kept: history.max(0) as u64,
+            compacted: None,
+        };
+        // A connection of its own, closed afterwards: DDL commits whatever a pooled session had.
+        let mut conn = self.pool.acquire().await.db()?.detach();
+        let rebuilt = sqlx::raw_sql(cat::JOB_COMPACT).execute(&mut conn).await;
+        conn.close().await.ok();
+        match rebuilt {
+            Ok(_) => {
+                done.compacted = Some(live.max(0) as u64);
+                self.compaction.lock().expect("lock").backoff = Duration::ZERO;
+            }
+            // Another session held the table (its snapshot may read it again): later.
+            Err(sqlx::Error::Database(e)) if mysql_number(&*e) == Some(1205) => {
+                let mut c = self.compaction.lock().expect("lock");
+                c.backoff = (c.backoff * 2).clamp(COMPACT_BACKOFF.0, COMPACT_BACKOFF.1);
+                c.not_before = Some(Instant::now() + c.backoff);
+                tracing::debug!(error = %e, "backlog: the job table's rebuild waited in vain");
+            }
+            Err(e) => self.compact_refused(e)?,
+        }
+        Ok(Some(done))
     }
 
     async fn db_oldest_transaction(&self) -> Result<Option<OldestTransaction>> {

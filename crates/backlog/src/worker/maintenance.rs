@@ -59,7 +59,9 @@ pub struct MaintenanceConfig {
     /// empties the table and puts them back, in one transaction that holds the table's lock
     /// for a few milliseconds (PostgreSQL; `backlog_job_compact()` in docs/sql.md). It skips
     /// the table while a session older than its lock wait holds it (that session's snapshot may
-    /// read it). 0: never (the rows then stay until the snapshot ends).
+    /// read it). On MariaDB, while a transaction of another session has been open 10 s and the
+    /// table's tablespace passed 16 MiB, it rebuilds the table online instead (writes go on;
+    /// RELIABILITY.md, "Compaction"). 0: never (the rows then stay until the snapshot ends).
     pub compact_max_live: u64,
     /// How often the leader stores each queue's depth in `backlog_stat` (the dashboard's depth
     /// over time); at most once a minute is kept.
