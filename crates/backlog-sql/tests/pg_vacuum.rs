@@ -204,6 +204,24 @@ async fn a_held_snapshot_cannot_keep_dead_rows() {
         "the dead rows' pages are gone"
     );
 
+    // An application session idle in a transaction that wrote another table holds the horizon
+    // by its transaction id, and no lock on the job table.
+    report.close().await.unwrap();
+    let mut idle = PgConnection::connect(&url).await.unwrap();
+    sqlx::raw_sql("BEGIN; INSERT INTO backlog_cron (name, last_tick) VALUES ('idle', 1)")
+        .execute(&mut idle)
+        .await
+        .unwrap();
+    churn(&url, 30_000).await;
+    let done = vacuumed_when_due(b, params(10_000, 10_000)).await;
+    assert!(
+        done.kept >= 20_000,
+        "the transaction kept the dead rows: {done:?}"
+    );
+    assert_eq!(done.compacted, Some(8), "{done:?}");
+    assert_eq!(rows(&mut c).await, before, "every job is as it was");
+    let report = idle;
+
     // The jobs work on: the running one (the head, unique key u1) completes under its lease
     // token, the held job's unique key is still taken, the group's job and the other due one
     // are claimed.
