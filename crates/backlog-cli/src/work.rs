@@ -159,7 +159,7 @@ fn trace_env(job: &backlog::ClaimedJob) -> Vec<(&'static str, String)> {
 /// lost lease, shutdown) kills the command.
 async fn run_command(cmd: &[String], ctx: JobContext) -> HandlerResult {
     let job = ctx.job();
-    let mut child = Command::new(&cmd[0])
+    let child = Command::new(&cmd[0])
         .args(&cmd[1..])
         .env("BACKLOG_JOB_ID", job.id.to_string())
         .env("BACKLOG_QUEUE", &job.queue)
@@ -171,8 +171,16 @@ async fn run_command(cmd: &[String], ctx: JobContext) -> HandlerResult {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot run {:?}: {e}", cmd[0]))?;
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) => {
+            cannot_start(&cmd[0], &e);
+            let msg = format!("cannot run {:?}: {e}", cmd[0]);
+            attempt_failed(&ctx, &msg).await;
+            return Err(msg.into());
+        }
+    };
     if let Some(mut stdin) = child.stdin.take() {
         let payload = job.payload.clone();
         tokio::spawn(async move {
@@ -239,9 +247,51 @@ async fn run_command(cmd: &[String], ctx: JobContext) -> HandlerResult {
         });
     }
     let mut msg = format!("command {status}");
+    let last = tail.lines().last().unwrap_or_default();
+    attempt_failed(
+        &ctx,
+        &format!("{msg}{}{last}", if last.is_empty() { "" } else { ": " }),
+    )
+    .await;
     if !tail.is_empty() {
         msg.push_str(": ");
         msg.push_str(&tail);
     }
     Err(msg.into())
+}
+
+/// Says on stderr that an attempt failed, and why (the job's error history keeps the whole tail
+/// of the command's stderr; `job show` prints it).
+async fn attempt_failed(ctx: &JobContext, why: &str) {
+    let job = ctx.job();
+    let max = match job.max_attempts {
+        Some(max) => Some(max),
+        None => match backlog::QueueName::new(&job.queue) {
+            Ok(queue) => (ctx.client().queue_settings(&queue).await)
+                .ok()
+                .map(|s| s.max_attempts),
+            Err(_) => None,
+        },
+    };
+    let (of, next) = match max {
+        Some(max) if job.attempt >= max => (format!(" of {max}"), "no attempt left: dead"),
+        Some(max) => (format!(" of {max}"), "it will be retried"),
+        None => (String::new(), "it may be retried"),
+    };
+    eprintln!(
+        "backlog: job {} ({}) attempt {}{of} failed ({next}): {why}",
+        job.id, job.queue, job.attempt
+    );
+}
+
+/// Says once, loudly, that the command cannot be started at all: every job will fail the same
+/// way until it can.
+fn cannot_start(program: &str, e: &std::io::Error) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        eprintln!(
+            "backlog: error: cannot start the command {program:?}: {e}. Every job will fail \
+             until it can be started: is it on PATH (or given by its path), and executable?"
+        )
+    });
 }

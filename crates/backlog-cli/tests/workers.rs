@@ -471,3 +471,51 @@ fn postgres_graceful_shutdown() {
 fn mysql_graceful_shutdown() {
     graceful_shutdown(Engine::MySql);
 }
+
+/// A worker says on stderr why each attempt failed, and says at once, loudly, that a command
+/// cannot be started at all (issue 46: it used to print nothing while every job failed).
+#[test]
+fn failed_attempts_are_said_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let backlog = |args: &[&str]| {
+        std::process::Command::new(common::BIN)
+            .args(args)
+            .env("BACKLOG_DATABASE_URL", "sqlite://said.db")
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    for _ in 0..2 {
+        let out = backlog(&["enqueue", "said", "{}", "--max-attempts", "1"]);
+        assert!(out.status.success(), "{out:?}");
+    }
+    let out = backlog(&["work", "said", "--drain", "--", "./no-such-script.sh"]);
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("error: cannot start the command \"./no-such-script.sh\"")
+            .count(),
+        1,
+        "said once: {err}"
+    );
+    assert_eq!(
+        err.matches("attempt 1 of 1 failed (no attempt left: dead): cannot run")
+            .count(),
+        2,
+        "each attempt: {err}"
+    );
+
+    let out = backlog(&["enqueue", "said", "{}", "--max-attempts", "2"]);
+    assert!(out.status.success(), "{out:?}");
+    let script = "echo first line >&2; echo boom >&2; exit 3";
+    let out = backlog(&["work", "said", "--drain", "--", "sh", "-c", script]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("attempt 1 of 2 failed (it will be retried): command exit status: 3: boom"),
+        "{err}"
+    );
+    assert!(
+        err.contains("attempt 2 of 2 failed (no attempt left: dead): command exit status: 3: boom"),
+        "{err}"
+    );
+}
