@@ -127,9 +127,11 @@ pub async fn run(client: Client, config: ServerConfig) -> anyhow::Result<ExitCod
         }
         stop.cancel();
     });
+    // Bound first, so that "serving" is said only once the address is taken.
+    let listener = backlog_server::bind(&config).await?;
     eprintln!(
         "backlog: serving http://{} ({})",
-        config.listen,
+        listener.local_addr().unwrap_or(config.listen),
         if config.tokens.is_empty() {
             "no tokens: loopback only, every request is admin"
         } else {
@@ -137,7 +139,7 @@ pub async fn run(client: Client, config: ServerConfig) -> anyhow::Result<ExitCod
         }
     );
     let client = Arc::new(client);
-    backlog_server::serve(client.clone(), config, shutdown).await?;
+    backlog_server::serve_on(listener, client.clone(), config, shutdown).await?;
     client.close().await;
     Ok(ExitCode::SUCCESS)
 }

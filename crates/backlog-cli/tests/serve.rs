@@ -448,3 +448,16 @@ fn logs_off_a_terminal_are_plain_and_the_audit_names_the_user() {
         "colour codes off a terminal: {err:?}"
     );
 }
+
+/// A port already taken fails with the reason, and `serve` never says it is serving.
+#[test]
+fn a_taken_port_is_said_before_serving() {
+    let db = TestDb::new(Engine::Sqlite);
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = taken.local_addr().unwrap().to_string();
+    let out = db.cmd(&["serve", "--listen", &listen]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(!err.contains("serving"), "{err}");
+    assert!(err.contains(&listen), "the address is named: {err}");
+}

@@ -233,15 +233,31 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
+    let listener = bind(&config).await?;
+    serve_on(listener, client, config, shutdown).await
+}
+
+/// Binds `config.listen`, refusing a listener open to the network without tokens: what
+/// [`serve`] does first, for a caller that says it serves only once the address is taken.
+pub async fn bind(config: &ServerConfig) -> Result<tokio::net::TcpListener, ServeError> {
     if config.tokens.is_empty() && !config.listen.ip().is_loopback() {
         return Err(ServeError::OpenOnNetwork(config.listen));
     }
-    let listener = tokio::net::TcpListener::bind(config.listen)
+    tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Bind {
             addr: config.listen,
             source,
-        })?;
+        })
+}
+
+/// [`serve`] on a listener [`bind`] returned.
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    client: Arc<Client>,
+    config: ServerConfig,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
     tracing::info!(addr = %config.listen, tokens = !config.tokens.is_empty(), "serving");
     let app = router(client, &config);
     axum::serve(listener, app)
