@@ -105,6 +105,52 @@ fn assert_job_times(job: &serde_json::Value) {
 /// `job show`, `job list` and `dead list` embed payloads, progress and results as JSON and give
 /// every time in microseconds and as RFC 3339; `queue show`, `queue list` and `stats` keep their
 /// shapes.
+/// The keys docs/cli-json.md gives under the heading that starts with `heading`: every `"key":`
+/// of that section's examples.
+fn documented_keys(heading: &str) -> std::collections::BTreeSet<String> {
+    let doc = include_str!("../../../docs/cli-json.md");
+    let start = doc
+        .find(&format!("## `{heading}"))
+        .unwrap_or_else(|| panic!("docs/cli-json.md has no section {heading}"));
+    let section = &doc[start + 3..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let mut keys = std::collections::BTreeSet::new();
+    for part in section.split('"').collect::<Vec<_>>().windows(2) {
+        if part[1].starts_with(':') && !part[0].is_empty() && !part[0].contains(char::is_whitespace)
+        {
+            keys.insert(part[0].to_owned());
+        }
+    }
+    keys
+}
+
+/// Every key `value` prints (in its objects and arrays, but not inside a job's own JSON:
+/// payload, progress, result) is one docs/cli-json.md gives under `heading`.
+fn assert_documented(heading: &str, value: &serde_json::Value) {
+    fn walk(v: &serde_json::Value, found: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    found.insert(k.clone());
+                    if !["payload", "progress", "result"].contains(&k.as_str()) {
+                        walk(v, found);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, found)),
+            _ => {}
+        }
+    }
+    let mut found = std::collections::BTreeSet::new();
+    walk(value, &mut found);
+    let documented = documented_keys(heading);
+    let missing: Vec<_> = found.difference(&documented).collect();
+    assert!(
+        missing.is_empty(),
+        "`{heading}` prints keys docs/cli-json.md does not give: {missing:?}"
+    );
+}
+
 fn json_shapes(engine: Engine) {
     let db = TestDb::new(engine);
     let payload = r#"{"to": "a@example.com", "n": [1, 2.5, null], "deep": {"ok": true}}"#;
@@ -134,6 +180,7 @@ fn json_shapes(engine: Engine) {
     assert!(shown["attempted_at"].is_null(), "{shown}");
     assert!(shown["run_at"].as_i64().unwrap() > 1_600_000_000_000_000);
     assert_job_times(&shown);
+    assert_documented("backlog job show", &shown);
 
     // Payloads that are not objects stay what they are.
     let n = db.ok(&["enqueue", "scalars", "42"]).trim().to_owned();
@@ -178,6 +225,7 @@ fn json_shapes(engine: Engine) {
     );
     assert_eq!(later["payload"], serde_json::json!({}));
     assert_job_times(later);
+    assert_documented("backlog job list", &serde_json::Value::Array(list.clone()));
     let scheduled = json(&db.ok(&["job", "list", "mail", "--state", "scheduled", "--json"]));
     assert_eq!(scheduled.as_array().unwrap().len(), 1, "{scheduled}");
 
@@ -207,6 +255,7 @@ fn json_shapes(engine: Engine) {
     assert_eq!(errors[0]["attempt"], 1);
     assert!(errors[0]["error"].as_str().unwrap().contains("bad"));
     assert_job_times(&dead[0]);
+    assert_documented("backlog dead list", &serde_json::Value::Array(dead.clone()));
     assert_eq!(
         json(&db.ok(&["dead", "list", "mail", "--json"])),
         json("[]")
@@ -225,7 +274,9 @@ fn json_shapes(engine: Engine) {
             "flow": {"running": 0, "waiting": 0, "waiting_groups": 0, "blocked": []}
         })
     );
+    assert_documented("backlog queue show", &q);
     let queues = json(&db.ok(&["queue", "list", "--json"]));
+    assert_documented("backlog queue list", &queues);
     let fragile = queues
         .as_array()
         .unwrap()
@@ -261,6 +312,10 @@ fn json_shapes(engine: Engine) {
     keys.sort_unstable();
     assert_eq!(keys, expected);
     assert_eq!(stats["mail"]["scheduled"], 1, "{stats}");
+    // Queue names are the keys of `stats`' object; what each holds is the contract.
+    for counts in stats.as_object().unwrap().values() {
+        assert_documented("backlog stats", counts);
+    }
     assert_eq!(stats["fragile"]["dead"], 1, "{stats}");
 }
 
