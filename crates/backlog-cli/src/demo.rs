@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use backlog::{
     CancellationToken, Client, DrainMode, JobArgs, JobContext, JobState, Outcome, QueueName,
-    QueueSettings, StateFilter, Worker,
+    QueueSettings, Worker,
 };
 use serde::{Deserialize, Serialize};
 
@@ -91,17 +91,14 @@ pub async fn run(client: Client, jobs: u32) -> anyhow::Result<ExitCode> {
     let stats = client.stats(Some(&queue)).await?;
     println!("5. final state of queue 'demo':");
     print!("{}", output::stats(&stats));
-    let dead = client
-        .jobs(
-            Some(&queue),
-            Some(StateFilter::Stored(JobState::Dead)),
-            0,
-            10,
-        )
-        .await?;
-    if let Some(j) = dead.first() {
+    // This run's dead job (image 13), not one an earlier run left in the queue.
+    let broken = match ids.get(13) {
+        Some(o) => Some(client.job(o.id).await?),
+        None => None,
+    };
+    if let Some(j) = broken.filter(|j| j.state == JobState::Dead) {
         println!("6. the dead job, as `backlog job show {}` prints it:", j.id);
-        print!("{}", output::job(j, client.now()));
+        print!("{}", output::job(&j, client.now()));
     }
     client.close().await;
     Ok(ExitCode::SUCCESS)

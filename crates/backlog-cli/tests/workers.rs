@@ -294,6 +294,25 @@ fn demo_runs_on_the_sqlite_default() {
         ),
         "{text}"
     );
+    // Again in the same directory: the dead job shown is this run's, not the first run's.
+    let out = std::process::Command::new(common::BIN)
+        .args(["demo", "--jobs", "30"])
+        .env_remove("BACKLOG_DATABASE_URL")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let after = |marker: &str| -> i64 {
+        let rest = &text[text
+            .find(marker)
+            .unwrap_or_else(|| panic!("{marker}: {text}"))
+            + marker.len()..];
+        rest[..rest.find(|c: char| !c.is_ascii_digit()).unwrap()]
+            .parse()
+            .unwrap()
+    };
+    let (first, shown) = (after("(ids "), after("backlog job show "));
+    assert!(first > 30 && shown >= first, "{text}");
 }
 
 /// Waits for a process to exit by itself; kills it and fails the test after `limit`.
