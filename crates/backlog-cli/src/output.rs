@@ -73,12 +73,12 @@ pub fn jobs(list: &[Job], now: i64) -> String {
         "ID", "STATE", "KIND", "ATTEMPT", "RUN AT", "LAST ERROR"
     );
     for j in list {
-        let err = j
-            .errors
-            .last()
-            .map(|e| e.error.replace('\n', " "))
-            .unwrap_or_default();
-        let err: String = err.chars().take(60).collect();
+        // A completed job's errors are of attempts before the one that completed it.
+        let err = match j.state {
+            backlog::JobState::Completed => None,
+            _ => j.errors.last(),
+        };
+        let err = err.map(|e| clip(&e.error, 60)).unwrap_or_default();
         s.push_str(&format!(
             "{:>10}  {:<10} {:<16} {:>7}  {:<24} {}\n",
             j.id,
@@ -240,4 +240,37 @@ pub fn audit(entries: &[backlog::AuditEntry]) -> String {
         ));
     }
     s
+}
+
+/// `text` on one line (runs of whitespace made one space), cut at a word boundary to at most
+/// `width` characters with `…` when longer.
+fn clip(text: &str, width: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= width {
+        return line;
+    }
+    let cut: String = line.chars().take(width - 1).collect();
+    let cut = match cut.rfind(' ') {
+        Some(i) if i > width / 2 => &cut[..i],
+        _ => &cut,
+    };
+    format!("{}…", cut.trim_end())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+
+    #[test]
+    fn errors_are_clipped_at_a_word() {
+        assert_eq!(clip("short", 60), "short");
+        assert_eq!(clip("two\nlines  here", 60), "two lines here");
+        let long = "command exit status: 1: the upstream server refused the connection again";
+        let clipped = clip(long, 40);
+        assert_eq!(clipped, "command exit status: 1: the upstream…");
+        assert!(clipped.chars().count() <= 40);
+        // One word longer than the width is cut inside it.
+        assert_eq!(clip(&"x".repeat(50), 10), format!("{}…", "x".repeat(9)));
+        assert_eq!(clip("ünïcödé wörds everywhere", 12), "ünïcödé…");
+    }
 }
