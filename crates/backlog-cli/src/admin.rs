@@ -437,9 +437,8 @@ pub async fn queue(client: &Client, cmd: QueueCommand) -> anyhow::Result<ExitCod
             if let Some(v) = a.shards {
                 s.shards = v;
             }
-            client.queue_configure(&s).await?;
-            let detail = serde_json::to_value(&s)?;
-            audit(client, "queue.settings", s.name.as_str(), None, detail).await;
+            // Audited by the client, with what changed.
+            client.queue_configure_by(&s, &actor()).await?;
             print!("{}", output::settings(&s));
         }
         QueueCommand::Show { queue, json } => {

@@ -313,6 +313,29 @@ fn demo_runs_on_the_sqlite_default() {
     };
     let (first, shown) = (after("(ids "), after("backlog job show "));
     assert!(first > 30 && shown >= first, "{text}");
+    // The demo's settings went through the library, which audits them (once: the second run
+    // changed nothing).
+    let out = std::process::Command::new(common::BIN)
+        .args(["audit", "--json"])
+        .env_remove("BACKLOG_DATABASE_URL")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let log: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let entries = log.as_array().unwrap_or_else(|| panic!("{log}"));
+    assert_eq!(entries.len(), 1, "{log}");
+    assert_eq!(entries[0]["action"], "queue.settings");
+    assert!(
+        entries[0]["actor"]
+            .as_str()
+            .unwrap()
+            .starts_with("library:"),
+        "{log}"
+    );
+    assert_eq!(
+        entries[0]["detail"]["changed"]["max_attempts"],
+        serde_json::json!({"before": 25, "after": 3})
+    );
 }
 
 /// Waits for a process to exit by itself; kills it and fails the test after `limit`.

@@ -192,19 +192,10 @@ pub async fn configure(
     let name = QueueName::new(queue)?;
     let mut s = state.client.queue_settings_stored(&name).await?;
     req.apply(&mut s)?;
-    state.client.queue_configure(&s).await?;
-    let v = view(&state, &name).await?;
-    let detail = serde_json::to_value(&v.settings).unwrap_or_default();
-    crate::audit(
-        &state,
-        &who,
-        "queue.settings",
-        Some(name.as_str()),
-        None,
-        detail,
-    )
-    .await;
-    Ok(ApiJson(v))
+    // Audited by the client, with what changed.
+    state.client.queue_configure_by(&s, &who.name).await?;
+    tracing::info!(actor = %who.name, action = "queue.settings", queue = %name, "operator action");
+    Ok(ApiJson(view(&state, &name).await?))
 }
 
 /// Pause a queue: it hands out no jobs until resumed (running jobs go on).

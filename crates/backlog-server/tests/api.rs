@@ -1311,7 +1311,10 @@ async fn counters_history_and_audit(engine: Engine) {
         (&json!("local"), &c[2]["id"], &json!("h"))
     );
     assert_eq!(e[1]["detail"]["redriven"], 1);
-    assert_eq!(e[2]["detail"]["max_attempts"], 7);
+    assert_eq!(
+        e[2]["detail"]["changed"]["max_attempts"],
+        json!({"before": 25, "after": 7})
+    );
     let older = api
         .ok(
             Method::GET,

@@ -1164,11 +1164,35 @@ impl Client {
         self.backend.queue_flow(queue, self.now()).await
     }
 
-    /// Stores a queue's settings (the queue is created if new).
+    /// Stores a queue's settings (the queue is created if new), and records what changed in the
+    /// audit log (`queue.settings`) as done by this library, actor `library:HOST:PID`.
     pub async fn queue_configure(&self, settings: &QueueSettings) -> Result<()> {
+        let actor = format!("library:{}", default_owner());
+        self.queue_configure_by(settings, &actor).await
+    }
+
+    /// [`Client::queue_configure`] on behalf of `actor` (the CLI's `cli:USER`, the HTTP API's
+    /// token name). The audit entry's detail is `{"changed": {SETTING: {"before": …, "after":
+    /// …}}}` with each setting that differs from what was stored (a new queue's from the
+    /// defaults); nothing is recorded when nothing changed. A failure to record is logged, not
+    /// returned: the settings are stored by then.
+    pub async fn queue_configure_by(&self, settings: &QueueSettings, actor: &str) -> Result<()> {
         check_settings(settings)?;
+        let before = self.queue_settings_stored(&settings.name).await?;
         self.settings.lock().expect("lock").remove(&settings.name);
-        self.backend.queue_upsert(settings, self.now()).await
+        self.backend.queue_upsert(settings, self.now()).await?;
+        let changed = settings_changed(&before, settings);
+        if !changed.is_empty() {
+            let detail = serde_json::json!({ "changed": changed });
+            let queue = Some(settings.name.as_str());
+            if let Err(e) = self
+                .audit(actor, "queue.settings", queue, None, detail)
+                .await
+            {
+                tracing::warn!(error = %e, "the audit log could not record queue.settings");
+            }
+        }
+        Ok(())
     }
 
     /// Closes the connections.
@@ -1178,6 +1202,26 @@ impl Client {
         }
         self.backend.close().await;
     }
+}
+
+/// Each setting that differs between `before` and `after`, as `{"before": …, "after": …}`.
+fn settings_changed(
+    before: &QueueSettings,
+    after: &QueueSettings,
+) -> serde_json::Map<String, serde_json::Value> {
+    let as_map = |s: &QueueSettings| match serde_json::to_value(s) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    let (before, after) = (as_map(before), as_map(after));
+    after
+        .into_iter()
+        .filter(|(k, v)| before.get(k) != Some(v))
+        .map(|(k, v)| {
+            let was = before.get(&k).cloned().unwrap_or(serde_json::Value::Null);
+            (k, serde_json::json!({ "before": was, "after": v }))
+        })
+        .collect()
 }
 
 /// What a failed attempt of `job` at `now` leads to: a retry after the queue's backoff (with
