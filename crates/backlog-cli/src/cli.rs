@@ -104,6 +104,14 @@ pub enum Command {
         #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         jobs: u32,
     },
+    /// Prints the shell completion script for SHELL, made from these very definitions (bash:
+    /// `backlog completions bash > ~/.local/share/bash-completion/completions/backlog`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Prints the man page, in roff (`backlog man > ~/.local/share/man/man1/backlog.1`).
+    Man,
 }
 
 /// The embedded SQLite database is the command's own file: its schema is created (or upgraded)
@@ -169,6 +177,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Command::Token(c) = cli.command {
         return serve::token(c);
     }
+    // Completions and the man page come from the definitions above, with no database.
+    if let Command::Completions { shell } = &cli.command {
+        let mut command = <Cli as clap::CommandFactory>::command();
+        // Into a buffer first: clap_complete panics on a failed write (a closed pipe).
+        let mut script = Vec::new();
+        clap_complete::generate(*shell, &mut command, "backlog", &mut script);
+        std::io::Write::write_all(&mut std::io::stdout(), &script)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Command::Man = &cli.command {
+        let command = <Cli as clap::CommandFactory>::command();
+        clap_mangen::Man::new(command).render(&mut std::io::stdout())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Command::Bench { args } = &cli.command {
         return bench::run(&cli.database_url, args);
     }
@@ -221,7 +243,9 @@ async fn one_shot(client: &Client, command: Command) -> anyhow::Result<ExitCode>
         | Command::Demo { .. }
         | Command::Serve(_)
         | Command::Token(_)
-        | Command::Bench { .. } => unreachable!("run with the client by value"),
+        | Command::Completions { .. }
+        | Command::Man
+        | Command::Bench { .. } => unreachable!("run with the client by value, or without one"),
     };
     Ok(code)
 }
