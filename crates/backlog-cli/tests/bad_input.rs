@@ -204,6 +204,19 @@ fn bad_input_is_refused_and_changes_nothing() {
         .trim(),
         "available 0"
     );
+    // The refusal names the state as `job show` and `job list` report it.
+    let later = db
+        .ok(&["enqueue", "q", "{}", "--delay", "1h"])
+        .trim()
+        .to_owned();
+    db.fails(
+        &["job", "retry", &later],
+        &format!("cannot retry job {later}: it is scheduled"),
+    );
+    db.fails(
+        &["job", "list", "q", "--state", "bogus"],
+        "available, scheduled, retrying, waiting, running",
+    );
 }
 
 /// A server database's schema is its owner's: without it every command says to migrate, and

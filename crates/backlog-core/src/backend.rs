@@ -470,6 +470,7 @@ impl AdminAction {
             Some(job) if !changed => Err(crate::Error::JobStateConflict {
                 job_id: id,
                 state: job.state,
+                reported: job.reported_state(crate::now_micros()),
                 action: self.verb(),
             }),
             Some(job) => Ok(job),

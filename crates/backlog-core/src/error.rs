@@ -128,12 +128,15 @@ pub enum Error {
         job_id: i64,
     },
     /// The job exists but its state does not allow the operation.
-    #[error("cannot {action} job {job_id}: it is {state}")]
+    #[error("cannot {action} job {job_id}: it is {reported}")]
     JobStateConflict {
         /// The job.
         job_id: i64,
         /// Its current state.
         state: JobState,
+        /// That state as users see it (`scheduled` or `retrying` for an available job not yet
+        /// due; see [`crate::Job::reported_state`]).
+        reported: &'static str,
         /// What was asked.
         action: &'static str,
     },

@@ -98,7 +98,7 @@ pub enum StateFilter {
 impl StateFilter {
     /// Every accepted spelling, for error messages and help.
     pub const NAMES: &'static str =
-        "available, scheduled, retrying, running, completed, dead, cancelled, held";
+        "available, scheduled, retrying, waiting, running, completed, dead, cancelled, held";
 }
 
 impl FromStr for StateFilter {

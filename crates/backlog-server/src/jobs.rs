@@ -152,7 +152,8 @@ pub async fn enqueue_batch(
 pub struct ListQuery {
     /// Only this queue.
     pub queue: Option<String>,
-    /// Only this state: available, scheduled, retrying, running, completed, dead, cancelled, held.
+    /// Only this state: available, scheduled, retrying, waiting, running, completed, dead,
+    /// cancelled, held.
     pub state: Option<String>,
     /// Only this kind.
     pub kind: Option<String>,
