@@ -55,6 +55,11 @@ pub enum JobCommand {
         /// Job id.
         id: i64,
     },
+    /// Makes a scheduled job, or one waiting to retry, due at once (attempts kept).
+    RunNow {
+        /// Job id.
+        id: i64,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -260,6 +265,7 @@ pub async fn job(client: &Client, cmd: JobCommand) -> anyhow::Result<ExitCode> {
         JobCommand::Cancel { id } => report(client, "job.cancel", client.cancel(id).await?).await,
         JobCommand::Hold { id } => report(client, "job.hold", client.hold(id).await?).await,
         JobCommand::Release { id } => report(client, "job.release", client.unhold(id).await?).await,
+        JobCommand::RunNow { id } => report(client, "job.run_now", client.run_now(id).await?).await,
     }
     Ok(ExitCode::SUCCESS)
 }

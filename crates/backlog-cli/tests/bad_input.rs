@@ -213,6 +213,16 @@ fn bad_input_is_refused_and_changes_nothing() {
         &["job", "retry", &later],
         &format!("cannot retry job {later}: it is scheduled"),
     );
+    // Run now, it is due; run now again once held, refused.
+    assert!(
+        db.ok(&["job", "run-now", &later])
+            .contains("is now available")
+    );
+    db.ok(&["job", "hold", &later]);
+    db.fails(
+        &["job", "run-now", &later],
+        &format!("cannot run now job {later}: it is held"),
+    );
     db.fails(
         &["job", "list", "q", "--state", "bogus"],
         "available, scheduled, retrying, waiting, running",

@@ -414,6 +414,8 @@ pub enum AdminAction {
     Release,
     /// dead, cancelled or completed → available, attempts reset.
     Retry,
+    /// available (scheduled, or retrying after a failure) → due at once, attempts kept.
+    RunNow,
 }
 
 impl AdminAction {
@@ -424,6 +426,7 @@ impl AdminAction {
             AdminAction::Hold => &[JobState::Available],
             AdminAction::Release => &[JobState::Held],
             AdminAction::Retry => &[JobState::Dead, JobState::Cancelled, JobState::Completed],
+            AdminAction::RunNow => &[JobState::Available],
         }
     }
 
@@ -433,7 +436,7 @@ impl AdminAction {
         match self {
             AdminAction::Cancel => JobState::Cancelled,
             AdminAction::Hold => JobState::Held,
-            AdminAction::Release | AdminAction::Retry => JobState::Available,
+            AdminAction::Release | AdminAction::Retry | AdminAction::RunNow => JobState::Available,
         }
     }
 
@@ -444,12 +447,17 @@ impl AdminAction {
             AdminAction::Hold => "hold",
             AdminAction::Release => "release",
             AdminAction::Retry => "retry",
+            AdminAction::RunNow => "run now",
         }
     }
 
-    /// The `run_at` the action sets at `now` (a release or retry is due at once), if any.
+    /// The `run_at` the action sets at `now` (a release, retry or run-now is due at once), if any.
     pub fn run_at(self, now: i64) -> Option<i64> {
-        matches!(self, AdminAction::Release | AdminAction::Retry).then_some(now)
+        matches!(
+            self,
+            AdminAction::Release | AdminAction::Retry | AdminAction::RunNow
+        )
+        .then_some(now)
     }
 
     /// Whether the action starts the job's attempts over (a retry).

@@ -423,7 +423,9 @@ impl State {
             return self.admin_result(id, action, false);
         };
         let queue = job.queue.clone();
-        if to == JobState::Available {
+        // A job of an ordered group that becomes available waits for its group's turn; one that
+        // is available already (its group's turn: a run-now) stays so.
+        if to == JobState::Available && job.state != JobState::Available {
             to = Self::available_or_waiting(job);
         }
         if holds_key(to)

@@ -270,3 +270,9 @@ admin_action!(
     "/api/v1/jobs/{id}/release",
     unhold
 );
+admin_action!(
+    /// Run a scheduled job, or one waiting to retry, at once (its attempts kept).
+    run_now,
+    "/api/v1/jobs/{id}/run-now",
+    run_now
+);

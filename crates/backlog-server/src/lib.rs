@@ -171,6 +171,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::cancel))
         .routes(routes!(jobs::hold))
         .routes(routes!(jobs::release))
+        .routes(routes!(jobs::run_now))
         .routes(routes!(worker::complete))
         .routes(routes!(worker::fail))
         .routes(routes!(worker::heartbeat))

@@ -160,6 +160,34 @@ async fn enqueue_show_list_and_page(engine: Engine) {
         "job_not_found",
     )
     .await;
+    // Run-now: a scheduled job is due at once; a job in another state (held) is refused.
+    let (_, later) = api
+        .post(
+            "/api/v1/jobs",
+            json!({"queue": "mail", "payload": {}, "delay": "1h"}),
+        )
+        .await;
+    let later = later["id"].as_i64().unwrap();
+    let shown = api
+        .ok(Method::GET, &format!("/api/v1/jobs/{later}"), None)
+        .await;
+    assert_eq!(shown["reported_state"], "scheduled", "{shown}");
+    let ran = api
+        .ok(Method::POST, &format!("/api/v1/jobs/{later}/run-now"), None)
+        .await;
+    assert_eq!(ran["reported_state"], "available", "{ran}");
+    api.ok(Method::POST, &format!("/api/v1/jobs/{later}/hold"), None)
+        .await;
+    api.fails(
+        Method::POST,
+        &format!("/api/v1/jobs/{later}/run-now"),
+        None,
+        StatusCode::CONFLICT,
+        "job_state_conflict",
+    )
+    .await;
+    api.ok(Method::POST, &format!("/api/v1/jobs/{later}/cancel"), None)
+        .await;
     api.done().await;
 }
 

@@ -1025,6 +1025,14 @@ impl Client {
             .await
     }
 
+    /// Makes a scheduled job, or one waiting to retry after a failure, due at once (its
+    /// attempts are kept). `JobStateConflict` for a job in another state.
+    pub async fn run_now(&self, id: i64) -> Result<Job> {
+        self.backend
+            .job_admin(id, AdminAction::RunNow, self.now())
+            .await
+    }
+
     /// Moves up to `limit` of a queue's dead jobs back to available.
     pub async fn redrive(&self, queue: &QueueName, limit: u32) -> Result<u64> {
         self.backend

@@ -7,9 +7,11 @@
 -- @param from_b: &str
 -- @param from_c: &str
 -- @bind to, to, run_at, reset_attempts, finished_at, id, from_a, from_b, from_c
--- A job of an ordered group that would become available waits for its group's turn instead.
+-- A job of an ordered group that would become available waits for its group's turn instead (one
+-- that is available already, its group's turn, stays so: a run-now).
 UPDATE backlog_job
-SET state = CASE WHEN ? = 'available' AND group_key IS NOT NULL THEN 'waiting' ELSE ? END,
+SET state = CASE WHEN ? = 'available' AND group_key IS NOT NULL
+                      AND state <> 'available' THEN 'waiting' ELSE ? END,
     run_at = COALESCE(?, run_at), attempt = CASE WHEN ? THEN 0 ELSE attempt END,
     finished_at = ?
 WHERE id = ? AND state IN (?, ?, ?)

@@ -125,6 +125,7 @@ harness::conformance!(
     release_and_heartbeat,
     rescue_of_last_attempt_is_dead,
     operator_actions,
+    run_now_makes_a_job_due,
     rescue_and_redrive_stay_within_their_limit,
     redrive_skips_taken_unique_keys,
     stats_and_lists,

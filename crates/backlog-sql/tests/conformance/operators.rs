@@ -573,3 +573,92 @@ pub(crate) async fn queue_settings_round_trip(db: Db) {
     db.b.queue_ensure(&q("cfg"), now).await.unwrap(); // does not reset
     assert_eq!(db.b.queue_get(&q("cfg")).await.unwrap().unwrap(), s);
 }
+
+/// Run-now: a scheduled job, or one waiting to retry, becomes due at once with its attempts
+/// kept; a job in another state is refused and unchanged; the head of an ordered group that
+/// waits to retry stays its group's head.
+pub(crate) async fn run_now_makes_a_job_due(db: Db) {
+    let now = db.now;
+    let mut later = job("rn", "1");
+    later.run_at = Some(now + 3600 * SEC);
+    let id = ids(&db, vec![later], now).await[0];
+    let c =
+        db.b.job_claim(&claim("rn", 10, now, db.strategy()))
+            .await
+            .unwrap();
+    assert!(c.is_empty(), "a scheduled job was claimed");
+    let j =
+        db.b.job_admin(id, AdminAction::RunNow, now + 1)
+            .await
+            .unwrap();
+    assert_eq!(
+        (j.state, j.run_at, j.attempt),
+        (JobState::Available, now + 1, 0)
+    );
+    let c =
+        db.b.job_claim(&claim("rn", 10, now + 2, db.strategy()))
+            .await
+            .unwrap();
+    assert_eq!(c.iter().map(|c| c.id).collect::<Vec<_>>(), vec![id]);
+    // Running: refused, and nothing changes.
+    let refused = db.b.job_admin(id, AdminAction::RunNow, now + 3).await;
+    assert!(
+        matches!(
+            refused,
+            Err(Error::JobStateConflict {
+                state: JobState::Running,
+                reported: "running",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(
+        db.b.job_get(id).await.unwrap().unwrap().state,
+        JobState::Running
+    );
+
+    // An ordered group's head that failed and waits to retry blocks its group; run now, it is
+    // due at once and stays the head (available), the job behind it still waiting.
+    let grouped = |p: &str| {
+        let mut j = job("rg", p);
+        j.group = Some(backlog_core::GroupKey::new("g").unwrap());
+        j
+    };
+    let g = ids(&db, vec![grouped("1"), grouped("2")], now).await;
+    let c =
+        db.b.job_claim(&claim("rg", 10, now, db.strategy()))
+            .await
+            .unwrap();
+    assert_eq!(c.iter().map(|c| c.id).collect::<Vec<_>>(), vec![g[0]]);
+    db.b.job_fail(JobFailParams {
+        job: c[0].job_ref(),
+        now,
+        error: "later".into(),
+        cancelled: false,
+        retry_at: Some(now + 3600 * SEC),
+    })
+    .await
+    .unwrap();
+    let head = db.b.job_get(g[0]).await.unwrap().unwrap();
+    assert_eq!(head.reported_state(now), "retrying");
+    let j =
+        db.b.job_admin(g[0], AdminAction::RunNow, now + 1)
+            .await
+            .unwrap();
+    assert_eq!(
+        (j.state, j.run_at, j.attempt),
+        (JobState::Available, now + 1, 1)
+    );
+    let behind = db.b.job_get(g[1]).await.unwrap().unwrap();
+    assert_eq!(
+        behind.state,
+        JobState::Waiting,
+        "the job behind the head still waits"
+    );
+    let c =
+        db.b.job_claim(&claim("rg", 10, now + 2, db.strategy()))
+            .await
+            .unwrap();
+    assert_eq!(c.iter().map(|c| c.id).collect::<Vec<_>>(), vec![g[0]]);
+}
