@@ -45,10 +45,14 @@ async fn main() -> ExitCode {
             .with_filter(telemetry::span_filter())
     });
     tracing_subscriber::registry().with(logs).with(spans).init();
+    let url = cli.database_url.clone();
     let code = match cli::run(cli).await {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", message(&e));
+            if let Some(fix) = fix(&e, &url) {
+                eprintln!("{fix}");
+            }
             ExitCode::FAILURE
         }
     };
@@ -56,6 +60,18 @@ async fn main() -> ExitCode {
         telemetry::shutdown(p).await;
     }
     code
+}
+
+/// The command that fixes the error, where there is one: the migration of a schema that is
+/// missing or too old, with the URL this command used (its password redacted).
+fn fix(e: &anyhow::Error, url: &str) -> Option<String> {
+    match e.chain().find_map(|c| c.downcast_ref::<backlog::Error>())? {
+        backlog::Error::SchemaOutdated { .. } => Some(format!(
+            "to fix it: backlog --database-url '{}' migrate",
+            backlog::redact_url(url)
+        )),
+        _ => None,
+    }
 }
 
 /// The error and its causes on one line, skipping causes the message above already quotes.

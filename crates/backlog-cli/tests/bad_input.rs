@@ -241,6 +241,11 @@ fn a_server_without_the_schema_says_to_migrate(engine: Engine) {
         &["work", "q", "--drain", "--", "true"],
     ] {
         db.fails(args, "run `backlog migrate`");
+        let url = backlog::redact_url(&db.url);
+        db.fails(
+            args,
+            &format!("to fix it: backlog --database-url '{url}' migrate"),
+        );
     }
     let tables = match engine {
         Engine::Postgres => "SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema()",
