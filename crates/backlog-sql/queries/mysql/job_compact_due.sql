@@ -1,10 +1,11 @@
 -- What the leader weighs before it rebuilds the job table (MariaDB): the bytes of its
 -- tablespace, its rows (InnoDB's estimate, which leaves out delete-marked records), the undo logs
 -- purge has not removed (its history list), the age in seconds of the oldest transaction of
--- another connection, and how many such transactions older than a second wrote or locked rows
--- (a transactional enqueue left open holds the job table, which the rebuild would wait for; the
--- information schema does not say which tables a transaction holds, so any write counts). MySQL 8
--- has no INNODB_SYS_TABLESPACES: the statement fails there, and the leader does not rebuild.
+-- another connection, and how many such transactions older than a second (by trx_started, whole
+-- seconds) wrote or locked rows: a transactional enqueue left open holds the job table, which the
+-- rebuild would wait for, and the information schema does not say which tables a transaction
+-- holds, so any write counts. MySQL 8 has no INNODB_SYS_TABLESPACES: the statement fails there,
+-- and the leader does not rebuild.
 SELECT CAST(COALESCE((SELECT FILE_SIZE FROM information_schema.INNODB_SYS_TABLESPACES
                       WHERE NAME = CONCAT(DATABASE(), '/backlog_job')), 0) AS SIGNED) AS bytes,
        CAST(COALESCE((SELECT TABLE_ROWS FROM information_schema.TABLES
