@@ -55,6 +55,27 @@ pub struct PgBackend {
     cursors: Arc<Cursors>,
 }
 
+/// A maintenance statement refused with one of `codes` (SQLSTATE), which retrying does not
+/// change: sets `flag` so that it is not tried again and warns once with `what`. Any other error
+/// is returned.
+fn refused_for_good(
+    err: sqlx::Error,
+    codes: &[&str],
+    flag: &std::sync::atomic::AtomicBool,
+    what: &str,
+) -> Result<()> {
+    let code = match &err {
+        sqlx::Error::Database(e) => e.code().unwrap_or_default().into_owned(),
+        _ => String::new(),
+    };
+    if !codes.contains(&code.as_str()) {
+        return Err(crate::dberror::db(err));
+    }
+    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    tracing::warn!(error = %err, "{what}");
+    Ok(())
+}
+
 impl PgBackend {
     /// Connects to the database a `postgres://…` URL names. Connection parameters such as
     /// `options=-c search_path=SCHEMA` are honoured.
@@ -200,44 +221,26 @@ impl PgBackend {
     /// change (no such statistics view or statement, as on some PostgreSQL-compatible databases,
     /// or no privilege), saying so once; other errors are returned.
     fn vacuum_refused(&self, err: sqlx::Error) -> Result<()> {
-        let code = match &err {
-            sqlx::Error::Database(e) => e.code().unwrap_or_default().into_owned(),
-            _ => String::new(),
-        };
         // undefined_table, undefined_object, feature_not_supported, insufficient_privilege,
         // syntax_error.
-        if !["42P01", "42704", "0A000", "42501", "42601"].contains(&code.as_str()) {
-            return Err(crate::dberror::db(err));
-        }
-        self.vacuum_unsupported
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-        tracing::warn!(
-            error = %err,
-            "backlog: cannot VACUUM backlog_job; its dead rows are left to autovacuum"
-        );
-        Ok(())
+        let codes = ["42P01", "42704", "0A000", "42501", "42601"];
+        refused_for_good(
+            err,
+            &codes,
+            &self.vacuum_unsupported,
+            || "backlog: cannot VACUUM backlog_job; its dead rows are left to autovacuum",
+        )
     }
 
     /// Stops compactions for good when the database refused one for a reason retrying does
     /// not change (no `backlog_job_compact`, no privilege to TRUNCATE), saying so once; other
     /// errors are returned.
     fn compact_refused(&self, err: sqlx::Error) -> Result<()> {
-        let code = match &err {
-            sqlx::Error::Database(e) => e.code().unwrap_or_default().into_owned(),
-            _ => String::new(),
-        };
         // undefined_function, feature_not_supported, insufficient_privilege.
-        if !["42883", "0A000", "42501"].contains(&code.as_str()) {
-            return Err(crate::dberror::db(err));
-        }
-        self.compact_unsupported
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-        tracing::warn!(
-            error = %err,
-            "backlog: cannot compact backlog_job; while another session holds an old snapshot, \
-             its dead rows stay until that session ends"
-        );
-        Ok(())
+        let codes = ["42883", "0A000", "42501"];
+        let what = "backlog: cannot compact backlog_job; while another session holds an old \
+                    snapshot, its dead rows stay until that session ends";
+        refused_for_good(err, &codes, &self.compact_unsupported, what)
     }
 
     /// Dead and live rows of the job table, from its statistics (`None`: none kept yet).
