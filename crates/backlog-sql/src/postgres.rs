@@ -224,12 +224,8 @@ impl PgBackend {
         // undefined_table, undefined_object, feature_not_supported, insufficient_privilege,
         // syntax_error.
         let codes = ["42P01", "42704", "0A000", "42501", "42601"];
-        refused_for_good(
-            err,
-            &codes,
-            &self.vacuum_unsupported,
-            || "backlog: cannot VACUUM backlog_job; its dead rows are left to autovacuum",
-        )
+        let what = "backlog: cannot VACUUM backlog_job; its dead rows are left to autovacuum";
+        refused_for_good(err, &codes, &self.vacuum_unsupported, what)
     }
 
     /// Stops compactions for good when the database refused one for a reason retrying does
