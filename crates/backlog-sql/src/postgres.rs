@@ -29,6 +29,10 @@ use crate::rows::{
 };
 use crate::shared::{self, Tokens};
 
+/// How long another session's transaction must have held the xmin horizon before the leader
+/// compacts the job table (a snapshot that held it that long is what kept the dead rows, not
+/// statistics on their way).
+const HORIZON_HELD_FOR: Duration = Duration::from_secs(1);
 /// The advisory lock migrators take (transaction-scoped): "backlog" in ASCII.
 const MIGRATE_LOCK: i64 = 0x0062_6163_6b6c_6f67;
 
@@ -1125,7 +1129,24 @@ impl Dialect for PgBackend {
         let stmt = statement(queue, state, p.finished_before, p.limit as i64, plan.after);
         let ids: Vec<i64> = on_pool!(self, stmt.scalar(), fetch_all).db()?;
         self.cursors.floor_record(&plan, ids.iter().copied().max());
-        Ok(ids.len() as u64)
+        let pruned = ids.len() as u64;
+        if p.state != backlog_core::JobState::Completed || pruned >= u64::from(p.limit) {
+            return Ok(pruned);
+        }
+        // Completed jobs kept apart (schema version 15): the rest of the batch from there.
+        let statement = match p.archive {
+            true => cat::job_prune_done_archive,
+            false => cat::job_prune_done,
+        };
+        let plan = self.cursors.floor_plan(Floor::Done {
+            queue: queue.to_owned(),
+        });
+        let limit = (u64::from(p.limit) - pruned) as i64;
+        let stmt = statement(queue, p.finished_before, limit, plan.after);
+        let finished: Vec<i64> = on_pool!(self, stmt.scalar(), fetch_all).db()?;
+        self.cursors
+            .floor_record(&plan, finished.iter().copied().max());
+        Ok(pruned + finished.len() as u64)
     }
 
     async fn job_vacuum(&self, p: JobVacuumParams) -> Result<Option<JobVacuumed>> {
@@ -1159,6 +1180,12 @@ impl Dialect for PgBackend {
             || after.1 > p.compact_max_live
             || self.compact_unsupported.load(Relaxed)
         {
+            return Ok(Some(done));
+        }
+        // Only for a snapshot that has held the horizon a while: kept dead rows without one are
+        // deletions whose statistics arrived after the VACUUM, which the next one takes.
+        let held = cat::job_compact_held(HORIZON_HELD_FOR.as_secs_f64() * 1000.0);
+        if !on_pool!(self, held.scalar(), fetch_one).db()? {
             return Ok(Some(done));
         }
         let wait = p.compact_lock_wait.as_millis().clamp(1, i32::MAX as u128) as i32;
