@@ -435,7 +435,9 @@ async fn kept_jobs_live_apart_and_the_table_still_compacts() {
             .is_err()
     );
 
-    // The prune: bounded batches, oldest first, until none is left; archive moves them.
+    // The prune: bounded batches, oldest first, until none is left; archive moves them. A
+    // snapshot held meanwhile keeps the rows it deletes; the leader compacts that table too.
+    let report = hold_snapshot(&url, "backlog_queue").await;
     let prune = |limit, archive| JobPruneParams {
         queue: queue.clone(),
         state: JobState::Completed,
@@ -454,6 +456,19 @@ async fn kept_jobs_live_apart_and_the_table_still_compacts() {
         count(&mut c, "SELECT count(*) FROM backlog_job_done").await,
         0
     );
+    let done = vacuumed_when_due(b, params(5_000, 10_000)).await;
+    assert!(
+        done.kept >= 10_000,
+        "the snapshot kept the pruned rows: {done:?}"
+    );
+    assert_eq!(
+        done.compacted,
+        Some(0),
+        "backlog_job_done compacted: {done:?}"
+    );
+    let bytes = "SELECT pg_relation_size('backlog_job_done')";
+    assert_eq!(count(&mut c, bytes).await, 0, "its pages are gone");
+    drop(report);
     let archived_id: i64 = count(&mut c, "SELECT min(id) FROM backlog_job_archive").await;
     let job = b.job_get(archived_id).await.unwrap().expect("archived");
     assert_eq!(job.state, JobState::Completed);

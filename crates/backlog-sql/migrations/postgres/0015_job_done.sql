@@ -21,3 +21,49 @@ CREATE VIEW backlog_job_all AS
     SELECT * FROM backlog_job
     UNION ALL
     SELECT * FROM backlog_job_done;
+
+-- The same compaction as backlog_job_compact (version 14) for backlog_job_done: the prune deletes
+-- kept jobs row by row once their window has passed, and a held snapshot keeps those rows as it
+-- keeps the job table's. Rows copied, table emptied, rows put back, under a lock waited for at
+-- most lock_wait_ms; NULL when left alone (more than max_live rows, an older transaction of
+-- another session holds a lock on the table, or the lock did not come in time).
+CREATE FUNCTION backlog_job_done_compact(max_live BIGINT, lock_wait_ms INTEGER) RETURNS BIGINT
+LANGUAGE plpgsql AS $$
+DECLARE
+    kept_rows backlog_job_done[];
+    kept BIGINT;
+    timeout TEXT := current_setting('lock_timeout');
+BEGIN
+    IF max_live IS NULL OR max_live < 0 OR lock_wait_ms IS NULL OR lock_wait_ms < 1 THEN
+        RAISE EXCEPTION 'backlog_job_done_compact: max_live must be >= 0 and lock_wait_ms >= 1'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (
+        SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'relation' AND l.relation = 'backlog_job_done'::regclass
+          AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND l.pid <> pg_backend_pid()
+          AND a.xact_start < clock_timestamp() - make_interval(secs => lock_wait_ms / 1000.0)
+    ) THEN
+        RETURN NULL;
+    END IF;
+    BEGIN
+        PERFORM set_config('lock_timeout', lock_wait_ms || 'ms', true);
+        LOCK TABLE backlog_job_done IN ACCESS EXCLUSIVE MODE;
+        PERFORM set_config('lock_timeout', timeout, true);
+    EXCEPTION WHEN lock_not_available THEN
+        PERFORM set_config('lock_timeout', timeout, true);
+        RETURN NULL;
+    END;
+    SELECT array_agg(j), count(*) INTO kept_rows, kept
+    FROM (SELECT * FROM backlog_job_done LIMIT max_live + 1) j;
+    IF kept > max_live THEN
+        RETURN NULL;
+    END IF;
+    TRUNCATE backlog_job_done;
+    IF kept > 0 THEN
+        INSERT INTO backlog_job_done SELECT * FROM unnest(kept_rows);
+    END IF;
+    RETURN kept;
+END
+$$;
