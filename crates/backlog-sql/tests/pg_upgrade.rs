@@ -31,8 +31,7 @@ async fn jobs_in_every_state_survive_the_upgrade_to_version_15() {
     let mut c = PgConnection::connect(&url).await.unwrap();
     // Back to version 14: what 0015_job_done.sql made, gone.
     sqlx::raw_sql(
-        "DROP VIEW backlog_job_all; DROP FUNCTION backlog_job_done_compact(BIGINT, INTEGER); \
-         DROP TABLE backlog_job_done; \
+        "DROP VIEW backlog_job_all; DROP TABLE backlog_job_done; \
          DELETE FROM backlog_migration WHERE version = 15",
     )
     .execute(&mut c)

@@ -436,7 +436,8 @@ async fn kept_jobs_live_apart_and_the_table_still_compacts() {
     );
 
     // The prune: bounded batches, oldest first, until none is left; archive moves them. A
-    // snapshot held meanwhile keeps the rows it deletes; the leader compacts that table too.
+    // snapshot held meanwhile keeps the rows it deletes: vacuumed, not compacted (every
+    // completion writes that table, and would wait for the compaction's lock).
     let report = hold_snapshot(&url, "backlog_queue").await;
     let prune = |limit, archive| JobPruneParams {
         queue: queue.clone(),
@@ -462,12 +463,9 @@ async fn kept_jobs_live_apart_and_the_table_still_compacts() {
         "the snapshot kept the pruned rows: {done:?}"
     );
     assert_eq!(
-        done.compacted,
-        Some(0),
-        "backlog_job_done compacted: {done:?}"
+        done.compacted, None,
+        "backlog_job_done is not compacted: {done:?}"
     );
-    let bytes = "SELECT pg_relation_size('backlog_job_done')";
-    assert_eq!(count(&mut c, bytes).await, 0, "its pages are gone");
     drop(report);
     let archived_id: i64 = count(&mut c, "SELECT min(id) FROM backlog_job_archive").await;
     let job = b.job_get(archived_id).await.unwrap().expect("archived");
