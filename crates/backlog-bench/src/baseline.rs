@@ -62,6 +62,10 @@ pub struct Sizes {
     pub table_bytes: i64,
     /// Bytes of its indexes.
     pub index_bytes: i64,
+    /// Bytes of the completed jobs kept apart (PostgreSQL's `backlog_job_done`, with its
+    /// indexes; 0 elsewhere): what retention keeps, which grows with the window, not with what a
+    /// held snapshot keeps.
+    pub kept_bytes: i64,
 }
 
 impl Baseline {
@@ -583,7 +587,18 @@ impl Baseline {
         };
         match &self.pool {
             Pool::Sqlite(p) => sqlx::query_scalar(sql("?")).bind(queue).fetch_all(p).await,
-            Pool::Postgres(p) => sqlx::query_scalar(sql("$1")).bind(queue).fetch_all(p).await,
+            // Completed jobs kept apart (schema version 15) are in backlog_job_done.
+            Pool::Postgres(p) => {
+                sqlx::query_scalar(
+                    "SELECT finished_at - attempted_at FROM backlog_job \
+                     WHERE queue = $1 AND state = 'completed' \
+                     UNION ALL SELECT finished_at - attempted_at FROM backlog_job_done \
+                     WHERE queue = $1",
+                )
+                .bind(queue)
+                .fetch_all(p)
+                .await
+            }
             Pool::MySql(p) => sqlx::query_scalar(sql("?")).bind(queue).fetch_all(p).await,
         }
     }
@@ -592,12 +607,19 @@ impl Baseline {
     pub async fn sizes(&self) -> Res<Sizes> {
         let (rows, table, index): (i64, i64, i64) = match &self.pool {
             Pool::Postgres(p) => {
-                sqlx::query_as(
+                let (rows, table, index, kept) = sqlx::query_as(
                     "SELECT (SELECT count(*) FROM backlog_job), pg_table_size('backlog_job'), \
-                     pg_indexes_size('backlog_job')",
+                     pg_indexes_size('backlog_job'), \
+                     COALESCE(pg_total_relation_size(to_regclass('backlog_job_done')), 0)",
                 )
                 .fetch_one(p)
-                .await?
+                .await?;
+                return Ok(Sizes {
+                    rows,
+                    table_bytes: table,
+                    index_bytes: index,
+                    kept_bytes: kept,
+                });
             }
             Pool::MySql(p) => {
                 // information_schema's sizes are statistics: refresh them first.
@@ -627,6 +649,7 @@ impl Baseline {
             rows,
             table_bytes: table,
             index_bytes: index,
+            kept_bytes: 0,
         })
     }
 
@@ -647,7 +670,11 @@ impl Baseline {
                 "backlog_queue WHERE name LIKE ?",
             ),
         };
-        for sql in [job.to_owned(), bare, queue.to_owned()] {
+        let mut tables = vec![job.to_owned(), bare, queue.to_owned()];
+        if let Pool::Postgres(_) = self.pool {
+            tables.push("backlog_job_done WHERE queue LIKE $1".to_owned());
+        }
+        for sql in tables {
             let sql = sqlx::AssertSqlSafe(format!("DELETE FROM {sql}"));
             match &self.pool {
                 Pool::Sqlite(p) => sqlx::query(sql).bind(&like).execute(p).await.map(|_| ())?,

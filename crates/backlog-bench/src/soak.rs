@@ -196,6 +196,7 @@ impl<'a> Sampler<'a> {
             rows: looks.last().expect("looked").rows,
             table_bytes: mean(|s| s.table_bytes),
             index_bytes: mean(|s| s.index_bytes),
+            kept_bytes: mean(|s| s.kept_bytes),
         };
         let w = Window {
             at_s: self.started.elapsed().as_secs_f64(),
@@ -543,7 +544,7 @@ fn mib(b: impl Into<f64>) -> f64 {
 
 fn window_rows(ws: &[Window]) -> String {
     let mut s = format!(
-        "{:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>5} {:>7} {:>6} {:>9} {:>10} {:>10} {:>10} {:>5}\n",
+        "{:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>5} {:>7} {:>6} {:>9} {:>10} {:>10} {:>9} {:>10} {:>5}\n",
         "at s",
         "enqueued",
         "done",
@@ -557,13 +558,14 @@ fn window_rows(ws: &[Window]) -> String {
         "rows",
         "table MiB",
         "index MiB",
+        "kept MiB",
         "garbage",
         "errs"
     );
     let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
     for w in ws {
         s.push_str(&format!(
-            "{:>7.0} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7.1} {:>5} {:>7} {:>6} {:>9} {:>10.1} {:>10.1} {:>10} {:>5}\n",
+            "{:>7.0} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7.1} {:>5} {:>7} {:>6} {:>9} {:>10.1} {:>10.1} {:>9.1} {:>10} {:>5}\n",
             w.at_s,
             w.enqueued,
             w.completed,
@@ -577,6 +579,7 @@ fn window_rows(ws: &[Window]) -> String {
             w.sizes.rows,
             mib(w.sizes.table_bytes as f64),
             mib(w.sizes.index_bytes as f64),
+            mib(w.sizes.kept_bytes as f64),
             w.garbage,
             w.errors
         ));
@@ -681,6 +684,7 @@ mod tests {
                 rows: 0,
                 table_bytes: 1 << 20,
                 index_bytes: 1 << 20,
+                kept_bytes: 0,
             },
             garbage: 0,
             errors: 0,

@@ -53,7 +53,7 @@ impl Bench {
 
     /// The benchmark's queues and tables are gone: no job and no queue left.
     async fn assert_nothing_left(&self) {
-        let jobs = self.db.scalar("SELECT COUNT(*) FROM backlog_job").await;
+        let jobs = self.db.scalar("SELECT COUNT(*) FROM backlog_job_all").await;
         let queues = self
             .db
             .scalar("SELECT COUNT(*) FROM backlog_queue WHERE name LIKE 'bench%'")

@@ -5,7 +5,7 @@ mod common;
 use common::{Engine, TestDb};
 
 fn total_jobs(db: &TestDb) -> i64 {
-    db.sql("SELECT COUNT(*) FROM backlog_job")
+    db.sql("SELECT COUNT(*) FROM backlog_job_all")
         .trim()
         .parse()
         .unwrap()
@@ -199,7 +199,7 @@ fn bad_input_is_refused_and_changes_nothing() {
     db.fails(&["job", "release", &id], "cannot release job");
     assert_eq!(
         db.sql(&format!(
-            "SELECT state || ' ' || attempt FROM backlog_job WHERE id = {id}"
+            "SELECT state || ' ' || attempt FROM backlog_job_all WHERE id = {id}"
         ))
         .trim(),
         "available 0"

@@ -51,7 +51,7 @@ fn flow_control_from_the_command_line() {
         assert_eq!(json["global_concurrency"], 5);
         assert_eq!(json["flow"]["waiting_groups"], 1);
         // The group shows on the job, and `none` lifts the limit.
-        let id = db.sql("SELECT MAX(id) FROM backlog_job WHERE group_key = 'acct-1'");
+        let id = db.sql("SELECT MAX(id) FROM backlog_job_all WHERE group_key = 'acct-1'");
         let job = db.ok(&["job", "show", id.trim()]);
         assert!(job.contains("acct-1"), "{job}");
         assert_eq!(json["rate_limit"]["starts"], 100);

@@ -245,7 +245,7 @@ fn rows(db: &TestDb, queue: &str) -> BTreeMap<i64, Row> {
         '|'
     };
     db.sql(&format!(
-        "SELECT id, state, attempt, lease_owner, payload FROM backlog_job WHERE queue = '{queue}'"
+        "SELECT id, state, attempt, lease_owner, payload FROM backlog_job_all WHERE queue = '{queue}'"
     ))
     .lines()
     .map(|line| {
@@ -425,7 +425,7 @@ fn contract(engine: Engine) {
         "the killed consumer's job was not rescued"
     );
     let errors = db.sql(&format!(
-        "SELECT errors FROM backlog_job WHERE id = {frozen_id}"
+        "SELECT errors FROM backlog_job_all WHERE id = {frozen_id}"
     ));
     assert!(
         errors.contains("lease expired (worker py-a stopped heartbeating)"),
@@ -436,7 +436,7 @@ fn contract(engine: Engine) {
     // The killed consumer's token is stale: ack, nack, heartbeat and release all report the lease
     // lost, and the row does not change.
     let before = db.sql(&format!(
-        "SELECT state, attempt, errors FROM backlog_job WHERE id = {frozen_id}"
+        "SELECT state, attempt, errors FROM backlog_job_all WHERE id = {frozen_id}"
     ));
     let out = python_eval(
         "import json, backlog_client as b
@@ -454,7 +454,7 @@ print(json.dumps([c.ack(job), c.nack(job, 'stale'), c.heartbeat(job), c.release(
     assert_eq!(out.trim(), r#"[false, "lost", false, false]"#);
     assert_eq!(
         db.sql(&format!(
-            "SELECT state, attempt, errors FROM backlog_job WHERE id = {frozen_id}"
+            "SELECT state, attempt, errors FROM backlog_job_all WHERE id = {frozen_id}"
         )),
         before
     );
@@ -531,7 +531,7 @@ fn details(engine: Engine) {
     python_worker(&db, "gone", "py-gone", &[]).finish(deadline);
     assert_eq!(done("py-gone").len(), 10);
     assert_eq!(
-        db.sql("SELECT COUNT(*) FROM backlog_job WHERE queue = 'gone'")
+        db.sql("SELECT COUNT(*) FROM backlog_job_all WHERE queue = 'gone'")
             .trim(),
         "0"
     );

@@ -94,6 +94,10 @@ pub(crate) enum Floor {
     /// The leader's pruning of a queue's finished jobs in one state: the largest id it removed.
     /// Pruning takes the oldest ids first and leaves the dead head behind as claims do.
     Prune { queue: String, state: String },
+    /// The leader's pruning of a queue's completed jobs kept apart in `backlog_job_done`
+    /// (PostgreSQL): the latest finish time it removed. That pruning takes the oldest finish
+    /// first, from the floor on (`>=`: jobs that finished in the same microsecond stay in view).
+    Done { queue: String },
     /// The rescue of expired leases: the time (µs) up to which its last complete pass looked.
     /// Every lease index entry of a job that ran and finished stays behind it, expired; a
     /// lease set since expires later than the claim that set it, so a pass need only look at

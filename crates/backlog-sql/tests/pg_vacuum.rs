@@ -129,6 +129,16 @@ async fn dead_rows_are_vacuumed_once_enough_pile_up() {
     );
 }
 
+/// A backend of its own for what follows a compaction, the one that compacted closed. The
+/// compaction's statistics (a `TRUNCATE`: no dead rows) reach the server when its connection
+/// next reports, which may be after later deletions were counted, and erase them; a connection
+/// reports as it closes.
+async fn after_a_compaction(db: &harness::Db, b: &dyn Backend) -> std::sync::Arc<dyn Backend> {
+    b.close().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    db.connect_again().await
+}
+
 /// Every row of the job table, as JSON, in id order.
 async fn rows(c: &mut PgConnection) -> Vec<String> {
     sqlx::query_scalar("SELECT row_to_json(j)::text FROM backlog_job j ORDER BY id")
@@ -146,7 +156,14 @@ async fn hold_snapshot(url: &str, table: &str) -> PgConnection {
         .execute(&mut c)
         .await
         .unwrap();
+    held_a_while().await;
     c
+}
+
+/// Waits until a transaction opened now has held the horizon long enough for the leader to
+/// take it for what keeps the dead rows (`HORIZON_HELD_FOR`, 1 s, in src/postgres.rs).
+async fn held_a_while() {
+    tokio::time::sleep(Duration::from_millis(1200)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -207,11 +224,14 @@ async fn a_held_snapshot_cannot_keep_dead_rows() {
     // An application session idle in a transaction that wrote another table holds the horizon
     // by its transaction id, and no lock on the job table.
     report.close().await.unwrap();
+    let fresh = after_a_compaction(&db, b).await;
+    let b = &*fresh;
     let mut idle = PgConnection::connect(&url).await.unwrap();
     sqlx::raw_sql("BEGIN; INSERT INTO backlog_cron (name, last_tick) VALUES ('idle', 1)")
         .execute(&mut idle)
         .await
         .unwrap();
+    held_a_while().await;
     churn(&url, 30_000).await;
     let done = vacuumed_when_due(b, params(10_000, 10_000)).await;
     assert!(
@@ -246,8 +266,9 @@ async fn a_held_snapshot_cannot_keep_dead_rows() {
     assert_eq!(claimed.len(), 2, "the other due jobs: {claimed:?}");
 
     // A snapshot that read the job table may read it again: the table is left alone, at once.
+    let fresh = after_a_compaction(&db, b).await;
+    let b = &*fresh;
     let dump = hold_snapshot(&url, "backlog_job").await;
-    tokio::time::sleep(Duration::from_millis(100)).await; // older than the lock wait
     let before = rows(&mut c).await;
     churn(&url, 30_000).await;
     let started = Instant::now();
@@ -273,4 +294,180 @@ async fn a_held_snapshot_cannot_keep_dead_rows() {
     );
     assert_eq!(rows(&mut c).await, before);
     drop(report);
+}
+
+async fn count(c: &mut PgConnection, sql: &str) -> i64 {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+        .fetch_one(c)
+        .await
+        .unwrap()
+}
+
+/// Completed jobs kept under retention `keep` move to `backlog_job_done` (schema version 15):
+/// the job table keeps only the jobs still to run, so it compacts however many completed jobs
+/// a queue keeps, and every read, a retry and the prune find them there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_jobs_live_apart_and_the_table_still_compacts() {
+    use backlog_core::{AdminAction, JobListParams, JobPruneParams, JobState, StateFilter};
+    let _serial = SERIAL.lock().await;
+    let db = harness::Db::postgres().await;
+    let (b, url) = (&*db.b, db.url.clone());
+    let mut c = PgConnection::connect(&url).await.unwrap();
+    let queue = QueueName::new("apart").unwrap();
+    const KEPT: i64 = 12_000;
+    sqlx::query(
+        "INSERT INTO backlog_job (queue, payload, unique_key) \
+         SELECT 'apart', jsonb_build_object('i', i), 'u' || i FROM generate_series(1, $1) AS i",
+    )
+    .bind(KEPT + 3)
+    .execute(&mut c)
+    .await
+    .unwrap();
+    let claim = |limit| JobClaimParams {
+        queue: queue.clone(),
+        kinds: vec![],
+        limit,
+        owner: "apart".into(),
+        lease: Duration::from_secs(600),
+        now: backlog_core::now_micros(),
+        order: Ordering::Fifo,
+        strategy: ClaimStrategy::SkipLocked,
+        global_limit: false,
+    };
+    let mut completed = 0;
+    while completed < KEPT {
+        let jobs = b.job_claim(&claim(1_000)).await.unwrap();
+        let n = jobs.len() as i64;
+        let done = (b.job_complete(JobCompleteParams {
+            jobs: jobs.iter().map(|j| j.job_ref()).collect(),
+            now: backlog_core::now_micros(),
+            retention: Retention::Keep,
+        }))
+        .await
+        .unwrap();
+        assert_eq!(done.len() as i64, n, "each claimed job completes");
+        completed += n;
+    }
+    let (hot, apart) = (
+        count(
+            &mut c,
+            "SELECT count(*) FROM backlog_job WHERE queue = 'apart'",
+        )
+        .await,
+        count(
+            &mut c,
+            "SELECT count(*) FROM backlog_job_done WHERE queue = 'apart'",
+        )
+        .await,
+    );
+    assert_eq!(
+        (hot, apart),
+        (3, KEPT),
+        "kept jobs are apart; 3 still to run"
+    );
+
+    // Reads find them: one by id, a page of the list, the counts.
+    let first: i64 = count(&mut c, "SELECT min(id) FROM backlog_job_done").await;
+    let job = b.job_get(first).await.unwrap().expect("found");
+    assert_eq!(job.state, JobState::Completed);
+    assert!(job.finished_at.is_some() && job.lease_token.is_none());
+    let list = |state: Option<StateFilter>, after_id| JobListParams {
+        queue: Some(queue.clone()),
+        state,
+        kind: None,
+        unique_key: None,
+        after_id,
+        limit: 100,
+        now: backlog_core::now_micros(),
+    };
+    let page = b.job_list(list(None, 0)).await.unwrap();
+    assert_eq!(page.len(), 100);
+    assert!(page.windows(2).all(|w| w[0].id < w[1].id), "in id order");
+    assert_eq!(page[0].id, first);
+    let all = b.job_list(list(None, first + KEPT - 11)).await.unwrap();
+    assert_eq!(all.len(), 13, "the merge pages across both tables: {all:?}");
+    assert_eq!(
+        all.iter()
+            .filter(|j| j.state == JobState::Available)
+            .count(),
+        3
+    );
+    let due = b
+        .job_list(list(Some(StateFilter::Stored(JobState::Available)), 0))
+        .await
+        .unwrap();
+    assert_eq!(due.len(), 3, "no completed job among the available ones");
+    let stats = b.queue_stats(Some(&queue), backlog_core::now_micros());
+    let stats = stats.await.unwrap();
+    assert_eq!((stats[0].1.completed, stats[0].1.available), (KEPT, 3));
+    // A kept job's unique key is free again.
+    let free = sqlx::query("INSERT INTO backlog_job (queue, unique_key) VALUES ('apart', 'u1')")
+        .execute(&mut c)
+        .await;
+    assert!(free.is_ok(), "{free:?}");
+
+    // A held snapshot: the job table compacts, since it holds only the jobs still to run.
+    let report = hold_snapshot(&url, "backlog_queue").await;
+    churn(&url, 30_000).await;
+    let done = vacuumed_when_due(b, params(10_000, 10_000)).await;
+    assert!(done.kept >= 20_000, "{done:?}");
+    assert_eq!(done.compacted, Some(4), "the 4 jobs still to run: {done:?}");
+    drop(report);
+
+    // A retry moves a kept job back, due, attempts reset. One whose unique key another job
+    // took meanwhile (u1, above) is refused, and stays where it was; so is a job not completed.
+    let now = backlog_core::now_micros();
+    assert!(b.job_admin(first, AdminAction::Retry, now).await.is_err());
+    let retried = b
+        .job_admin(first + 1, AdminAction::Retry, now)
+        .await
+        .unwrap();
+    assert_eq!((retried.state, retried.attempt), (JobState::Available, 0));
+    let back = format!("SELECT count(*) FROM backlog_job WHERE id = {}", first + 1);
+    assert_eq!(count(&mut c, &back).await, 1);
+    assert_eq!(
+        count(&mut c, "SELECT count(*) FROM backlog_job_done").await,
+        KEPT - 1
+    );
+    assert!(
+        b.job_admin(first + 1, AdminAction::Retry, now)
+            .await
+            .is_err()
+    );
+
+    // The prune: bounded batches, oldest first, until none is left; archive moves them. A
+    // snapshot held meanwhile keeps the rows it deletes: vacuumed, not compacted (every
+    // completion writes that table, and would wait for the compaction's lock).
+    let report = hold_snapshot(&url, "backlog_queue").await;
+    let prune = |limit, archive| JobPruneParams {
+        queue: queue.clone(),
+        state: JobState::Completed,
+        finished_before: backlog_core::now_micros() + 1,
+        limit,
+        archive,
+    };
+    assert_eq!(b.job_prune(prune(5_000, false)).await.unwrap(), 5_000);
+    assert_eq!(b.job_prune(prune(5_000, true)).await.unwrap(), 5_000);
+    let archived = count(&mut c, "SELECT count(*) FROM backlog_job_archive").await;
+    assert_eq!(archived, 5_000);
+    let rest = b.job_prune(prune(5_000, false)).await.unwrap();
+    assert_eq!(rest, (KEPT - 1 - 10_000) as u64);
+    assert_eq!(b.job_prune(prune(5_000, false)).await.unwrap(), 0);
+    assert_eq!(
+        count(&mut c, "SELECT count(*) FROM backlog_job_done").await,
+        0
+    );
+    let done = vacuumed_when_due(b, params(5_000, 10_000)).await;
+    assert!(
+        done.kept >= 10_000,
+        "the snapshot kept the pruned rows: {done:?}"
+    );
+    assert_eq!(
+        done.compacted, None,
+        "backlog_job_done is not compacted: {done:?}"
+    );
+    drop(report);
+    let archived_id: i64 = count(&mut c, "SELECT min(id) FROM backlog_job_archive").await;
+    let job = b.job_get(archived_id).await.unwrap().expect("archived");
+    assert_eq!(job.state, JobState::Completed);
 }

@@ -220,7 +220,7 @@ async fn a_plain_insert_is_due_at_once(engine: Engine) {
             .await;
         let now = client.now();
         let run_at = db
-            .scalar("SELECT MAX(run_at) FROM backlog_job WHERE queue = 'plain'")
+            .scalar("SELECT MAX(run_at) FROM backlog_job_all WHERE queue = 'plain'")
             .await;
         if run_at > now {
             late += 1;

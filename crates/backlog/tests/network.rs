@@ -452,7 +452,7 @@ async fn stalls_lose_nothing_and_do_nothing_twice(engine: Engine) {
     stop_producing.cancel();
     let (acked, failed, numbered) = producing.await.unwrap();
     let total = db
-        .scalar("SELECT COUNT(*) FROM backlog_job WHERE queue = 'net'")
+        .scalar("SELECT COUNT(*) FROM backlog_job_all WHERE queue = 'net'")
         .await;
     wait_until("every job done", Duration::from_secs(180), async || {
         done().await >= total

@@ -37,7 +37,7 @@ async fn hold(client: &Client, n: u32) -> Vec<Box<dyn Any + Send>> {
 
 async fn count(db: &TestDb, queue: &str) -> i64 {
     db.scalar(&format!(
-        "SELECT count(*) FROM backlog_job WHERE queue = '{queue}'"
+        "SELECT count(*) FROM backlog_job_all WHERE queue = '{queue}'"
     ))
     .await
 }

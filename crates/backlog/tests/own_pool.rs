@@ -67,7 +67,7 @@ async fn own_pool_and_transaction(engine: Engine) {
         ("receipts", backlog::JobState::Available)
     );
     assert_eq!(db.scalar("SELECT COUNT(*) FROM orders").await, 1);
-    assert_eq!(db.scalar("SELECT COUNT(*) FROM backlog_job").await, 1);
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM backlog_job_all").await, 1);
     // The client made from the pool does everything else too.
     let claimed = client
         .claim(&backlog::ClaimOpts::new("receipts").unwrap())
@@ -116,7 +116,7 @@ async fn bad_jobs_change_nothing(engine: Engine) {
             "{e}"
         );
     }
-    assert_eq!(db.scalar("SELECT COUNT(*) FROM backlog_job").await, 0);
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM backlog_job_all").await, 0);
     client.close().await;
     db.drop_db().await;
 }

@@ -294,7 +294,7 @@ async fn callers_sharing_server_connections_get_their_own_results() {
         t.await.unwrap();
     }
     let pending = db
-        .scalar("SELECT COUNT(*) FROM backlog_job WHERE queue = 'mixed'")
+        .scalar("SELECT COUNT(*) FROM backlog_job_all WHERE queue = 'mixed'")
         .await;
     assert_eq!(pending, 32 * 40);
     for c in &clients[1..] {

@@ -270,7 +270,7 @@ async fn global_limit_under_sigkill(engine: Engine) {
         if killed.is_none() && started.elapsed() > Duration::from_millis(500) {
             let owner = db
                 .text(
-                    "SELECT lease_owner FROM backlog_job WHERE queue = 'limited' \
+                    "SELECT lease_owner FROM backlog_job_all WHERE queue = 'limited' \
                      AND state = 'running' ORDER BY id LIMIT 1",
                 )
                 .await;
@@ -283,7 +283,7 @@ async fn global_limit_under_sigkill(engine: Engine) {
         }
         let left = db
             .scalar(
-                "SELECT COUNT(*) FROM backlog_job WHERE queue = 'limited' AND state <> 'completed'",
+                "SELECT COUNT(*) FROM backlog_job_all WHERE queue = 'limited' AND state <> 'completed'",
             )
             .await;
         if left == 0 {

@@ -855,7 +855,7 @@ async fn leader_prunes_per_retention(engine: Engine) {
             Err(backlog::Error::JobNotFound { .. })
         ));
     }
-    assert_eq!(db.scalar("SELECT COUNT(*) FROM backlog_job").await, 1);
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM backlog_job_all").await, 1);
     // The cancelled job of the archive queue moved to the archive and is still readable.
     assert_eq!(
         db.scalar("SELECT COUNT(*) FROM backlog_job_archive").await,

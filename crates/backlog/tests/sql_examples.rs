@@ -82,7 +82,7 @@ async fn examples_run_as_written(engine: Engine) {
             });
         }
     }
-    let keyed = "SELECT COUNT(*) FROM backlog_job WHERE unique_key = 'welcome:42'";
+    let keyed = "SELECT COUNT(*) FROM backlog_job_all WHERE unique_key = 'welcome:42'";
     assert_eq!(db.scalar(keyed).await, 1, "the key was not kept unique");
     db.drop_db().await;
 }

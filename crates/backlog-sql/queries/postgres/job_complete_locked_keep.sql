@@ -4,12 +4,24 @@
 -- No state in the WHERE: the rows are held by this transaction's lock, as claimed, and a
 -- predicate like the claim index's own would let a plan made on an empty table walk that index
 -- instead of the primary key (it did: thousands of rows read a claim).
+-- Kept means moved: the DELETE … RETURNING and the INSERT move exactly the completed rows into
+-- backlog_job_done, atomically, out of the table that claims read and compactions copy
+-- (migrations/postgres/0015_job_done.sql).
 -- @param owner: &str
 -- @param attempted: i64
 -- @param now: i64
 -- @param ids: &[i64]
-UPDATE backlog_job
-SET state = 'completed', attempt = attempt + 1, lease_owner = $1, attempted_at = $2,
-    finished_at = $3, lease_token = NULL, lease_expires_at = NULL
-WHERE id = ANY($4::bigint[])
+WITH gone AS (
+    DELETE FROM backlog_job
+    WHERE id = ANY($4::bigint[])
+    RETURNING *
+)
+INSERT INTO backlog_job_done
+    (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+     lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+     attempted_at, finished_at, cancel_requested_at, trace_context, group_key, shard)
+SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt + 1, max_attempts, NULL,
+       $1, NULL, unique_key, errors, result, progress, created_at,
+       $2, $3, cancel_requested_at, trace_context, group_key, shard
+FROM gone
 RETURNING id

@@ -13,6 +13,9 @@
 -- deadlock held both for deadlock_timeout (1 s by default) before one gave way. `heads` is
 -- read before any row is locked: the claim reads it first, and the completion comes after
 -- the claim's pick (it waits for picked, or follows claimed in the UNION ALL).
+-- Kept means moved: the DELETE … RETURNING and the INSERT move exactly the completed rows into
+-- backlog_job_done, atomically, out of the table that claims read and compactions copy
+-- (migrations/postgres/0015_job_done.sql).
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64
@@ -23,11 +26,20 @@
 -- @param done_ids: &[i64]
 -- @param done_token: i64
 -- @param done_now: i64
-WITH done AS (
-    UPDATE backlog_job
-    SET state = 'completed', finished_at = $10, lease_token = NULL, lease_expires_at = NULL
+WITH gone AS (
+    DELETE FROM backlog_job
     WHERE id = ANY($8::bigint[]) AND state = 'running'
       AND lease_token = $9::bigint
+    RETURNING *
+), done AS (
+    INSERT INTO backlog_job_done
+        (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+         lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+         attempted_at, finished_at, cancel_requested_at, trace_context, group_key, shard)
+    SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
+           lease_owner, NULL, unique_key, errors, result, progress, created_at,
+           attempted_at, $10, cancel_requested_at, trace_context, group_key, shard
+    FROM gone
     RETURNING id
 ), heads AS MATERIALIZED (
     SELECT n, floor(random() * n)::int AS first,

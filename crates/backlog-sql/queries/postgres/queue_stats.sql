@@ -1,7 +1,8 @@
 -- The flags future and archived are 0 or 1, as in the other dialects; $2 is cast because it
 -- may be NULL.
 -- The second half counts the jobs `archive` retention moved to backlog_job_archive: one
--- statement, so a job moving there while this runs is counted once, in one place.
+-- statement, so a job moving there while this runs is counted once, in one place. The same holds
+-- for completed jobs kept in backlog_job_done (version 15), counted with the job table's.
 -- @param now: i64
 -- @param queue: Option<&str>
 SELECT queue, state,
@@ -13,5 +14,10 @@ GROUP BY queue, state, future
 UNION ALL
 SELECT queue, state, 0::int8, 1::int8, COUNT(*)
 FROM backlog_job_archive
+WHERE ($2::text IS NULL OR queue = $2::text)
+GROUP BY queue, state
+UNION ALL
+SELECT queue, state, 0::int8, 0::int8, COUNT(*)
+FROM backlog_job_done
 WHERE ($2::text IS NULL OR queue = $2::text)
 GROUP BY queue, state

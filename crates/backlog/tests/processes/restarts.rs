@@ -291,7 +291,7 @@ async fn restarts(engine: Engine, autovacuum: bool) {
     each_done_once(&db, jobs).await;
     let joined = db
         .scalar(
-            "SELECT COUNT(*) FROM results r JOIN backlog_job j ON j.id = r.job_id \
+            "SELECT COUNT(*) FROM results r JOIN backlog_job_all j ON j.id = r.job_id \
              WHERE j.state = 'completed' AND j.unique_key IS NOT NULL",
         )
         .await;

@@ -1,0 +1,148 @@
+//! PostgreSQL: the upgrade to schema version 15 (completed jobs kept apart in `backlog_job_done`)
+//! is online. A database at version 14 holding jobs in every state, completed ones in the job
+//! table as version 14 kept them, is migrated while they are there; afterwards every job reads
+//! as before, the running one completes under its lease token (into `backlog_job_done`), the
+//! old completed one is counted, listed, retried and pruned where it is, and the view
+//! `backlog_job_all` shows every job once.
+#![cfg(feature = "servers")]
+
+#[allow(dead_code, unused_macros, unused_imports)]
+mod harness;
+
+use std::time::Duration;
+
+use backlog_core::{
+    AdminAction, ClaimStrategy, JobClaimParams, JobCompleteParams, JobListParams, JobPruneParams,
+    JobState, Ordering, QueueName, Retention,
+};
+use sqlx::{Connection, PgConnection};
+
+async fn count(c: &mut PgConnection, sql: &str) -> i64 {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+        .fetch_one(c)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_in_every_state_survive_the_upgrade_to_version_15() {
+    let db = harness::Db::postgres().await;
+    let (b, url) = (&*db.b, db.url.clone());
+    let mut c = PgConnection::connect(&url).await.unwrap();
+    // Back to version 14: what 0015_job_done.sql made, gone.
+    sqlx::raw_sql(
+        "DROP VIEW backlog_job_all; DROP TABLE backlog_job_done; \
+         DELETE FROM backlog_migration WHERE version = 15",
+    )
+    .execute(&mut c)
+    .await
+    .unwrap();
+    sqlx::raw_sql(
+        "INSERT INTO backlog_job (queue, kind, payload, state, run_at, unique_key, attempt, \
+             errors, result, finished_at) VALUES \
+         ('up', 'k', '{\"n\": 1}', 'available', 1, 'u1', 0, '[]', NULL, NULL), \
+         ('up', 'k', '{\"n\": 2}', 'available', 2, NULL, 0, '[]', NULL, NULL), \
+         ('up', 'k', '{}', 'held', 3, NULL, 0, '[]', NULL, NULL), \
+         ('up', 'k', '{}', 'dead', 4, NULL, 3, '[\"boom\"]', NULL, 9), \
+         ('up', 'k', '{}', 'cancelled', 5, NULL, 1, '[]', NULL, 9), \
+         ('up', 'k', '{}', 'completed', 6, 'u2', 1, '[]', '{\"ok\": 1}', 9), \
+         ('up', 'k', '{}', 'available', 9999999999999999, NULL, 0, '[]', NULL, NULL)",
+    )
+    .execute(&mut c)
+    .await
+    .unwrap();
+    let queue = QueueName::new("up").unwrap();
+    let claim = JobClaimParams {
+        queue: queue.clone(),
+        kinds: vec![],
+        limit: 1,
+        owner: "upgrade".into(),
+        lease: Duration::from_secs(600),
+        now: backlog_core::now_micros(),
+        order: Ordering::Fifo,
+        strategy: ClaimStrategy::SkipLocked,
+        global_limit: false,
+    };
+    let running = b.job_claim(&claim).await.unwrap();
+    assert_eq!(running.len(), 1, "the head is running, under a lease");
+    let list = JobListParams {
+        queue: Some(queue.clone()),
+        state: None,
+        kind: None,
+        unique_key: None,
+        after_id: 0,
+        limit: 100,
+        now: backlog_core::now_micros(),
+    };
+    let rows = |table: &'static str| {
+        let sql = format!("SELECT row_to_json(j)::text FROM {table} j ORDER BY id");
+        sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql))
+    };
+    let at_14 = rows("backlog_job").fetch_all(&mut c).await.unwrap();
+    assert_eq!(at_14.len(), 7);
+    // This version's reads need its schema, and say so.
+    let refused = b.job_list(list.clone()).await;
+    assert!(
+        matches!(refused, Err(backlog_core::Error::SchemaOutdated { .. })),
+        "{refused:?}"
+    );
+
+    let report = b.migrate().await.unwrap();
+    assert_eq!((report.applied, report.current), (vec![15], 15));
+    let at_15 = rows("backlog_job_all").fetch_all(&mut c).await.unwrap();
+    assert_eq!(at_15, at_14, "every job as it was");
+    let before = b.job_list(list.clone()).await.unwrap();
+    assert_eq!(before.len(), 7);
+    let all = "SELECT count(*) FROM backlog_job_all WHERE queue = 'up'";
+    assert_eq!(count(&mut c, all).await, 7);
+
+    // The running job completes under its token, into backlog_job_done.
+    let done = (b.job_complete(JobCompleteParams {
+        jobs: running.iter().map(|j| j.job_ref()).collect(),
+        now: backlog_core::now_micros(),
+        retention: Retention::Keep,
+    }))
+    .await
+    .unwrap();
+    assert_eq!(done.len(), 1);
+    let apart = "SELECT count(*) FROM backlog_job_done WHERE queue = 'up'";
+    assert_eq!(count(&mut c, apart).await, 1);
+    assert_eq!(count(&mut c, all).await, 7, "moved, not copied");
+    let stats = b.queue_stats(Some(&queue), backlog_core::now_micros());
+    let s = stats.await.unwrap()[0].1.clone();
+    assert_eq!(
+        (
+            s.available,
+            s.scheduled,
+            s.held,
+            s.dead,
+            s.cancelled,
+            s.completed
+        ),
+        (1, 1, 1, 1, 1, 2)
+    );
+
+    // The completed job of version 14, still in the job table: read, retried, pruned there.
+    let old = before
+        .iter()
+        .find(|j| j.state == JobState::Completed)
+        .unwrap();
+    let now = backlog_core::now_micros();
+    let retried = b.job_admin(old.id, AdminAction::Retry, now).await.unwrap();
+    assert_eq!(retried.state, JobState::Available);
+    let prune = JobPruneParams {
+        queue: queue.clone(),
+        state: JobState::Completed,
+        finished_before: backlog_core::now_micros() + 1,
+        limit: 100,
+        archive: false,
+    };
+    assert_eq!(
+        b.job_prune(prune).await.unwrap(),
+        1,
+        "the job completed above"
+    );
+    assert_eq!(count(&mut c, all).await, 6);
+    // Migrating again changes nothing.
+    assert_eq!(b.migrate().await.unwrap().applied, Vec::<i64>::new());
+}
