@@ -18,7 +18,7 @@ use tracing::Instrument as _;
 use super::completer::Finished;
 use super::context::{JobStop, StopReason};
 use super::fetch::{Claimed, Dispatch, TxStarted};
-use super::heartbeat::{InFlight, InFlightMap};
+use super::heartbeat::{InFlight, InFlightMap, Lease};
 use super::metrics::Counters;
 use super::outcome::{Ended, Report, unwrap};
 use super::state::Inner;
@@ -189,7 +189,7 @@ impl Executor {
         start: Later,
         token: i64,
         slot: tokio::sync::OwnedSemaphorePermit,
-        lease: Duration,
+        lease: Lease,
         retention: crate::Retention,
         finished: &Arc<Finished>,
     ) {

@@ -11,10 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::DrainMode;
 use super::completer::{self, Completions, Finished};
+use super::heartbeat::Lease;
 use super::metrics::ClaimTimes;
 use super::metrics::Counters;
 use super::plan::{ClaimPlan, GATHER, Idle};
@@ -92,7 +94,7 @@ pub(crate) struct Claimed {
     /// As many as `jobs`; a transaction claim's jobs may be more ([`Dispatch::start_tx`]).
     pub slots: Vec<OwnedSemaphorePermit>,
     /// Their lease, renewed by the heartbeater.
-    pub lease: Duration,
+    pub lease: Lease,
     /// The queue's retention, for completions recorded on their own.
     pub retention: Retention,
 }
@@ -284,7 +286,10 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
             let sibling_stopped = siblings.notified();
             tokio::pin!(sibling_stopped);
             sibling_stopped.as_mut().enable();
-            let claimed = match self.in_transaction().await {
+            let tx = self.in_transaction().await;
+            // A lease a claim writes runs from no earlier than this.
+            let sent = Instant::now();
+            let claimed = match tx {
                 true => self.claim_in_tx(&batch).await?,
                 false => Turn::Leased(self.claim(&batch).await?),
             };
@@ -307,8 +312,8 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
             self.idle.reset();
             slots.truncate(claimed.len());
             match claimed {
-                Turn::Leased(jobs) => self.start(jobs, slots).await,
-                Turn::Held(claim) => self.start_tx(claim, slots).await,
+                Turn::Leased(jobs) => self.start(jobs, slots, sent).await,
+                Turn::Held(claim) => self.start_tx(claim, slots, sent).await,
             }
         }
     }
@@ -507,17 +512,27 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
 
     /// Starts the claimed jobs, each with one of `slots`, under the queue's current lease and
     /// retention.
-    async fn start(&self, claimed: Vec<ClaimedJob>, slots: Vec<OwnedSemaphorePermit>) {
-        let claimed = self.running(claimed, slots).await;
+    async fn start(
+        &self,
+        claimed: Vec<ClaimedJob>,
+        slots: Vec<OwnedSemaphorePermit>,
+        sent: Instant,
+    ) {
+        let claimed = self.running(claimed, slots, sent).await;
         self.pipeline.dispatch.start(claimed, &self.queue.finished);
     }
 
     /// Starts the jobs of a transaction claim with `slots` and ends its transaction. When most
     /// of them outlived their first poll, the next claims go under a lease; when all of them
     /// ended there, the next one may claim ahead of its free slots.
-    async fn start_tx(&mut self, mut claim: Box<dyn TxClaim>, slots: Vec<OwnedSemaphorePermit>) {
+    async fn start_tx(
+        &mut self,
+        mut claim: Box<dyn TxClaim>,
+        slots: Vec<OwnedSemaphorePermit>,
+        sent: Instant,
+    ) {
         let jobs = claim.take_jobs();
-        let claimed = self.running(jobs, slots).await;
+        let claimed = self.running(jobs, slots, sent).await;
         let dispatch = &self.pipeline.dispatch;
         let started = dispatch
             .start_tx(claim, claimed, &self.queue.finished)
@@ -530,8 +545,13 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
     }
 
     /// Counts claimed jobs as running and gives them, with their slots, the queue's current
-    /// lease and retention.
-    async fn running(&self, jobs: Vec<ClaimedJob>, slots: Vec<OwnedSemaphorePermit>) -> Claimed {
+    /// lease (written by a claim sent at `sent`) and retention.
+    async fn running(
+        &self,
+        jobs: Vec<ClaimedJob>,
+        slots: Vec<OwnedSemaphorePermit>,
+        sent: Instant,
+    ) -> Claimed {
         let p = &*self.pipeline;
         let q = &self.queue;
         // Read here, never while a handler holds a job transaction: on SQLite that transaction
@@ -546,7 +566,10 @@ impl<C: Claimer, D: Dispatch> Fetcher<C, D> {
         Claimed {
             jobs,
             slots,
-            lease: p.lease.unwrap_or(settings.lease),
+            lease: Lease {
+                span: p.lease.unwrap_or(settings.lease),
+                from: sent,
+            },
             retention: settings.retention,
         }
     }
@@ -720,7 +743,7 @@ mod tests {
 
     impl Dispatch for FakeDispatch {
         fn start(&self, claimed: Claimed, finished: &Arc<Finished>) {
-            let started = (claimed.lease, claimed.retention);
+            let started = (claimed.lease.span, claimed.retention);
             self.started.lock().unwrap().push(started);
             for (job, slot) in claimed.jobs.into_iter().zip(claimed.slots) {
                 match self.at_once {

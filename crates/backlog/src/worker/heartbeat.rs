@@ -8,6 +8,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::StreamExt as _;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -17,10 +18,21 @@ use crate::{Client, Error, Heartbeat, JobRef, Result};
 /// How often the heartbeater looks for leases due for renewal.
 const TICK: Duration = Duration::from_millis(200);
 
+/// How many renewals are in flight at once (each holds a connection while it runs).
+const RENEWING_AT_ONCE: usize = 4;
+
+/// A lease as a claim wrote it: how long it runs, and when the claim was sent (the lease runs
+/// from no earlier, so renewals timed from then are never late).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Lease {
+    pub span: Duration,
+    pub from: Instant,
+}
+
 /// A job in flight past its handler's first poll: its lease and how to stop it.
 pub(crate) struct InFlight {
     pub job: JobRef,
-    pub lease: Duration,
+    pub lease: Lease,
     pub stop: Arc<JobStop>,
 }
 
@@ -76,9 +88,9 @@ impl<K: LeaseKeeper> Heartbeater<K> {
         }
     }
 
-    /// Renews the leases due (a third of the lease since the last renewal, or since the job
-    /// was first seen), and stops the jobs whose lease was lost or whose cancellation was
-    /// requested.
+    /// Renews the leases due (a third of the lease since the last renewal was sent, or since
+    /// the claim that wrote it was), a few at a time so that one slow renewal holds up no
+    /// other, and stops the jobs whose lease was lost or whose cancellation was requested.
     pub async fn run_once(&mut self) {
         let due: Vec<(JobRef, Duration)> = {
             let map = self.inflight.lock().expect("lock");
@@ -86,14 +98,22 @@ impl<K: LeaseKeeper> Heartbeater<K> {
             map.values()
                 .filter(|f| !f.stop.is_stopped())
                 .filter(|f| {
-                    let at = self.last.entry(f.job.id).or_insert_with(Instant::now);
-                    at.elapsed() >= f.lease / 3
+                    let at = self.last.entry(f.job.id).or_insert(f.lease.from);
+                    at.elapsed() >= f.lease.span / 3
                 })
-                .map(|f| (f.job, f.lease))
+                .map(|f| (f.job, f.lease.span))
                 .collect()
         };
-        for (job, lease) in due {
-            let verdict = match self.keeper.heartbeat(job, lease).await {
+        let keeper = &self.keeper;
+        let mut renewals = futures::stream::iter(due)
+            .map(|(job, span)| async move {
+                // The renewed lease runs from no earlier than now.
+                let sent = Instant::now();
+                (job, sent, keeper.heartbeat(job, span).await)
+            })
+            .buffer_unordered(RENEWING_AT_ONCE);
+        while let Some((job, sent, result)) = renewals.next().await {
+            let verdict = match result {
                 Ok(h) if h.cancel_requested => Some(StopReason::CancelRequested),
                 Ok(_) => None,
                 Err(Error::LeaseLost { .. }) => Some(StopReason::LeaseLost),
@@ -102,7 +122,7 @@ impl<K: LeaseKeeper> Heartbeater<K> {
                     None
                 }
             };
-            self.last.insert(job.id, Instant::now());
+            self.last.insert(job.id, sent);
             if let Some(reason) = verdict
                 && let Some(f) = self.inflight.lock().expect("lock").get(&job.id)
             {
@@ -118,7 +138,7 @@ mod tests {
     use crate::worker::fakes;
 
     /// Answers each job's heartbeats as scripted by its id (1: lease lost, 2: cancel requested,
-    /// 3: a database error, others: renewed); records them.
+    /// 3: a database error, 5: renewed after half a second, others: renewed); records them.
     #[derive(Default)]
     struct ScriptedKeeper {
         beats: Mutex<Vec<(i64, Duration)>>,
@@ -137,6 +157,9 @@ mod tests {
                 lease_expires_at: 0,
                 cancel_requested,
             };
+            if job.id == 5 {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
             match job.id {
                 1 => Err(Error::LeaseLost { job_id: 1 }),
                 2 => Ok(ok(true)),
@@ -157,6 +180,10 @@ mod tests {
             let stop = Arc::new(JobStop::default());
             stops.insert(id, stop.clone());
             let job = fakes::job(id, 10 + id).job_ref();
+            let lease = Lease {
+                span: lease,
+                from: Instant::now(),
+            };
             let f = InFlight { job, lease, stop };
             inflight.lock().unwrap().insert(id, f);
         }
@@ -218,10 +245,35 @@ mod tests {
         let keeper = hb.keeper.clone();
         let stop = CancellationToken::new();
         let task = tokio::spawn(hb.run(stop.clone()));
-        // Seen at 200 ms, renewed at 400, 600, 800 and 1,000 ms.
+        // Claimed at 0, renewed at 200, 400, 600, 800 and 1,000 ms.
         tokio::time::sleep(Duration::from_millis(1100)).await;
         stop.cancel();
         task.await.unwrap();
-        assert_eq!(keeper.beats(), [7, 7, 7, 7]);
+        assert_eq!(keeper.beats(), [7, 7, 7, 7, 7]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_renewal_holds_up_no_other_and_counts_from_when_it_was_sent() {
+        let (mut hb, _stops) = heartbeater(&[5, 6], Duration::from_secs(3));
+        let start = Instant::now();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        hb.run_once().await;
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_millis(1500),
+            "renewed side by side"
+        );
+        let mut beats = hb.keeper.beats();
+        beats.sort();
+        assert_eq!(beats, [5, 6]);
+        // Both were sent at 1 s, so both are due again at 2 s, however long the first took.
+        tokio::time::advance(Duration::from_millis(499)).await;
+        hb.run_once().await;
+        assert!(hb.keeper.beats().is_empty());
+        tokio::time::advance(Duration::from_millis(1)).await;
+        hb.run_once().await;
+        let mut beats = hb.keeper.beats();
+        beats.sort();
+        assert_eq!(beats, [5, 6]);
     }
 }
