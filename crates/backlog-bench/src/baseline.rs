@@ -62,8 +62,8 @@ pub struct Sizes {
     pub table_bytes: i64,
     /// Bytes of its indexes.
     pub index_bytes: i64,
-    /// Bytes of the completed jobs kept apart (PostgreSQL's `backlog_job_done`, with its
-    /// indexes; 0 elsewhere): what retention keeps, which grows with the window, not with what a
+    /// Bytes of the completed jobs kept apart (PostgreSQL's `backlog_job_done`, every partition
+    /// with its indexes; 0 elsewhere): what retention keeps, which grows with the window, not with what a
     /// held snapshot keeps.
     pub kept_bytes: i64,
 }
@@ -610,7 +610,8 @@ impl Baseline {
                 let (rows, table, index, kept) = sqlx::query_as(
                     "SELECT (SELECT count(*) FROM backlog_job), pg_table_size('backlog_job'), \
                      pg_indexes_size('backlog_job'), \
-                     COALESCE(pg_total_relation_size(to_regclass('backlog_job_done')), 0)",
+                     (SELECT COALESCE(SUM(pg_total_relation_size(relid)), 0)::bigint \
+                      FROM pg_partition_tree(to_regclass('backlog_job_done')))",
                 )
                 .fetch_one(p)
                 .await?;

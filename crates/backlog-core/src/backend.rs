@@ -287,6 +287,19 @@ pub struct JobVacuumParams {
     /// How long a compaction may wait for the table's lock before it gives up for this time
     /// (sessions that need the table meanwhile wait behind it).
     pub compact_lock_wait: std::time::Duration,
+    /// PostgreSQL keeps completed jobs in a ring of 16 partitions, each written for this long
+    /// in turn and emptied whole once the prune has deleted its rows: long enough that the ring
+    /// outlasts the time completed jobs are kept (see [`done_period`]).
+    pub done_period: std::time::Duration,
+}
+
+/// The period of PostgreSQL's ring of completed jobs' partitions for jobs kept `keep` and
+/// pruned every `prune_every`: a partition's slot comes round again after 16 periods, and
+/// its last rows are pruned `keep` plus up to `prune_every` after its period ends, so 12
+/// periods cover both with a margin of three. At least 5 s, at most 6 hours.
+pub fn done_period(keep: std::time::Duration, prune_every: std::time::Duration) -> std::time::Duration {
+    use std::time::Duration;
+    ((keep + prune_every) / 12).clamp(Duration::from_secs(5), Duration::from_secs(6 * 3600))
 }
 
 /// What [`Backend::job_vacuum`] did.
@@ -299,6 +312,9 @@ pub struct JobVacuumed {
     /// After those were kept: the rows a compaction copied back (`Some`), or `None` when it did
     /// not run or left the table alone (too many rows, or another session holds the table).
     pub compacted: Option<u64>,
+    /// Parts of the completed jobs' storage emptied whole (PostgreSQL's ring partitions whose
+    /// rows the prune had all deleted).
+    pub emptied: u64,
 }
 
 /// Input of [`Backend::leader_elect`].

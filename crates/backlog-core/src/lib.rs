@@ -30,7 +30,7 @@ pub use backend::{
     JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
     JobProgressParams, JobPruneParams, JobReleaseParams, JobRescueParams, JobVacuumParams,
     JobVacuumed, LeaderParams, MigrateReport, OldestTransaction, QueueRedriveParams, Rescued,
-    TxClaim, TxFailure, TxFinish, WakeFn, complete_then_claim,
+    TxClaim, TxFailure, TxFinish, WakeFn, complete_then_claim, done_period,
 };
 pub use backoff::backoff_delay;
 pub use clock::{Clock, ManualClock, SystemClock, now_micros};

@@ -1515,6 +1515,7 @@ impl Dialect for MySqlBackend {
             dead: history.max(0) as u64,
             kept: history.max(0) as u64,
             compacted: None,
+            emptied: 0,
         };
         // A connection of its own, closed afterwards: DDL commits whatever a pooled session had.
         let mut conn = self.pool.acquire().await.db()?.detach();

@@ -291,6 +291,7 @@ impl PgBackend {
             dead: counts.0,
             kept: 0,
             compacted: None,
+            emptied: 0,
         };
         // VACUUM leaves the dead rows that another session's snapshot may still see (its
         // statistics then count them): those only a compaction frees.
@@ -323,6 +324,17 @@ impl PgBackend {
             Err(e) => self.compact_refused(e)?,
         }
         Ok(Some(done))
+    }
+
+    /// The ring of completed jobs' partitions (schema version 16): its period set from `p`,
+    /// then the partitions the prune left with no row emptied whole (TRUNCATE frees what a
+    /// held snapshot keeps VACUUM from freeing). Returns how many it emptied.
+    async fn job_done_empty(&self, p: &JobVacuumParams) -> Result<u64> {
+        let period = p.done_period.as_micros().clamp(1, i64::MAX as u128) as i64;
+        on_pool!(self, cat::job_done_period(period).query(), execute).db()?;
+        let wait = p.compact_lock_wait.as_millis().clamp(1, i32::MAX as u128) as i32;
+        let emptied: i32 = on_pool!(self, cat::job_done_empty(wait).scalar(), fetch_one).db()?;
+        Ok(emptied.max(0) as u64)
     }
 
     /// Dead and live rows of a job table, from its statistics (`None`: none kept yet).
@@ -1239,7 +1251,8 @@ impl Dialect for PgBackend {
         // leaves dead rows as completions leave them in the job table.
         let hot = self.vacuum_table(&JOB_TABLE, &p).await?;
         let done = self.vacuum_table(&DONE_TABLE, &p).await?;
-        Ok(match (hot, done) {
+        let emptied = self.job_done_empty(&p).await?;
+        let vacuumed = match (hot, done) {
             (Some(a), Some(b)) => Some(JobVacuumed {
                 dead: a.dead + b.dead,
                 kept: a.kept + b.kept,
@@ -1247,8 +1260,19 @@ impl Dialect for PgBackend {
                     (None, None) => None,
                     (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
                 },
+                emptied: 0,
             }),
             (a, b) => a.or(b),
+        };
+        Ok(match (vacuumed, emptied) {
+            (Some(v), emptied) => Some(JobVacuumed { emptied, ..v }),
+            (None, 0) => None,
+            (None, emptied) => Some(JobVacuumed {
+                dead: 0,
+                kept: 0,
+                compacted: None,
+                emptied,
+            }),
         })
     }
 

@@ -20,6 +20,7 @@ fn params() -> JobVacuumParams {
         min_dead: 10_000,
         compact_max_live: 10_000,
         compact_lock_wait: Duration::from_millis(20),
+        done_period: Duration::from_secs(7200),
     }
 }
 

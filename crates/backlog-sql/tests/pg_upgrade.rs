@@ -1,9 +1,10 @@
-//! PostgreSQL: the upgrade to schema version 15 (completed jobs kept apart in `backlog_job_done`)
-//! is online. A database at version 14 holding jobs in every state, completed ones in the job
-//! table as version 14 kept them, is migrated while they are there; afterwards every job reads
-//! as before, the running one completes under its lease token (into `backlog_job_done`), the
-//! old completed one is counted, listed, retried and pruned where it is, and the view
-//! `backlog_job_all` shows every job once.
+//! PostgreSQL: the upgrades to schema version 15 (completed jobs kept apart in `backlog_job_done`)
+//! and 16 (that table a ring of partitions) are online. A database at version 14 holding jobs in
+//! every state, completed ones in the job table as version 14 kept them, is migrated while they
+//! are there; afterwards every job reads as before, the running one completes under its lease
+//! token (into `backlog_job_done`), the old completed one is counted, listed, retried and pruned
+//! where it is, and the view `backlog_job_all` shows every job once. A database at version 15
+//! with completed jobs in its `backlog_job_done` keeps them through version 16.
 #![cfg(feature = "servers")]
 
 #[allow(dead_code, unused_macros, unused_imports)]
@@ -24,19 +25,17 @@ async fn count(c: &mut PgConnection, sql: &str) -> i64 {
         .unwrap()
 }
 
+/// Back to version 14: what 0015_job_done.sql and 0016_job_done_ring.sql made, gone.
+const BACK_TO_14: &str = "DROP VIEW backlog_job_all; DROP TABLE backlog_job_done; \
+    DROP FUNCTION backlog_job_done_slot(bigint); DROP FUNCTION backlog_job_done_empty(integer); \
+    DROP TABLE backlog_job_done_ring; DELETE FROM backlog_migration WHERE version >= 15";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn jobs_in_every_state_survive_the_upgrade_to_version_15() {
+async fn jobs_in_every_state_survive_the_upgrades_to_versions_15_and_16() {
     let db = harness::Db::postgres().await;
     let (b, url) = (&*db.b, db.url.clone());
     let mut c = PgConnection::connect(&url).await.unwrap();
-    // Back to version 14: what 0015_job_done.sql made, gone.
-    sqlx::raw_sql(
-        "DROP VIEW backlog_job_all; DROP TABLE backlog_job_done; \
-         DELETE FROM backlog_migration WHERE version = 15",
-    )
-    .execute(&mut c)
-    .await
-    .unwrap();
+    sqlx::raw_sql(BACK_TO_14).execute(&mut c).await.unwrap();
     sqlx::raw_sql(
         "INSERT INTO backlog_job (queue, kind, payload, state, run_at, unique_key, attempt, \
              errors, result, finished_at) VALUES \
@@ -88,7 +87,7 @@ async fn jobs_in_every_state_survive_the_upgrade_to_version_15() {
     );
 
     let report = b.migrate().await.unwrap();
-    assert_eq!((report.applied, report.current), (vec![15], 15));
+    assert_eq!((report.applied, report.current), (vec![15, 16], 16));
     let at_15 = rows("backlog_job_all").fetch_all(&mut c).await.unwrap();
     assert_eq!(at_15, at_14, "every job as it was");
     let before = b.job_list(list.clone()).await.unwrap();
@@ -145,4 +144,61 @@ async fn jobs_in_every_state_survive_the_upgrade_to_version_15() {
     assert_eq!(count(&mut c, all).await, 6);
     // Migrating again changes nothing.
     assert_eq!(b.migrate().await.unwrap().applied, Vec::<i64>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completed_jobs_kept_at_version_15_move_into_the_ring() {
+    let db = harness::Db::postgres().await;
+    let (b, url) = (&*db.b, db.url.clone());
+    let mut c = PgConnection::connect(&url).await.unwrap();
+    // A version 15 database: backlog_job_done a plain table, holding two completed jobs.
+    sqlx::raw_sql(BACK_TO_14).execute(&mut c).await.unwrap();
+    let v15 = include_str!("../migrations/postgres/0015_job_done.sql");
+    sqlx::raw_sql(v15).execute(&mut c).await.unwrap();
+    sqlx::raw_sql(
+        "INSERT INTO backlog_migration VALUES (15, 'job_done', 0); \
+         INSERT INTO backlog_job_done (id, queue, kind, payload, state, run_at, attempt, \
+             errors, result, finished_at) VALUES \
+         (900001, 'ring', 'k', '{}', 'completed', 1, 1, '[]', '{\"n\": 1}', 7200000000), \
+         (900002, 'ring', 'k', '{}', 'completed', 2, 1, '[]', NULL, 3 * 7200000000 + 5)",
+    )
+    .execute(&mut c)
+    .await
+    .unwrap();
+    let jobs = "SELECT row_to_json(j)::text FROM backlog_job_all j ORDER BY id";
+    let at_15: Vec<String> = sqlx::query_scalar(jobs).fetch_all(&mut c).await.unwrap();
+    assert_eq!(at_15.len(), 2);
+
+    let report = b.migrate().await.unwrap();
+    assert_eq!((report.applied, report.current), (vec![16], 16));
+    let at_16: Vec<String> = sqlx::query_scalar(jobs).fetch_all(&mut c).await.unwrap();
+    assert_eq!(at_16, at_15, "every job as it was");
+    // Each in the partition of its finish time's slot (two-hour periods).
+    let slots: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT tableoid::regclass::text, finished_at FROM backlog_job_done ORDER BY id",
+    )
+    .fetch_all(&mut c)
+    .await
+    .unwrap();
+    let names: Vec<&str> = slots.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(names, ["backlog_job_done_1", "backlog_job_done_3"]);
+    let id: i64 = sqlx::query_scalar("SELECT min(id) FROM backlog_job_done")
+        .fetch_one(&mut c)
+        .await
+        .unwrap();
+    let job = b.job_get(id).await.unwrap().expect("found in the ring");
+    assert_eq!(
+        (job.state, job.result.as_deref()),
+        (JobState::Completed, Some(r#"{"n": 1}"#))
+    );
+    let prune = JobPruneParams {
+        queue: QueueName::new("ring").unwrap(),
+        state: JobState::Completed,
+        finished_before: 3 * 7_200_000_000,
+        limit: 100,
+        archive: false,
+    };
+    assert_eq!(b.job_prune(prune).await.unwrap(), 1, "the earlier one");
+    let left = "SELECT count(*) FROM backlog_job_all WHERE queue = 'ring'";
+    assert_eq!(count(&mut c, left).await, 1);
 }

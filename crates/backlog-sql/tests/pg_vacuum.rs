@@ -28,6 +28,7 @@ fn params(min_dead: u64, compact_max_live: u64) -> JobVacuumParams {
         min_dead,
         compact_max_live,
         compact_lock_wait: Duration::from_millis(20),
+        done_period: Duration::from_secs(7200),
     }
 }
 
@@ -436,8 +437,9 @@ async fn kept_jobs_live_apart_and_the_table_still_compacts() {
     );
 
     // The prune: bounded batches, oldest first, until none is left; archive moves them. A
-    // snapshot held meanwhile keeps the rows it deletes: vacuumed, not compacted (every
-    // completion writes that table, and would wait for the compaction's lock).
+    // snapshot held meanwhile keeps the rows it deletes from VACUUM, and the table is never
+    // compacted (every completion writes it, and would wait for the compaction's lock): the
+    // partitions the prune left with no row are emptied whole (version 16).
     let report = hold_snapshot(&url, "backlog_queue").await;
     let prune = |limit, archive| JobPruneParams {
         queue: queue.clone(),
@@ -457,17 +459,110 @@ async fn kept_jobs_live_apart_and_the_table_still_compacts() {
         count(&mut c, "SELECT count(*) FROM backlog_job_done").await,
         0
     );
-    let done = vacuumed_when_due(b, params(5_000, 10_000)).await;
-    assert!(
-        done.kept >= 10_000,
-        "the snapshot kept the pruned rows: {done:?}"
-    );
+    let heap = "SELECT COALESCE(SUM(pg_relation_size(relid)), 0)::bigint \
+                FROM pg_partition_tree('backlog_job_done')";
+    assert!(count(&mut c, heap).await > 0, "the pruned rows' pages");
+    let started = Instant::now();
+    let done = loop {
+        // The partitions' statistics count no live row within about a second.
+        let done = b.job_vacuum(params(5_000, 10_000)).await.unwrap();
+        if let Some(done) = done.filter(|d| d.emptied > 0) {
+            break done;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "never emptied");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     assert_eq!(
         done.compacted, None,
         "backlog_job_done is not compacted: {done:?}"
+    );
+    assert_eq!(
+        count(&mut c, heap).await,
+        0,
+        "every partition emptied, the snapshot notwithstanding: {done:?}"
     );
     drop(report);
     let archived_id: i64 = count(&mut c, "SELECT min(id) FROM backlog_job_archive").await;
     let job = b.job_get(archived_id).await.unwrap().expect("archived");
     assert_eq!(job.state, JobState::Completed);
+}
+
+/// The ring of completed jobs' partitions (version 16): `backlog_job_done_empty` empties a
+/// partition only once it holds no row, and passes over one that another session's older
+/// transaction holds; the leader's `job_vacuum` sets the ring's period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_of_completed_jobs_is_emptied_only_with_no_row_left() {
+    let _serial = SERIAL.lock().await;
+    let db = harness::Db::postgres().await;
+    let (b, url) = (&*db.b, db.url.clone());
+    let mut c = PgConnection::connect(&url).await.unwrap();
+    // 1,000 jobs finished in slot 1's period, 1,000 in slot 2's (two-hour periods).
+    sqlx::raw_sql(
+        "INSERT INTO backlog_job_done (id, queue, kind, payload, state, run_at, attempt, \
+             errors, finished_at, slot) \
+         SELECT n, 'ring', 'k', '{}', 'completed', 0, 1, '[]', f, backlog_job_done_slot(f) \
+         FROM generate_series(1, 2000) n, \
+              LATERAL (SELECT CASE WHEN n <= 1000 THEN 7200000000 ELSE 14400000000 END AS f) t; \
+         DELETE FROM backlog_job_done WHERE id <= 1000; \
+         DELETE FROM backlog_job_done WHERE id > 1000 AND id < 2000;",
+    )
+    .execute(&mut c)
+    .await
+    .unwrap();
+    let size = |part: &str| {
+        let sql = format!("SELECT pg_relation_size('{part}')");
+        sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql))
+    };
+    assert!(size("backlog_job_done_1").fetch_one(&mut c).await.unwrap() > 0);
+    // Another session's transaction that read slot 1's partition a while ago holds it.
+    let reader = hold_snapshot(&url, "backlog_job_done_1").await;
+    let empty = "SELECT backlog_job_done_empty(50)";
+    let emptied: i32 = sqlx::query_scalar(empty).fetch_one(&mut c).await.unwrap();
+    assert_eq!(emptied, 0, "held by the reader");
+    drop(reader);
+    // Once the statistics count no live row in it, slot 1's partition is emptied; slot 2's,
+    // with one row left, never is.
+    let started = Instant::now();
+    loop {
+        let emptied: i32 = sqlx::query_scalar(empty).fetch_one(&mut c).await.unwrap();
+        if emptied > 0 {
+            assert_eq!(emptied, 1);
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "never emptied");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(size("backlog_job_done_1").fetch_one(&mut c).await.unwrap(), 0);
+    assert!(size("backlog_job_done_2").fetch_one(&mut c).await.unwrap() > 0);
+    let left: Vec<i64> = sqlx::query_scalar("SELECT id FROM backlog_job_done")
+        .fetch_all(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(left, [2000]);
+    // A statistic that says no row is left is read again under the lock: the row stays.
+    sqlx::raw_sql(
+        "SELECT pg_stat_reset_single_table_counters('backlog_job_done_2'::regclass); \
+         SELECT pg_stat_force_next_flush();",
+    )
+    .execute(&mut c)
+    .await
+    .unwrap();
+    let emptied: i32 = sqlx::query_scalar(empty).fetch_one(&mut c).await.unwrap();
+    assert_eq!(emptied, 0);
+    let left: i64 = count(&mut c, "SELECT count(*) FROM backlog_job_done").await;
+    assert_eq!(left, 1);
+
+    // The leader sets the ring's period: jobs kept a minute, pruned every 30 s: 7.5 s.
+    let mut p = params(1_000_000, 0);
+    p.done_period = backlog_core::done_period(Duration::from_secs(60), Duration::from_secs(30));
+    b.job_vacuum(p).await.unwrap();
+    let period: i64 = count(&mut c, "SELECT period_us FROM backlog_job_done_ring").await;
+    assert_eq!(period, 7_500_000);
+    let bad = sqlx::query_scalar::<_, i32>("SELECT backlog_job_done_empty(0)")
+        .fetch_one(&mut c)
+        .await;
+    assert!(
+        format!("{bad:?}").contains("lock_wait_ms must be >= 1"),
+        "{bad:?}"
+    );
 }

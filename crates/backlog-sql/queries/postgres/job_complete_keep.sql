@@ -3,7 +3,8 @@
 -- lock order).
 -- Kept means moved: the DELETE … RETURNING and the INSERT move exactly the completed rows into
 -- backlog_job_done, atomically, out of the table that claims read and compactions copy
--- (migrations/postgres/0015_job_done.sql).
+-- (migrations/postgres/0015_job_done.sql), into the partition of their finish time's slot
+-- (version 16: a ring the leader empties whole once pruned; the slot is read once a statement).
 -- @param ids: &[i64]
 -- @param tokens: &[i64]
 -- @param now: i64
@@ -16,9 +17,11 @@ WITH gone AS (
 INSERT INTO backlog_job_done
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
-     attempted_at, finished_at, cancel_requested_at, trace_context, group_key, shard)
+     attempted_at, finished_at, cancel_requested_at, trace_context, group_key, shard,
+     slot)
 SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
        lease_owner, NULL, unique_key, errors, result, progress, created_at,
-       attempted_at, $3, cancel_requested_at, trace_context, group_key, shard
+       attempted_at, $3, cancel_requested_at, trace_context, group_key, shard,
+       (SELECT backlog_job_done_slot($3))
 FROM gone
 RETURNING id

@@ -19,9 +19,11 @@ WITH gone AS (
 INSERT INTO backlog_job_done
     (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
      lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
-     attempted_at, finished_at, cancel_requested_at, trace_context, group_key, shard)
+     attempted_at, finished_at, cancel_requested_at, trace_context, group_key, shard,
+     slot)
 SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt + 1, max_attempts, NULL,
        $1, NULL, unique_key, errors, result, progress, created_at,
-       $2, $3, cancel_requested_at, trace_context, group_key, shard
+       $2, $3, cancel_requested_at, trace_context, group_key, shard,
+       (SELECT backlog_job_done_slot($3))
 FROM gone
 RETURNING id

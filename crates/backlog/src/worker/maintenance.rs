@@ -348,10 +348,15 @@ impl<O: MaintenanceOps> Maintainer<O> {
             min_dead: self.cfg.vacuum_min_dead,
             compact_max_live: self.cfg.compact_max_live,
             compact_lock_wait: COMPACT_LOCK_WAIT,
+            done_period: backlog_core::done_period(self.cfg.keep_completed, self.cfg.prune_every),
         };
         self.vacuuming = Some(tokio::spawn(async move {
             match ops.job_vacuum(params).await {
                 Ok(Some(v)) => match (v.kept, v.compacted) {
+                    _ if v.emptied > 0 && v.dead == 0 => tracing::debug!(
+                        "emptied {} partitions of the completed jobs whose rows were all pruned",
+                        v.emptied
+                    ),
                     (0, _) => tracing::debug!("vacuumed the job table ({} dead rows)", v.dead),
                     (kept, Some(rows)) => tracing::debug!(
                         "compacted the job table: {kept} dead rows that another session's \
