@@ -214,17 +214,18 @@ async fn restarts(engine: Engine, autovacuum: bool) {
     db.create_results().await;
     if !autovacuum {
         db.exec(
+            // Every table that holds rows (a partitioned table holds none: its partitions do).
             "DO $$ DECLARE t record; BEGIN \
-             FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = current_schema() LOOP \
-             EXECUTE format('ALTER TABLE %I SET (autovacuum_enabled = false)', t.tablename); \
+             FOR t IN SELECT relname FROM pg_class \
+                 WHERE relnamespace = current_schema()::regnamespace AND relkind = 'r' LOOP \
+             EXECUTE format('ALTER TABLE %I SET (autovacuum_enabled = false)', t.relname); \
              END LOOP; END $$",
         )
         .await;
         let left = db
             .scalar(
-                "SELECT COUNT(*) FROM pg_tables t JOIN pg_class c ON c.oid = \
-                 format('%I.%I', t.schemaname, t.tablename)::regclass \
-                 WHERE t.schemaname = current_schema() \
+                "SELECT COUNT(*) FROM pg_class c \
+                 WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' \
                  AND NOT 'autovacuum_enabled=false' = ANY(coalesce(c.reloptions, '{}'))",
             )
             .await;
