@@ -1219,7 +1219,8 @@ QUERIES["postgres/job_complete_keep.sql"] = """\
 -- Kept means moved: the DELETE … RETURNING and the INSERT move exactly the completed rows into
 -- backlog_job_done, atomically, out of the table that claims read and compactions copy
 -- (migrations/postgres/0015_job_done.sql), into the partition of their finish time's slot
--- (version 16: a ring the leader empties whole once pruned; the slot is read once a statement).
+-- (version 16: a ring the leader empties whole once pruned; the slot, backlog_job_done_slot() written
+-- out, is read once a statement: a call of that SQL function would be planned at every statement).
 -- @param ids: &[i64]
 -- @param tokens: &[i64]
 -- @param now: i64
@@ -1237,7 +1238,7 @@ INSERT INTO backlog_job_done
 SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
        lease_owner, NULL, unique_key, errors, result, progress, created_at,
        attempted_at, $3, cancel_requested_at, trace_context, group_key, shard,
-       (SELECT backlog_job_done_slot($3))
+       (SELECT (($3 / period_us) % 16)::smallint FROM backlog_job_done_ring)
 FROM gone
 RETURNING id
 """

@@ -24,6 +24,6 @@ INSERT INTO backlog_job_done
 SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt + 1, max_attempts, NULL,
        $1, NULL, unique_key, errors, result, progress, created_at,
        $2, $3, cancel_requested_at, trace_context, group_key, shard,
-       (SELECT backlog_job_done_slot($3))
+       (SELECT (($3 / period_us) % 16)::smallint FROM backlog_job_done_ring)
 FROM gone
 RETURNING id

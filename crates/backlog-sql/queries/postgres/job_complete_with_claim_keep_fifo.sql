@@ -70,7 +70,7 @@ gone AS (
     SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
            lease_owner, NULL, unique_key, errors, result, progress, created_at,
            attempted_at, $10, cancel_requested_at, trace_context, group_key, shard,
-           (SELECT backlog_job_done_slot($10))
+           (SELECT (($10 / period_us) % 16)::smallint FROM backlog_job_done_ring)
     FROM gone
     RETURNING id
 )
