@@ -438,6 +438,60 @@ async fn dashboard_in_a_real_browser() {
     b.login(ADMIN).await;
     assert_eq!(b.text("#who-name").await.as_deref(), Some("ops"));
     assert_eq!(b.text("#who-scope").await.as_deref(), Some("admin"));
+    // The live refresh sends one page's requests at a time, however slow the answers: with every
+    // answer 4 s late (the overview asks for its queues and its history side by side), no more
+    // than those two are ever in flight, and the next refresh waits three times as long as the
+    // last one took.
+    let slow = b
+        .client
+        .execute(
+            r#"const real = window.fetch;
+               const seen = { inflight: 0, most: 0, calls: 0, real };
+               window.__slow = seen;
+               window.fetch = async (...args) => {
+                 seen.inflight++; seen.calls++; seen.most = Math.max(seen.most, seen.inflight);
+                 try {
+                   await new Promise((r) => setTimeout(r, 4000));
+                   return await real(...args);
+                 } finally { seen.inflight--; }
+               };
+               return true;"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(slow, json!(true));
+    tokio::time::sleep(Duration::from_secs(14)).await;
+    let seen = b
+        .client
+        .execute(
+            "const s = window.__slow; window.fetch = s.real; \
+             return {most: s.most, calls: s.calls};",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let (most, calls) = (seen["most"].as_i64().unwrap(), seen["calls"].as_i64().unwrap());
+    assert!(most <= 2, "{most} requests in flight at once: {seen}");
+    // 14 s: a refresh starts within 3 s and takes 4, the next waits 12: at most two refreshes.
+    assert!((1..=4).contains(&calls), "{calls} requests in 14 s: {seen}");
+    // Answers on time again: once the slow ones are in, showing the tab refreshes at once and
+    // the refresh is back to every 3 s.
+    let settled = "return window.__slow.inflight === 0;";
+    let mut rounds = 0;
+    while b.client.execute(settled, vec![]).await.unwrap() != json!(true) {
+        rounds += 1;
+        assert!(rounds < 100, "the slow answers never came");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    b.client
+        .execute(
+            "document.dispatchEvent(new Event('visibilitychange')); return true;",
+            vec![],
+        )
+        .await
+        .unwrap();
     // The chart code on made-up minutes: lines break where a depth is unknown (null).
     let drawn = b
         .client

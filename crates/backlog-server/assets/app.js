@@ -9,12 +9,15 @@
 //
 // Pages are hash routes: `#/` (overview), `#/queues/NAME[/STATE]` (a queue's jobs by state; the
 // `dead` tab is the dead-letter view), `#/jobs/ID`. The current page is fetched and re-rendered
-// every few seconds, except while a form on it is being edited.
+// every few seconds, except while a form on it is being edited or the tab is hidden: one refresh
+// at a time, the next a few seconds after the last one ended (longer when answers are slow).
 "use strict";
 
 (() => {
   const TOKEN_KEY = "backlog.token";
   const REFRESH_MS = 3000;
+  // A refresh that took t waits 3t before the next, up to this.
+  const SLOWEST_REFRESH_MS = 60000;
   const PAGE_SIZE = 50;
   // The states a queue page has a tab for, as the API's `state` filter names them.
   const STATES = [
@@ -29,6 +32,7 @@
     cursor: { key: "", stack: [], after: null }, // paging of the job table
     busy: 0, // actions in flight: no refresh meanwhile
     renderSeq: 0,
+    refreshing: false, // a live refresh in flight
     timer: null,
   };
 
@@ -723,13 +727,30 @@
     }
   }
 
-  function tick() {
-    if (!app.me || document.hidden || app.busy) return;
-    if (editing()) {
-      live();
-      return;
+  // The live refresh. One at a time: the next is due REFRESH_MS after this one ended, or three
+  // times as long as it took when the server answers slowly, so that a slow server (counts over
+  // millions of jobs) is not sent a new request before it answered the last one. A hidden tab
+  // sends none; showing it again refreshes at once (visibilitychange).
+  async function tick() {
+    clearTimeout(app.timer);
+    if (app.refreshing) return; // the refresh in flight schedules the next
+    let wait = REFRESH_MS;
+    if (app.me && !document.hidden && !app.busy) {
+      if (editing()) {
+        live();
+      } else {
+        app.refreshing = true;
+        const started = performance.now();
+        try {
+          await render(false);
+        } finally {
+          app.refreshing = false;
+        }
+        const took = performance.now() - started;
+        wait = Math.min(SLOWEST_REFRESH_MS, Math.max(REFRESH_MS, 3 * took));
+      }
     }
-    render(false);
+    app.timer = setTimeout(tick, wait);
   }
 
   // ---------------------------------------------------------------------------------------
@@ -789,6 +810,9 @@
     $("who-scope").className = "scope scope-" + app.me.scope;
     $("logout").hidden = !sessionStorage.getItem(TOKEN_KEY);
     for (const id of ["nav", "search", "who"]) $(id).hidden = false;
+    // Signed in: the sign-in form goes at once, whatever the first page takes to load.
+    $("main").replaceChildren(h("p", { class: "empty", id: "loading" }, "Loading…"));
+    $("main").setAttribute("data-page", "loading");
     await render(true);
   }
 
@@ -836,7 +860,7 @@
       render(true);
     });
     document.addEventListener("visibilitychange", tick);
-    app.timer = setInterval(tick, REFRESH_MS);
+    app.timer = setTimeout(tick, REFRESH_MS);
     identify(false);
   }
 
