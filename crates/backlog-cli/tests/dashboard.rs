@@ -471,7 +471,10 @@ async fn dashboard_in_a_real_browser() {
         )
         .await
         .unwrap();
-    let (most, calls) = (seen["most"].as_i64().unwrap(), seen["calls"].as_i64().unwrap());
+    let (most, calls) = (
+        seen["most"].as_i64().unwrap(),
+        seen["calls"].as_i64().unwrap(),
+    );
     assert!(most <= 2, "{most} requests in flight at once: {seen}");
     // 14 s: a refresh starts within 3 s and takes 4, the next waits 12: at most two refreshes.
     assert!((1..=4).contains(&calls), "{calls} requests in 14 s: {seen}");
@@ -750,6 +753,7 @@ async fn a_page_of_another_site_changes_nothing() {
     wait_until("chromedriver listens", || port_open(driver_port)).await;
 
     let job: i64 = db.ok(&["enqueue", "mail", "{}"]).trim().parse().unwrap();
+    db.ok(&["enqueue", "stopped", "{}"]);
     db.ok(&["queue", "pause", "stopped"]);
     let dead = db.ok(&["enqueue", "dlq", "{}", "--max-attempts", "1"]);
     db.ok(&["work", "dlq", "--drain", "--", "false"]);

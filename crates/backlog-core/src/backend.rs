@@ -297,7 +297,10 @@ pub struct JobVacuumParams {
 /// pruned every `prune_every`: a partition's slot comes round again after 16 periods, and
 /// its last rows are pruned `keep` plus up to `prune_every` after its period ends, so 12
 /// periods cover both with a margin of three. At least 5 s, at most 6 hours.
-pub fn done_period(keep: std::time::Duration, prune_every: std::time::Duration) -> std::time::Duration {
+pub fn done_period(
+    keep: std::time::Duration,
+    prune_every: std::time::Duration,
+) -> std::time::Duration {
     use std::time::Duration;
     ((keep + prune_every) / 12).clamp(Duration::from_secs(5), Duration::from_secs(6 * 3600))
 }

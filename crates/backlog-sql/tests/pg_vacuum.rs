@@ -532,7 +532,10 @@ async fn a_partition_of_completed_jobs_is_emptied_only_with_no_row_left() {
         assert!(started.elapsed() < Duration::from_secs(20), "never emptied");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert_eq!(size("backlog_job_done_1").fetch_one(&mut c).await.unwrap(), 0);
+    assert_eq!(
+        size("backlog_job_done_1").fetch_one(&mut c).await.unwrap(),
+        0
+    );
     assert!(size("backlog_job_done_2").fetch_one(&mut c).await.unwrap() > 0);
     let left: Vec<i64> = sqlx::query_scalar("SELECT id FROM backlog_job_done")
         .fetch_all(&mut c)
