@@ -7,7 +7,7 @@ use backlog::{Client, JobState, QueueSettings, StateFilter};
 
 use clap::{Args, Subcommand};
 
-use crate::args::{parse_duration, queue_name};
+use crate::args::{known_queue, parse_duration, queue_name};
 use crate::output;
 use backlog::view::JobView;
 
@@ -367,7 +367,9 @@ pub async fn dead(client: &Client, cmd: DeadCommand) -> anyhow::Result<ExitCode>
             }
         }
         DeadCommand::Redrive { queue, limit } => {
-            let n = client.redrive(&queue_name(&queue)?, limit).await?;
+            let n = client
+                .redrive(&known_queue(client, &queue).await?, limit)
+                .await?;
             let detail = serde_json::json!({"limit": limit, "redriven": n});
             audit(client, "queue.redrive", &queue, None, detail).await;
             println!("{n}");
@@ -388,12 +390,16 @@ pub async fn queue(client: &Client, cmd: QueueCommand) -> anyhow::Result<ExitCod
             }
         }
         QueueCommand::Pause { queue } => {
-            client.queue_set_paused(&queue_name(&queue)?, true).await?;
+            client
+                .queue_set_paused(&known_queue(client, &queue).await?, true)
+                .await?;
             audit(client, "queue.pause", &queue, None, serde_json::json!({})).await;
             println!("queue {queue} is paused");
         }
         QueueCommand::Resume { queue } => {
-            client.queue_set_paused(&queue_name(&queue)?, false).await?;
+            client
+                .queue_set_paused(&known_queue(client, &queue).await?, false)
+                .await?;
             audit(client, "queue.resume", &queue, None, serde_json::json!({})).await;
             println!("queue {queue} is running");
         }

@@ -137,6 +137,10 @@ fn bad_input_is_refused_and_changes_nothing() {
             "invalid group key: must not be empty",
         ),
         (vec!["queue", "pause", "bad/name"], "invalid queue name"),
+        // A queue with neither settings nor jobs (a typo) is not created by an action on it.
+        (vec!["queue", "pause", "nope"], "no such queue: nope"),
+        (vec!["queue", "resume", "nope"], "no such queue: nope"),
+        (vec!["dead", "redrive", "nope"], "no such queue: nope"),
         (
             vec!["work", "q", "--concurrency", "0", "--", "true"],
             "0 is not in 1..=1000",

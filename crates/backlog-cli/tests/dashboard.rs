@@ -699,6 +699,17 @@ async fn dashboard_in_a_real_browser() {
     // An API error shows in the banner.
     b.goto("#/jobs/999999").await;
     b.banner("job_not_found: no job with id 999999").await;
+    // A queue that does not exist is said so, with no action that would create it.
+    b.goto("#/queues/no-such").await;
+    b.wait_text("#no-such-queue h1", "No such queue").await;
+    assert!(
+        b.client
+            .find(fantoccini::Locator::Css("#pause"))
+            .await
+            .is_err()
+    );
+    let list = api(port, "GET", "/api/v1/queues", ADMIN, None).await;
+    assert!(!list.to_string().contains("no-such"), "{list}");
 
     b.client.close().await.unwrap();
     drop(procs);

@@ -360,6 +360,19 @@ pub struct QueueStats {
 }
 
 impl QueueStats {
+    /// Every job counted, in any state or archived.
+    pub fn total(&self) -> i64 {
+        self.available
+            + self.scheduled
+            + self.running
+            + self.completed
+            + self.dead
+            + self.cancelled
+            + self.held
+            + self.waiting
+            + self.archived
+    }
+
     /// Counts `n` jobs stored in `state` under their reported state: available ones whose
     /// `run_at` is still to come (`not_due`) are scheduled.
     pub fn add(&mut self, state: JobState, not_due: bool, n: i64) {

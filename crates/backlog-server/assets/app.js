@@ -451,9 +451,22 @@
     const jobsPath = route.state === "dead"
       ? `/api/v1/queues/${enc(name)}/dead?limit=${PAGE_SIZE}${after}`
       : `/api/v1/jobs?queue=${enc(name)}&state=${route.state}&limit=${PAGE_SIZE}${after}`;
-    const [q, page, hist] = await Promise.all([
-      api("GET", `/api/v1/queues/${enc(name)}`), api("GET", jobsPath), history(name),
-    ]);
+    let q, page, hist;
+    try {
+      [q, page, hist] = await Promise.all([
+        api("GET", `/api/v1/queues/${enc(name)}`), api("GET", jobsPath), history(name),
+      ]);
+    } catch (e) {
+      // A name with neither settings nor jobs (a typo, or a link to a queue gone): said so,
+      // with no action that would create it.
+      if (e instanceof ApiError && e.code === "queue_not_found") {
+        return h("div", { class: "card", id: "no-such-queue" },
+          h("h1", {}, "No such queue"),
+          h("p", { class: "muted" }, `There is no queue named "${name}": it has no settings and no jobs.`),
+          h("p", {}, h("a", { href: "#/" }, "All queues")));
+      }
+      throw e;
+    }
     const s = q.settings;
     const base = `/api/v1/queues/${enc(name)}`;
 

@@ -44,6 +44,20 @@ pub async fn list(State(state): State<AppState>, _who: Reader) -> ApiResult<ApiJ
     Ok(ApiJson(QueueList { queues }))
 }
 
+/// The queue named, if it exists ([`backlog::Client::queue_known`]): 404 `queue_not_found`
+/// otherwise, so that an action on a mistyped name creates nothing.
+async fn known(state: &AppState, queue: String) -> ApiResult<QueueName> {
+    let name = QueueName::new(queue)?;
+    if !state.client.queue_known(&name).await? {
+        return Err(crate::error::ApiError::new(
+            axum::http::StatusCode::NOT_FOUND,
+            "queue_not_found",
+            format!("no such queue: {name} (it has no settings and no jobs)"),
+        ));
+    }
+    Ok(name)
+}
+
 async fn view(state: &AppState, name: &QueueName) -> ApiResult<QueueView> {
     let settings = state.client.queue_settings(name).await?;
     let stats = state
@@ -62,17 +76,19 @@ async fn view(state: &AppState, name: &QueueName) -> ApiResult<QueueView> {
     })
 }
 
-/// A queue's settings and counts (a queue never configured has the defaults).
+/// A queue's settings and counts (a queue never configured has the defaults; one with neither
+/// settings nor jobs is not found).
 #[utoipa::path(get, path = "/api/v1/queues/{queue}", tag = "queues",
     params(("queue" = String, Path, description = "The queue")),
-    responses((status = 200, body = QueueView), (status = 400, body = ErrorBody)),
+    responses((status = 200, body = QueueView), (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "No such queue")),
     security(("bearer" = [])))]
 pub async fn show(
     State(state): State<AppState>,
     _who: Reader,
     ApiPath(queue): ApiPath<String>,
 ) -> ApiResult<ApiJson<QueueView>> {
-    Ok(ApiJson(view(&state, &QueueName::new(queue)?).await?))
+    Ok(ApiJson(view(&state, &known(&state, queue).await?).await?))
 }
 
 /// Settings to change; those left out keep their value.
@@ -201,14 +217,15 @@ pub async fn configure(
 /// Pause a queue: it hands out no jobs until resumed (running jobs go on).
 #[utoipa::path(post, path = "/api/v1/queues/{queue}/pause", tag = "queues",
     params(("queue" = String, Path, description = "The queue")),
-    responses((status = 200, body = QueueView), (status = 400, body = ErrorBody)),
+    responses((status = 200, body = QueueView), (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "No such queue")),
     security(("bearer" = [])))]
 pub async fn pause(
     State(state): State<AppState>,
     Admin(who): Admin,
     ApiPath(queue): ApiPath<String>,
 ) -> ApiResult<ApiJson<QueueView>> {
-    let name = QueueName::new(queue)?;
+    let name = known(&state, queue).await?;
     state.client.queue_set_paused(&name, true).await?;
     crate::audit(
         &state,
@@ -225,14 +242,15 @@ pub async fn pause(
 /// Resume a paused queue.
 #[utoipa::path(post, path = "/api/v1/queues/{queue}/resume", tag = "queues",
     params(("queue" = String, Path, description = "The queue")),
-    responses((status = 200, body = QueueView), (status = 400, body = ErrorBody)),
+    responses((status = 200, body = QueueView), (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "No such queue")),
     security(("bearer" = [])))]
 pub async fn resume(
     State(state): State<AppState>,
     Admin(who): Admin,
     ApiPath(queue): ApiPath<String>,
 ) -> ApiResult<ApiJson<QueueView>> {
-    let name = QueueName::new(queue)?;
+    let name = known(&state, queue).await?;
     state.client.queue_set_paused(&name, false).await?;
     crate::audit(
         &state,
@@ -261,7 +279,8 @@ pub struct DeadQuery {
 /// A queue's dead jobs, by id, a page at a time.
 #[utoipa::path(get, path = "/api/v1/queues/{queue}/dead", tag = "queues",
     params(("queue" = String, Path, description = "The queue"), DeadQuery),
-    responses((status = 200, body = JobPage), (status = 400, body = ErrorBody)),
+    responses((status = 200, body = JobPage), (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "No such queue")),
     security(("bearer" = [])))]
 pub async fn dead(
     State(state): State<AppState>,
@@ -271,7 +290,7 @@ pub async fn dead(
 ) -> ApiResult<ApiJson<JobPage>> {
     let limit = count("limit", q.limit, 100, MAX_PAGE)?;
     let opts = JobListOpts {
-        queue: Some(QueueName::new(queue)?),
+        queue: Some(known(&state, queue).await?),
         state: Some(StateFilter::Stored(JobState::Dead)),
         kind: None,
         unique_key: None,
@@ -302,7 +321,8 @@ pub struct RedriveResponse {
 #[utoipa::path(post, path = "/api/v1/queues/{queue}/redrive", tag = "queues",
     params(("queue" = String, Path, description = "The queue")),
     request_body = RedriveRequest,
-    responses((status = 200, body = RedriveResponse), (status = 400, body = ErrorBody)),
+    responses((status = 200, body = RedriveResponse), (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "No such queue")),
     security(("bearer" = [])))]
 pub async fn redrive(
     State(state): State<AppState>,
@@ -310,8 +330,9 @@ pub async fn redrive(
     ApiPath(queue): ApiPath<String>,
     ApiJson(req): ApiJson<RedriveRequest>,
 ) -> ApiResult<ApiJson<RedriveResponse>> {
-    let name = QueueName::new(queue)?;
+    // Bad input is a 400 whether or not the queue exists.
     let limit = count("limit", req.limit, 1000, 100_000)?;
+    let name = known(&state, queue).await?;
     let n = state.client.redrive(&name, limit).await?;
     let detail = serde_json::json!({"limit": limit, "redriven": n});
     crate::audit(

@@ -903,6 +903,25 @@ async fn bad_input_changes_nothing(engine: Engine) {
         (S::UNSUPPORTED_MEDIA_TYPE, Some("content_type_invalid"))
     );
 
+    // A queue with neither settings nor jobs (a typo): 404, and nothing is created.
+    for (method, path, body) in [
+        (Method::GET, "/api/v1/queues/nope", None),
+        (Method::GET, "/api/v1/queues/nope/dead", None),
+        (Method::POST, "/api/v1/queues/nope/pause", None),
+        (Method::POST, "/api/v1/queues/nope/resume", None),
+        (Method::POST, "/api/v1/queues/nope/redrive", Some(json!({}))),
+    ] {
+        api.fails(method, path, body, S::NOT_FOUND, "queue_not_found")
+            .await;
+    }
+    let names: Vec<Value> = api.ok(Method::GET, "/api/v1/queues", None).await["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["settings"]["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("q")], "no queue was created");
+
     assert_eq!(api.total_jobs().await, 0, "no bad request created a job");
     assert_eq!(
         api.ok(Method::GET, "/api/v1/queues/q", None).await,
@@ -987,7 +1006,14 @@ async fn the_document_refuses_what_the_server_refuses(engine: Engine) {
             "{method} {path} {body}: {v}"
         );
     }
-    // And what the document takes, the server takes: JSON Schema counts 2.0 an integer.
+    // And what the document takes, the server takes: JSON Schema counts 2.0 an integer (of a
+    // queue that exists: a redrive of another is 404).
+    api.ok(
+        Method::PATCH,
+        "/api/v1/queues/q",
+        Some(json!({"max_attempts": 3})),
+    )
+    .await;
     for (path, body) in [
         ("/api/v1/queues/q/claim", json!({"limit": 2.0})),
         ("/api/v1/queues/q/redrive", json!({"limit": 5.0})),
@@ -1177,6 +1203,13 @@ async fn metrics_and_readiness(engine: Engine) {
     .await;
     api.ok(Method::POST, "/api/v1/queues/m/claim", Some(json!({})))
         .await;
+    // A queue with no job yet, configured (which creates it) and paused.
+    api.ok(
+        Method::PATCH,
+        "/api/v1/queues/idle",
+        Some(json!({"max_attempts": 3})),
+    )
+    .await;
     api.ok(Method::POST, "/api/v1/queues/idle/pause", None)
         .await;
     let (s, body) = api.get("/metrics").await;

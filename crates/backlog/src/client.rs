@@ -1073,6 +1073,19 @@ impl Client {
         self.backend.queue_stats(queue, self.now()).await
     }
 
+    /// Whether a queue exists: it has settings stored (every queue backlog enqueued to, or that
+    /// was configured, has) or jobs (a plain-SQL producer's queue may have only those). An
+    /// operator's action on a name that is neither (a typo) should change nothing.
+    pub async fn queue_known(&self, queue: &QueueName) -> Result<bool> {
+        if self.backend.queue_get(queue).await?.is_some() {
+            return Ok(true);
+        }
+        let stats = self.stats(Some(queue)).await?;
+        Ok(stats
+            .iter()
+            .any(|(name, s)| name == queue.as_str() && s.total() > 0))
+    }
+
     /// The schema version of the database: the last migration applied (0 before `migrate`).
     pub async fn schema_version(&self) -> Result<i64> {
         self.backend.schema_version().await

@@ -201,3 +201,28 @@ async fn complete_claim_refuses_jobs_of_another_queue() {
     assert_eq!(r.claimed.unwrap().len(), 1);
     assert_eq!(c.job(a[0].id).await.unwrap().state, JobState::Completed);
 }
+
+/// A queue exists through its settings (every queue backlog enqueued to, or configured, has
+/// them) or its jobs alone (a plain-SQL producer's); an operator's action on any other name
+/// is refused by the CLI and the API (`queue_known`).
+#[tokio::test]
+async fn a_queue_is_known_by_its_settings_or_its_jobs() {
+    use backlog_testdb::{Engine, TestDb};
+    let db = TestDb::new(Engine::Sqlite).await;
+    let c = &db.client;
+    let name = |n: &str| QueueName::new(n).unwrap();
+    assert!(!c.queue_known(&name("mail")).await.unwrap());
+    c.enqueue(c.new_job("mail", &1).unwrap()).await.unwrap();
+    assert!(c.queue_known(&name("mail")).await.unwrap());
+    // Settings alone, no job yet.
+    c.queue_configure(&QueueSettings::defaults(name("later")))
+        .await
+        .unwrap();
+    assert!(c.queue_known(&name("later")).await.unwrap());
+    // Jobs alone: written in plain SQL, no settings row.
+    db.exec("INSERT INTO backlog_job (queue, payload) VALUES ('plain', '{}')")
+        .await;
+    assert!(c.queue_known(&name("plain")).await.unwrap());
+    assert!(!c.queue_known(&name("nope")).await.unwrap());
+    db.drop_db().await;
+}
