@@ -578,6 +578,17 @@ async fn dashboard_in_a_real_browser() {
     b.click("#redrive").await;
     b.banner("1 dead job of emails redriven").await;
     b.wait_text("#main", "No dead jobs.").await;
+    // "Redrive 1,500" redrives 1,500, not the API's default 1,000 a call.
+    db.sql(
+        "INSERT INTO backlog_job (queue, payload, state, attempt, max_attempts, finished_at) \
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500) \
+         SELECT 'bulk', '{}', 'dead', 1, 1, 1 FROM n",
+    );
+    b.goto("#/queues/bulk/dead").await;
+    b.wait_text("#redrive", "Redrive 1,500").await;
+    b.click("#redrive").await;
+    b.banner("1,500 dead jobs of bulk redriven").await;
+    b.wait_text("#main", "No dead jobs.").await;
     b.goto(&format!("#/jobs/{dead}")).await;
     b.wait_text("#job-state", "available").await;
     assert!(b.exists("button[data-action=hold]").await);

@@ -444,6 +444,20 @@
     }
   }
 
+  // Redrives the `count` dead jobs the button named (the API's default is 1,000 a call), in
+  // batches that each hold their rows' locks briefly; stops early once none is left.
+  const REDRIVE_BATCH = 10000;
+  async function redriveAll(base, count) {
+    let redriven = 0;
+    while (redriven < count) {
+      const limit = Math.min(REDRIVE_BATCH, count - redriven);
+      const r = await api("POST", base + "/redrive", { limit });
+      redriven += r.redriven;
+      if (r.redriven < limit) break;
+    }
+    return { redriven };
+  }
+
   async function queuePage(route) {
     const name = route.queue;
     const cur = pageCursor(route);
@@ -491,7 +505,7 @@
             "Redrive moves them back to available, attempts reset, oldest first.")),
         isAdmin() && q.stats.dead > 0 ? h("button", {
           type: "button", class: "btn danger", id: "redrive",
-          onclick: () => act("redrive", () => api("POST", base + "/redrive", {}),
+          onclick: () => act("redrive", () => redriveAll(base, q.stats.dead),
             (r) => `${fmtNum(r.redriven)} dead job${r.redriven === 1 ? "" : "s"} of ${name} redriven`),
         }, `Redrive ${fmtNum(q.stats.dead)}`) : null);
     }
