@@ -592,6 +592,28 @@ async fn dashboard_in_a_real_browser() {
     b.goto(&format!("#/jobs/{dead}")).await;
     b.wait_text("#job-state", "available").await;
     assert!(b.exists("button[data-action=hold]").await);
+    // Its page refreshes every 3 s; the queue (read for max attempts, with its counts) is read
+    // at most once a minute, not at each refresh.
+    let counting = r#"const real = window.fetch; const seen = { real, queue: 0, job: 0 };
+        window.__count = seen;
+        window.fetch = (path, ...rest) => {
+          if (String(path).includes("/api/v1/queues/")) seen.queue++;
+          if (String(path).includes("/api/v1/jobs/")) seen.job++;
+          return real(path, ...rest);
+        };
+        return true;"#;
+    b.client.execute(counting, vec![]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(7000)).await;
+    let seen = b
+        .client
+        .execute(
+            "const s = window.__count; window.fetch = s.real; return {queue: s.queue, job: s.job};",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(seen["job"].as_i64().unwrap() >= 2, "refreshed: {seen}");
+    assert_eq!(seen["queue"], json!(0), "the queue read again: {seen}");
 
     // A worker completes it over the API; the open page shows it without a reload.
     let claimed = api(

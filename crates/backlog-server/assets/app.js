@@ -33,6 +33,7 @@
     busy: 0, // actions in flight: no refresh meanwhile
     renderSeq: 0,
     refreshing: false, // a live refresh in flight
+    maxAttempts: new Map(), // queue name → {value, at}: its max attempts, read at `at`
     timer: null,
   };
 
@@ -631,10 +632,22 @@
     ["cancel", "Cancel", ["available", "held", "running"], "danger"],
   ];
 
+  // A queue's max attempts, for a job that takes the queue's: read with the queue (its counts
+  // too, which cost the server a count of the queue's jobs) at most once a minute, not at every
+  // refresh of the job's page.
+  const QUEUE_SETTINGS_MS = 60000;
+  async function queueMaxAttempts(queue) {
+    const seen = app.maxAttempts.get(queue);
+    if (seen && performance.now() - seen.at < QUEUE_SETTINGS_MS) return seen.value;
+    const q = await api("GET", `/api/v1/queues/${enc(queue)}`).catch(() => null);
+    const value = q ? q.settings.max_attempts : null;
+    app.maxAttempts.set(queue, { value, at: performance.now() });
+    return value;
+  }
+
   async function jobPage(route) {
     const j = await api("GET", `/api/v1/jobs/${route.id}`);
-    const q = await api("GET", `/api/v1/queues/${enc(j.queue)}`).catch(() => null);
-    const max = j.max_attempts ?? (q ? q.settings.max_attempts : null);
+    const max = j.max_attempts ?? await queueMaxAttempts(j.queue);
 
     const actions = !isAdmin() ? null : h("div", { class: "actions" },
       JOB_ACTIONS.filter(([a, , states]) => states.includes(j.state) &&
