@@ -866,8 +866,14 @@
       return;
     }
     try {
-      const { queues } = await api("GET", "/api/v1/queues");
-      if (queues.some((x) => x.settings.name === q)) {
+      // One queue looked up by name, not every queue's counts read to find it.
+      const isQueue = await api("GET", `/api/v1/queues/${enc(q)}`).then(() => true, (e) => {
+        if (e instanceof ApiError && ["queue_not_found", "queue_name_invalid"].includes(e.code)) {
+          return false;
+        }
+        throw e;
+      });
+      if (isQueue) {
         location.hash = `#/queues/${enc(q)}`;
         return;
       }
