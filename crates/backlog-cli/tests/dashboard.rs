@@ -438,6 +438,21 @@ async fn dashboard_in_a_real_browser() {
     b.login(ADMIN).await;
     assert_eq!(b.text("#who-name").await.as_deref(), Some("ops"));
     assert_eq!(b.text("#who-scope").await.as_deref(), Some("admin"));
+    // The page's icon is inline and draws (no /favicon.ico request that would answer 404).
+    let icon = b
+        .client
+        .execute_async(
+            r#"const done = arguments[arguments.length - 1];
+               const link = document.querySelector("link[rel=icon]");
+               const img = new Image();
+               img.onload = () => done(link.href.startsWith("data:image/svg+xml") && img.width > 0);
+               img.onerror = () => done(false);
+               img.src = link.href;"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(icon, json!(true));
     // The live refresh sends one page's requests at a time, however slow the answers: with every
     // answer 4 s late (the overview asks for its queues and its history side by side), no more
     // than those two are ever in flight, and the next refresh waits three times as long as the
