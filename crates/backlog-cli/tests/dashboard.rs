@@ -673,6 +673,35 @@ async fn dashboard_in_a_real_browser() {
     let q = api(port, "GET", "/api/v1/queues/emails", READ, None).await;
     assert_eq!(q["settings"]["max_attempts"], 7);
     b.wait_text("#live", "live").await;
+    // Every setting is in the form, and one emptied goes back to its default (null): flow
+    // control set, then lifted.
+    b.wait_text("#live", "live").await;
+    b.type_into("#settings input[name=rate_limit]", "100/1m")
+        .await;
+    b.type_into("#settings input[name=global_concurrency]", "5")
+        .await;
+    b.click("#settings button[type=submit]").await;
+    let settings = |want: Value| async move {
+        for _ in 0..50 {
+            let q = api(port, "GET", "/api/v1/queues/emails", READ, None).await;
+            let got = json!([
+                q["settings"]["rate_limit"],
+                q["settings"]["global_concurrency"]
+            ]);
+            if got == want {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the settings never became {want}");
+    };
+    settings(json!(["100/1m", 5])).await;
+    b.wait_text("#live", "live").await;
+    b.type_into("#settings input[name=rate_limit]", "").await;
+    b.type_into("#settings input[name=global_concurrency]", "")
+        .await;
+    b.click("#settings button[type=submit]").await;
+    settings(json!([null, null])).await;
     b.shot("queue.png").await;
 
     // The overview's charts: what the API and the worker did, per minute.

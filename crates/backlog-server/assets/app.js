@@ -569,27 +569,35 @@
     ];
   }
 
+  // Every queue setting: [key, label, input type or choices, what empty means for one that may
+  // be cleared (sent as null), or undefined for one that must have a value].
   const SETTINGS = [
     ["max_attempts", "Max attempts", "number"], ["backoff_base", "Backoff base", "text"],
     ["backoff_max", "Backoff max", "text"], ["lease", "Lease", "text"],
     ["order", "Order", ["fifo", "lifo"]], ["retention", "Retention", ["delete", "keep", "archive"]],
-    ["concurrency", "Concurrency", "number"],
+    ["concurrency", "Concurrency", "number", "worker's own"],
+    ["global_concurrency", "Global concurrency", "number", "no limit"],
+    ["rate_limit", "Rate limit", "text", "no limit (e.g. 100/1m)"],
+    ["group_concurrency", "Group concurrency", "number"],
+    ["group_on_failure", "Group on failure", ["block", "next"]],
+    ["group_rate_limit", "Group rate limit", "text", "no limit (e.g. 10/1m)"],
+    ["shards", "Shards", "number"],
   ];
 
   function settingsCard(name, s) {
     if (!isAdmin()) {
       return h("section", { class: "card" }, h("h2", {}, "Settings"),
-        h("dl", { class: "facts one" }, SETTINGS.map(([k, label]) => [
-          h("dt", {}, label), h("dd", {}, s[k] === null ? "worker's own" : String(s[k]))])));
+        h("dl", { class: "facts one" }, SETTINGS.map(([k, label, , none]) => [
+          h("dt", {}, label), h("dd", {}, s[k] === null ? (none || "none").replace(/ \(.*/, "") : String(s[k]))])));
     }
     const form = h("form", { class: "settings", id: "settings" },
-      SETTINGS.map(([k, label, type]) => h("label", {},
+      SETTINGS.map(([k, label, type, none]) => h("label", {},
         h("span", {}, label),
         Array.isArray(type)
           ? h("select", { name: k }, type.map((o) => h("option", { value: o, selected: s[k] === o }, o)))
           : h("input", {
             name: k, type, value: s[k] ?? "", min: type === "number" ? 1 : null,
-            placeholder: k === "concurrency" ? "worker's own" : null,
+            placeholder: none || null,
           }))),
       h("div", { class: "form-foot" },
         h("button", { type: "submit", class: "btn primary" }, "Save"),
@@ -602,9 +610,15 @@
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
       const body = {};
-      for (const [k, , type] of SETTINGS) {
+      for (const [k, , type, none] of SETTINGS) {
         const v = form.elements[k].value.trim();
-        if (v === "" || v === String(s[k] ?? "")) continue;
+        if (v === String(s[k] ?? "")) continue;
+        if (v === "") {
+          // Emptied: a setting that may be cleared goes back to its default (null); one that
+          // must have a value keeps it.
+          if (none !== undefined) body[k] = null;
+          continue;
+        }
         body[k] = type === "number" ? Number(v) : v;
       }
       if (Object.keys(body).length === 0) {

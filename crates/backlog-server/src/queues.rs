@@ -109,8 +109,10 @@ pub struct SettingsRequest {
     /// `delete`, `keep` or `archive`.
     #[schema(pattern = "^(delete|keep|archive)$")]
     pub retention: Option<String>,
-    /// Most jobs running at once per worker process (1 to 10,000).
-    pub concurrency: Option<u32>,
+    /// Most jobs running at once per worker process (1 to 10,000); `null`: each worker's own.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u32>)]
+    pub concurrency: Option<Option<u32>>,
     /// Most jobs running at once across every process (1 to 1,000,000); `null` lifts the limit.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<u32>)]
@@ -168,7 +170,7 @@ impl SettingsRequest {
             s.retention = v.parse()?;
         }
         if let Some(v) = self.concurrency {
-            s.concurrency = Some(v);
+            s.concurrency = v;
         }
         if let Some(v) = self.global_concurrency {
             s.global_concurrency = v;

@@ -428,7 +428,8 @@ async fn queue_administration(engine: Engine) {
         q["flow"],
         json!({"running": 0, "waiting": 0, "waiting_groups": 0, "blocked": []})
     );
-    // `null` lifts the global limit; bad values change nothing.
+    // `null` lifts the global limit, and gives the concurrency back to each worker; bad values
+    // change nothing.
     let lifted = api
         .ok(
             Method::PATCH,
@@ -437,6 +438,25 @@ async fn queue_administration(engine: Engine) {
         )
         .await;
     assert_eq!(lifted["settings"]["global_concurrency"], json!(null));
+    assert_eq!(
+        lifted["settings"]["concurrency"],
+        json!(4),
+        "left out: kept"
+    );
+    let own = api
+        .ok(
+            Method::PATCH,
+            "/api/v1/queues/reports",
+            Some(json!({"concurrency": null})),
+        )
+        .await;
+    assert_eq!(own["settings"]["concurrency"], json!(null));
+    api.ok(
+        Method::PATCH,
+        "/api/v1/queues/reports",
+        Some(json!({"concurrency": 4})),
+    )
+    .await;
     for (bad, code) in [
         (json!({"global_concurrency": 0}), "value_out_of_range"),
         (json!({"group_concurrency": 0}), "value_out_of_range"),
