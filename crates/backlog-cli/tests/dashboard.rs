@@ -533,6 +533,10 @@ async fn dashboard_in_a_real_browser() {
                  bars: bars.querySelectorAll("rect.bar").length,
                  tips: bars.querySelectorAll("rect.hover title").length,
                  nice: [0, 7, 58, 100, 101].map(c.niceMax),
+                 // Large counts fit the axis: no label cut to "00,000".
+                 big: [...c.draw(minutes.map((m) => ({...m, completed: 250000 + m.completed})),
+                         [{key: "completed", label: "c"}], "line").querySelectorAll(".ylabel")]
+                       .map((e) => e.textContent),
                };"#,
             vec![],
         )
@@ -556,6 +560,11 @@ async fn dashboard_in_a_real_browser() {
     assert_eq!(drawn["bars"], 26);
     assert_eq!(drawn["tips"], 30);
     assert_eq!(drawn["nice"], json!([1, 10, 100, 100, 200]));
+    assert_eq!(
+        drawn["big"],
+        json!(["0", "250K", "500K"]),
+        "large counts are labelled short enough for the axis"
+    );
 
     b.find("#queues tr[data-queue=emails]").await;
     let count = |q: &str, s: &str| format!("#queues tr[data-queue={q}] td[data-count={s}]");

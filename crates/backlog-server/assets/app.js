@@ -183,6 +183,8 @@
   }, relative(us));
 
   const fmtNum = (n) => (n === null || n === undefined ? "—" : Number(n).toLocaleString("en-US"));
+  // 250K, 1.5M: for a chart's axis, whose labels have room for about five characters.
+  const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumFractionDigits: 1 });
   const pretty = (v) => JSON.stringify(v, null, 2);
 
   function preview(v, max = 90) {
@@ -255,7 +257,7 @@
         root.append(svg("line", { x1: L, x2: W - R, y1: gy, y2: gy, class: "grid" }));
         // Counts are whole: no label at a fraction.
         if (Number.isInteger(max * f)) {
-          root.append(svg("text", { x: L - 6, y: gy + 4, class: "ylabel" }, fmtNum(max * f)));
+          root.append(svg("text", { x: L - 6, y: gy + 4, class: "ylabel" }, compact.format(max * f)));
         }
       }
       const labelIdx = n <= 1 ? [0] : [0, Math.floor((n - 1) / 2), n - 1];
