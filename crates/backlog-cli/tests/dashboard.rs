@@ -713,6 +713,40 @@ async fn dashboard_in_a_real_browser() {
     settings(json!([null, null])).await;
     b.shot("queue.png").await;
 
+    // A kind filter: `?kind=` in the page's address (a kind in the table links to it) lists
+    // that kind's jobs only, on every tab.
+    let digest = api(
+        port,
+        "POST",
+        "/api/v1/jobs",
+        PRODUCE,
+        Some(json!({"queue": "emails", "payload": {"weekly": true}, "kind": "digest"})),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    b.goto("#/queues/emails/available?kind=digest").await;
+    b.wait_text("#kind-filter", "digest").await;
+    b.find(&format!("#jobs tr[data-job='{digest}']")).await;
+    let rows = b
+        .client
+        .execute(
+            "return document.querySelectorAll('#jobs tbody tr').length;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows, json!(1), "welcome jobs are filtered out");
+    let tab = b
+        .client
+        .execute(
+            "return document.querySelector('nav.tabs a[data-state=dead]').getAttribute('href');",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(tab, json!("#/queues/emails/dead?kind=digest"));
+
     // The overview's charts: what the API and the worker did, per minute.
     b.goto("#/").await;
     for css in [

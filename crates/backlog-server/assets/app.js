@@ -429,7 +429,7 @@
   // redrive, settings, and its charts.
 
   function pageCursor(route) {
-    const key = `${route.queue}/${route.state}`;
+    const key = `${route.queue}/${route.state}?${route.kind || ""}`;
     if (app.cursor.key !== key) app.cursor = { key, stack: [], after: null };
     return app.cursor;
   }
@@ -465,9 +465,12 @@
     const name = route.queue;
     const cur = pageCursor(route);
     const after = cur.after ? `&after=${cur.after}` : "";
-    const jobsPath = route.state === "dead"
+    // A kind filter (`?kind=` in the hash) reads the jobs list, which takes one.
+    const kindQ = route.kind ? `&kind=${enc(route.kind)}` : "";
+    const jobsPath = route.state === "dead" && !route.kind
       ? `/api/v1/queues/${enc(name)}/dead?limit=${PAGE_SIZE}${after}`
-      : `/api/v1/jobs?queue=${enc(name)}&state=${route.state}&limit=${PAGE_SIZE}${after}`;
+      : `/api/v1/jobs?queue=${enc(name)}&state=${route.state}${kindQ}&limit=${PAGE_SIZE}${after}`;
+    const kindHash = route.kind ? `?kind=${enc(route.kind)}` : "";
     let q, page, hist;
     try {
       [q, page, hist] = await Promise.all([
@@ -496,7 +499,7 @@
 
     const tabs = h("nav", { class: "tabs", "aria-label": "Job states" }, STATES.map((st) =>
       h("a", {
-        href: `#/queues/${enc(name)}/${st}`, class: st === route.state ? "on" : "", "data-state": st,
+        href: `#/queues/${enc(name)}/${st}${kindHash}`, class: st === route.state ? "on" : "", "data-state": st,
       }, st, st in q.stats ? h("span", { class: "count" + (q.stats[st] ? ` st-bg-${st}` : "") }, fmtNum(q.stats[st])) : null)));
 
     let deadHead = null;
@@ -524,7 +527,9 @@
       const last = j.errors.length ? j.errors[j.errors.length - 1].error : "";
       return h("tr", { "data-job": j.id },
         h("td", { class: "num" }, h("a", { href: `#/jobs/${j.id}`, class: "strong" }, `#${j.id}`)),
-        h("td", {}, j.kind || h("span", { class: "muted" }, "—")),
+        h("td", {}, j.kind
+          ? h("a", { href: `#/queues/${enc(name)}/${route.state}?kind=${enc(j.kind)}`, title: "Only this kind" }, j.kind)
+          : h("span", { class: "muted" }, "—")),
         h("td", {}, stateBadge(j.reported_state)),
         h("td", { class: "num" }, `${j.attempt}/${j.max_attempts ?? s.max_attempts}`),
         h("td", { class: "num" }, j.priority),
@@ -565,7 +570,9 @@
           : h("span", { class: "badge active", id: "queue-status" }, "active")),
         actions),
       h("div", { class: "split" },
-        h("section", { class: "card flush" }, tabs, deadHead, table, pager),
+        h("section", { class: "card flush" }, tabs, route.kind ? h("p", { class: "filter", id: "kind-filter" },
+          "Kind ", h("code", {}, route.kind), " only · ",
+          h("a", { href: `#/queues/${enc(name)}/${route.state}` }, "all kinds")) : null, deadHead, table, pager),
         h("aside", {}, settingsCard(name, s))),
       chartRow(hist),
     ];
@@ -725,7 +732,9 @@
   // Routing, rendering and the live refresh.
 
   function parseRoute() {
-    const parts = location.hash.replace(/^#\/?/, "").split("/").map((p) => {
+    const [path, query] = location.hash.replace(/^#\/?/, "").split("?");
+    const params = new URLSearchParams(query || "");
+    const parts = path.split("/").map((p) => {
       try {
         return decodeURIComponent(p);
       } catch (_) {
@@ -733,7 +742,10 @@
       }
     });
     if (parts[0] === "queues" && parts[1]) {
-      return { page: "queue", queue: parts[1], state: STATES.includes(parts[2]) ? parts[2] : "available" };
+      return {
+        page: "queue", queue: parts[1], state: STATES.includes(parts[2]) ? parts[2] : "available",
+        kind: params.get("kind") || null,
+      };
     }
     if (parts[0] === "jobs" && /^\d+$/.test(parts[1] || "")) return { page: "job", id: parts[1] };
     return { page: "overview" };
