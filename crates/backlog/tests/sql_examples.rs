@@ -193,13 +193,23 @@ async fn a_mysql_claim_written_before_version_12_fails_clearly() {
     .await
     .unwrap();
     assert_eq!(claimed.len(), 10);
-    let locked: u64 = sqlx::query_scalar(
-        "SELECT trx_rows_locked FROM information_schema.INNODB_TRX \
-         WHERE trx_mysql_thread_id = CONNECTION_ID()",
-    )
-    .fetch_one(&mut *tx)
-    .await
-    .unwrap();
+    // InnoDB's INNODB_TRX is a cache refreshed at most every 100 ms: a transaction just begun
+    // may not be in it yet.
+    let mut locked = None;
+    for _ in 0..50 {
+        locked = sqlx::query_scalar::<_, u64>(
+            "SELECT trx_rows_locked FROM information_schema.INNODB_TRX \
+             WHERE trx_mysql_thread_id = CONNECTION_ID()",
+        )
+        .fetch_optional(&mut *tx)
+        .await
+        .unwrap();
+        if locked.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let locked = locked.expect("the claim's transaction in INNODB_TRX");
     assert!(locked <= 40, "a claim of 10 locked {locked} rows of 2,000");
     tx.rollback().await.unwrap();
     db.drop_db().await;
