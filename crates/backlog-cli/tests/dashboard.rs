@@ -438,6 +438,37 @@ async fn dashboard_in_a_real_browser() {
     b.login(ADMIN).await;
     assert_eq!(b.text("#who-name").await.as_deref(), Some("ops"));
     assert_eq!(b.text("#who-scope").await.as_deref(), Some("admin"));
+    // Times say their zone; a command's failure shows its stderr before its exit status.
+    let text = b
+        .client
+        .execute(
+            r#"const t = window.backlogText;
+               return [
+                 t.localTime(0),
+                 t.errorSummary("command exit status: 1: connecting\nthe upstream refused"),
+                 t.errorSummary("command exit status: 2"),
+                 t.errorSummary("command signal: 9 (SIGKILL)"),
+                 t.errorSummary("smtp: 550 mailbox unavailable"),
+               ];"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    let zoned = text[0].as_str().unwrap();
+    assert!(
+        zoned.starts_with("19")
+            && (zoned.ends_with(" UTC") || zoned.contains(" UTC+") || zoned.contains(" UTC-")),
+        "{zoned}"
+    );
+    assert_eq!(
+        text.as_array().unwrap()[1..],
+        [
+            json!("the upstream refused · exit status: 1"),
+            json!("command exit status: 2"),
+            json!("command signal: 9 (SIGKILL)"),
+            json!("smtp: 550 mailbox unavailable"),
+        ]
+    );
     // The page's icon is inline and draws (no /favicon.ico request that would answer 404).
     let icon = b
         .client

@@ -160,11 +160,29 @@
   // Times come from the API as microseconds since the epoch (exact, whatever the field names).
   const dateOf = (us) => new Date(us / 1000);
 
+  // The browser's offset from UTC at `d`, as `UTC`, `UTC+01:00`, `UTC-05:30`.
+  function zoneOf(d) {
+    const off = -d.getTimezoneOffset();
+    if (off === 0) return "UTC";
+    const a = Math.abs(off);
+    return `UTC${off > 0 ? "+" : "-"}${pad(Math.floor(a / 60))}:${pad(a % 60)}`;
+  }
+
   function localTime(us) {
     if (us === null || us === undefined) return "—";
     const d = dateOf(us);
     return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
-      `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+      `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} ${zoneOf(d)}`;
+  }
+
+  // An error for a table cell: `backlog work`'s "command exit status: 1: <stderr>" shows the
+  // command's last line of stderr first, its status after (the cell is too narrow for both, and
+  // the status is the same in every row); anything else as it is.
+  function errorSummary(error) {
+    const m = /^command (exit status: \d+|signal: [^:]*)(?:: ([\s\S]*))?$/.exec(error);
+    if (!m) return error;
+    const last = (m[2] || "").trim().split("\n").pop().trim();
+    return last ? `${last} · ${m[1]}` : `command ${m[1]}`;
   }
 
   function relative(us) {
@@ -536,7 +554,7 @@
         h("td", {}, when(j.created_at)),
         h("td", {}, when(j[timeCol[1]])),
         h("td", { class: "mono clip", title: preview(j.payload, 2000) }, preview(j.payload)),
-        errorCol ? h("td", { class: "clip error-text", title: last }, last) : null);
+        errorCol ? h("td", { class: "clip error-text", title: last }, errorSummary(last)) : null);
     });
 
     const table = page.jobs.length === 0
@@ -940,5 +958,6 @@
 
   // For tests and the curious: the chart code, callable on any minutes.
   window.backlogCharts = Charts;
+  window.backlogText = { errorSummary, localTime };
   boot();
 })();
