@@ -306,7 +306,7 @@ pub fn done_period(
 }
 
 /// What [`Backend::job_vacuum`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct JobVacuumed {
     /// The dead rows the database counted in the job table before reclaiming them.
     pub dead: u64,

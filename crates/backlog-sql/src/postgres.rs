@@ -56,6 +56,11 @@ const DONE_TABLE: VacuumTarget = VacuumTarget {
     // snapshot the ones the prune deletes stay on disk until it ends.
     compact: None,
 };
+/// How long the leader's compaction and emptying wait for a lock, in milliseconds (at least 1).
+fn lock_wait_ms(p: &JobVacuumParams) -> i32 {
+    p.compact_lock_wait.as_millis().clamp(1, i32::MAX as u128) as i32
+}
+
 /// The advisory lock migrators take (transaction-scoped): "backlog" in ASCII.
 const MIGRATE_LOCK: i64 = 0x0062_6163_6b6c_6f67;
 
@@ -315,7 +320,7 @@ impl PgBackend {
         if !on_pool!(self, held.scalar(), fetch_one).db()? {
             return Ok(Some(done));
         }
-        let wait = p.compact_lock_wait.as_millis().clamp(1, i32::MAX as u128) as i32;
+        let wait = lock_wait_ms(p);
         let stmt = compact(p.compact_max_live.min(i64::MAX as u64) as i64, wait);
         let kept: std::result::Result<Option<i64>, sqlx::Error> =
             on_pool!(self, stmt.scalar(), fetch_one);
@@ -332,7 +337,7 @@ impl PgBackend {
     async fn job_done_empty(&self, p: &JobVacuumParams) -> Result<u64> {
         let period = p.done_period.as_micros().clamp(1, i64::MAX as u128) as i64;
         on_pool!(self, cat::job_done_period(period).query(), execute).db()?;
-        let wait = p.compact_lock_wait.as_millis().clamp(1, i32::MAX as u128) as i32;
+        let wait = lock_wait_ms(p);
         let emptied: i32 = on_pool!(self, cat::job_done_empty(wait).scalar(), fetch_one).db()?;
         Ok(emptied.max(0) as u64)
     }
@@ -1265,13 +1270,10 @@ impl Dialect for PgBackend {
             (a, b) => a.or(b),
         };
         Ok(match (vacuumed, emptied) {
-            (Some(v), emptied) => Some(JobVacuumed { emptied, ..v }),
             (None, 0) => None,
-            (None, emptied) => Some(JobVacuumed {
-                dead: 0,
-                kept: 0,
-                compacted: None,
+            (v, emptied) => Some(JobVacuumed {
                 emptied,
+                ..v.unwrap_or_default()
             }),
         })
     }
