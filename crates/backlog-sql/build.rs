@@ -10,6 +10,9 @@
 //!   repeating the last value (an `IN` list is a set), so that a statement has a few texts.
 //! - `-- @rows MARKER NAME: (TYPE, …)` declares rows: `/*MARKER*/` stands for `(?, …), (?, …)`,
 //!   one group per element of `NAME: &[(TYPE, …)]`.
+//! - `-- @table MARKER NAME` declares a table's number: `/*MARKER*/` in the text stands for the
+//!   decimal digits of `NAME: u8`, written into the text (no placeholder), so that one file names
+//!   any table of a ring (`backlog_job_done_/*SLOT*/`). An `@unprepared` statement may take one.
 //! - `-- @bind NAME, NAME, …` (positional dialects only) gives the order of the placeholders
 //!   when a parameter is bound more than once.
 //! - `-- @external` marks a statement of the SQL contract that other clients run (the Python
@@ -35,8 +38,17 @@ const DIALECTS: [(&str, &str); 3] = [
 #[derive(Debug)]
 enum Kind {
     Scalar,
-    List { marker: String },
-    Rows { marker: String, width: usize },
+    List {
+        marker: String,
+    },
+    Rows {
+        marker: String,
+        width: usize,
+    },
+    /// Written into the text, not bound.
+    Table {
+        marker: String,
+    },
 }
 
 #[derive(Debug)]
@@ -187,6 +199,15 @@ fn generate(
                     width,
                 },
             });
+        } else if let Some(rest) = c.strip_prefix("@table ") {
+            let (marker, n) = rest.split_once(' ').ok_or("@table MARKER NAME")?;
+            params.push(Param {
+                name: n.trim().to_owned(),
+                ty: "u8".to_owned(),
+                kind: Kind::Table {
+                    marker: marker.to_owned(),
+                },
+            });
         } else if c == "@unprepared" {
             unprepared = true;
         } else if c == "@external" {
@@ -207,11 +228,29 @@ fn generate(
     let markers: Vec<&str> = params
         .iter()
         .filter_map(|p| match &p.kind {
-            Kind::List { marker } | Kind::Rows { marker, .. } => Some(marker.as_str()),
+            Kind::List { marker } | Kind::Rows { marker, .. } | Kind::Table { marker } => {
+                Some(marker.as_str())
+            }
             Kind::Scalar => None,
         })
         .collect();
-    let slots = scan(dialect, text, &markers)?;
+    let mut slots = scan(dialect, text, &markers)?;
+    for t in &params {
+        let Kind::Table { marker } = &t.kind else {
+            continue;
+        };
+        if !slots
+            .iter()
+            .any(|s| matches!(s, Slot::Marker(m) if m == marker))
+        {
+            return Err(format!("/*{marker}*/ of `{}` is not in the text", t.name));
+        }
+        slots.retain(|s| !matches!(s, Slot::Marker(m) if m == marker));
+    }
+    // What is bound: every parameter but the tables, written into the text.
+    let (tables, params): (Vec<Param>, Vec<Param>) = params
+        .into_iter()
+        .partition(|p| matches!(p.kind, Kind::Table { .. }));
     // The order the values go in: one parameter name per slot.
     let order: Vec<String> = if slots.iter().any(|s| matches!(s, Slot::Numbered(_))) {
         if bind.is_some() {
@@ -279,15 +318,43 @@ fn generate(
     if doc.is_empty() {
         writeln!(f, "/// `{dialect}/{name}.sql`.").unwrap();
     }
-    let args: Vec<String> = params
-        .iter()
+    let args: Vec<String> = (tables.iter().chain(&params))
         .map(|p| match &p.kind {
-            Kind::Scalar => format!("{}: {}", p.name, p.ty),
+            Kind::Scalar | Kind::Table { .. } => format!("{}: {}", p.name, p.ty),
             Kind::List { .. } => format!("{}: &[{}]", p.name, p.ty),
             Kind::Rows { .. } => format!("{}: &[{}]", p.name, p.ty),
         })
         .collect();
+    // Each table's number written into `text`.
+    let write_tables: String = tables
+        .iter()
+        .map(|t| match &t.kind {
+            Kind::Table { marker } => format!(
+                "    let text = text.replace(\"/*{marker}*/\", &{}.to_string());\n",
+                t.name
+            ),
+            _ => unreachable!(),
+        })
+        .collect();
     let upper = name.to_uppercase();
+    if unprepared && !tables.is_empty() {
+        if !params.is_empty() || tables.len() > 1 {
+            return Err("an @unprepared statement takes one @table and no parameters".into());
+        }
+        let Kind::Table { marker } = &tables[0].kind else {
+            unreachable!()
+        };
+        writeln!(
+            f,
+            "/// Sent unprepared (`sqlx::raw_sql`).\n\
+             pub(crate) fn {name}({}) -> String {{\n    \
+             include_str!({file:?}).replace(\"/*{marker}*/\", &{}.to_string())\n}}\n",
+            args.join(", "),
+            tables[0].name
+        )
+        .unwrap();
+        return Ok((f, catalog_entry(name, &file, &tables, &order)));
+    }
     if unprepared {
         if !params.is_empty() {
             return Err("an @unprepared statement takes no parameters".into());
@@ -309,7 +376,7 @@ fn generate(
     )
     .unwrap();
     writeln!(f, "    const TEXT: &str = {upper};").unwrap();
-    let dynamic = params.iter().any(|p| !matches!(p.kind, Kind::Scalar));
+    let dynamic = !tables.is_empty() || params.iter().any(|p| !matches!(p.kind, Kind::Scalar));
     writeln!(
         f,
         "    #[allow(unused_mut)]
@@ -317,7 +384,17 @@ fn generate(
     )
     .unwrap();
     if dynamic {
-        writeln!(f, "    let mut text = TEXT.to_owned();").unwrap();
+        let lists = params.iter().any(|p| !matches!(p.kind, Kind::Scalar));
+        let mutable = if lists {
+            "    let mut text = text;\n"
+        } else {
+            ""
+        };
+        write!(
+            f,
+            "    let text = TEXT.to_owned();\n{write_tables}{mutable}"
+        )
+        .unwrap();
     }
     for n in &order {
         let p = params.iter().find(|p| &p.name == n).unwrap();
@@ -329,6 +406,7 @@ fn generate(
                  a.list({n});"
             )
             .unwrap(),
+            Kind::Table { .. } => unreachable!("written into the text"),
             Kind::Rows { marker, width } => {
                 writeln!(
                     f,
@@ -360,7 +438,9 @@ fn generate(
     )
     .unwrap();
 
-    Ok((f, catalog_entry(name, &file, &params, &order)))
+    let mut declared = tables;
+    declared.extend(params);
+    Ok((f, catalog_entry(name, &file, &declared, &order)))
 }
 
 /// The catalog entry of a statement.
@@ -372,6 +452,7 @@ fn catalog_entry(name: &str, file: &str, params: &[Param], order: &[String]) -> 
                 Kind::Scalar => "param".to_owned(),
                 Kind::List { marker } => format!("list /*{marker}*/"),
                 Kind::Rows { marker, .. } => format!("rows /*{marker}*/"),
+                Kind::Table { marker } => format!("table /*{marker}*/"),
             };
             format!("({:?}, {:?}, {:?})", p.name, p.ty, kind)
         })

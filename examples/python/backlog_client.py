@@ -487,15 +487,15 @@ class _MySql(_Dialect):
         if retention == "delete":
             cur = self._run(conn, "job_complete_delete_fenced", (job.id, job.token), ids=1)
             return cur.rowcount == 1
-        if retention == "keep":
-            cur = self._run(conn, "job_complete_keep_fenced", (now, job.id, job.token), ids=1)
-            return cur.rowcount == 1
-        # archive: lock the row, check it is still ours, copy it, delete it.
+        # keep and archive: lock the row, check it is still ours, copy it where it is kept (keep:
+        # the completed jobs' ring, through the view backlog_job_done_current, schema version
+        # 17), delete it.
+        copy = {"keep": "job_complete_keep", "archive": "job_complete_archive"}[retention]
         with self.transaction(conn):
             row = self._run(conn, "job_complete_lock", (job.id,), ids=1).fetchone()
             if row is None or row[1] != job.token or row[2] != "running":
                 return False
-            self._run(conn, "job_complete_archive", (now, job.id), ids=1)
+            self._run(conn, copy, (now, job.id), ids=1)
             self._run(conn, "job_complete_delete", (job.id,), ids=1)
         return True
 
@@ -1433,17 +1433,6 @@ DELETE backlog_job FROM backlog_job FORCE INDEX (PRIMARY)
 WHERE id IN (/*IDS*/) AND lease_token = ? AND state = 'running'
 """
 
-QUERIES["mysql/job_complete_keep_fenced.sql"] = """\
--- The common case in one statement: the jobs of one lease token, fenced by it (see
--- job_complete_delete_fenced).
--- @param now: i64
--- @list IDS ids: i64
--- @param token: i64
-UPDATE backlog_job FORCE INDEX (PRIMARY)
-SET state = 'completed', finished_at = ?, lease_token = NULL, lease_expires_at = NULL
-WHERE id IN (/*IDS*/) AND lease_token = ? AND state = 'running'
-"""
-
 QUERIES["mysql/job_complete_lock.sql"] = """\
 -- No RETURNING in MySQL: lock the rows first to learn which hold the caller's token. FORCE INDEX:
 -- on a small table the optimizer scans instead, locking rows other workers hold (deadlocks).
@@ -1463,6 +1452,24 @@ INSERT INTO backlog_job_archive
 SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
        lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?,
        cancel_requested_at, trace_context, group_key
+FROM backlog_job FORCE INDEX (PRIMARY)
+WHERE id IN (/*IDS*/)
+"""
+
+QUERIES["mysql/job_complete_keep.sql"] = """\
+-- Rows job_complete_lock found running with the caller's token (still locked; FORCE INDEX: see
+-- there), kept: copied, completed, into the ring table completions write now (the view
+-- backlog_job_done_current, turned by the leader; migrations/mysql/0017_job_done_ring.sql);
+-- job_complete_delete removes them from the job table after, in the same transaction.
+-- @param now: i64
+-- @list IDS ids: i64
+INSERT INTO backlog_job_done_current
+    (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+     lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+     attempted_at, finished_at, cancel_requested_at, trace_context, group_key, shard)
+SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
+       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?,
+       cancel_requested_at, trace_context, group_key, shard
 FROM backlog_job FORCE INDEX (PRIMARY)
 WHERE id IN (/*IDS*/)
 """

@@ -51,6 +51,19 @@ pub struct ProcessArgs {
     pub handler_ms: u64,
 }
 
+/// What the session of `--hold-transaction` holds open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum HoldKind {
+    /// A read in `REPEATABLE READ` (MySQL/MariaDB: `START TRANSACTION WITH CONSISTENT
+    /// SNAPSHOT`), as a report or `pg_dump` holds one.
+    Snapshot,
+    /// A row written to a (temporary) table of its own, then idle in transaction: a
+    /// transaction id, which holds PostgreSQL's horizon as a snapshot does (InnoDB's purge
+    /// waits only on read views, which such a transaction does not open).
+    Write,
+}
+
 /// A part of the benchmark, for `--only`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -212,6 +225,14 @@ pub struct BenchArgs {
     /// idle in transaction costs (PostgreSQL's xmin horizon, InnoDB's purge, SQLite's WAL).
     #[arg(long, requires = "soak")]
     pub hold_transaction: bool,
+    /// What --hold-transaction's session does (default snapshot).
+    #[arg(long, value_enum, requires = "hold_transaction")]
+    pub hold_kind: Option<HoldKind>,
+    /// The server --hold-transaction's session runs on (default the database under test): a
+    /// PostgreSQL physical replica with `hot_standby_feedback = on` holds the primary's horizon
+    /// for a query it runs as a session on the primary would.
+    #[arg(long, requires = "hold_transaction", value_name = "URL")]
+    pub hold_url: Option<String>,
     /// Instead of the figures above: this many jobs enqueued as fast as --overload-producers
     /// can (more callers than the pool's 16 connections) while a worker drains them; samples
     /// memory, the pool and the jobs waiting.

@@ -7,6 +7,8 @@
 use backlog::sqlx::{self, MySqlPool, PgPool, SqlitePool};
 use backlog::{Client, SqlBackend};
 
+use crate::args::HoldKind;
+
 /// A bare-SQL runner over the client's own pool.
 #[derive(Clone)]
 pub struct Baseline {
@@ -599,7 +601,19 @@ impl Baseline {
                 .fetch_all(p)
                 .await
             }
-            Pool::MySql(p) => sqlx::query_scalar(sql("?")).bind(queue).fetch_all(p).await,
+            // And in the ring of tables since version 17.
+            Pool::MySql(p) => {
+                sqlx::query_scalar(
+                    "SELECT finished_at - attempted_at FROM backlog_job \
+                     WHERE queue = ? AND state = 'completed' \
+                     UNION ALL SELECT finished_at - attempted_at FROM backlog_job_done \
+                     WHERE queue = ?",
+                )
+                .bind(queue)
+                .bind(queue)
+                .fetch_all(p)
+                .await
+            }
         }
     }
 
@@ -625,13 +639,29 @@ impl Baseline {
             Pool::MySql(p) => {
                 // information_schema's sizes are statistics: refresh them first.
                 sqlx::query("ANALYZE TABLE backlog_job").execute(p).await?;
-                sqlx::query_as(
+                let (rows, table, index) = sqlx::query_as(
                     "SELECT (SELECT count(*) FROM backlog_job), CAST(data_length AS SIGNED), \
                      CAST(index_length AS SIGNED) FROM information_schema.TABLES \
                      WHERE table_schema = DATABASE() AND table_name = 'backlog_job'",
                 )
                 .fetch_one(p)
-                .await?
+                .await?;
+                // The ring of completed jobs' tables (schema version 17): their files' bytes
+                // (MariaDB's view of the tablespaces; 0 where the server has none).
+                let kept: i64 = sqlx::query_scalar(
+                    "SELECT CAST(COALESCE(SUM(FILE_SIZE), 0) AS SIGNED) \
+                     FROM information_schema.INNODB_SYS_TABLESPACES \
+                     WHERE NAME LIKE CONCAT(DATABASE(), '/backlog\\_job\\_done\\_%')",
+                )
+                .fetch_one(p)
+                .await
+                .unwrap_or(0);
+                return Ok(Sizes {
+                    rows,
+                    table_bytes: table,
+                    index_bytes: index,
+                    kept_bytes: kept,
+                });
             }
             Pool::Sqlite(p) => {
                 // dbstat: the pages of each b-tree (the table, and each of its indexes).
@@ -672,8 +702,13 @@ impl Baseline {
             ),
         };
         let mut tables = vec![job.to_owned(), bare, queue.to_owned()];
-        if let Pool::Postgres(_) = self.pool {
-            tables.push("backlog_job_done WHERE queue LIKE $1".to_owned());
+        match self.pool {
+            Pool::Postgres(_) => tables.push("backlog_job_done WHERE queue LIKE $1".to_owned()),
+            // The ring of completed jobs' tables (schema version 17).
+            Pool::MySql(_) => {
+                tables.extend((0..16).map(|k| format!("backlog_job_done_{k} WHERE queue LIKE ?")))
+            }
+            Pool::Sqlite(_) => {}
         }
         for sql in tables {
             let sql = sqlx::AssertSqlSafe(format!("DELETE FROM {sql}"));
@@ -800,31 +835,67 @@ impl Baseline {
         }
     }
 
-    /// Another session holding a transaction (and its snapshot) open until the returned
-    /// connection is dropped: PostgreSQL pins the xmin horizon, InnoDB's purge waits on the read
-    /// view, SQLite's WAL cannot be checkpointed past the reader.
-    pub async fn hold_transaction(&self) -> Res<Box<dyn std::any::Any + Send>> {
+    /// Another session holding a transaction open until the returned connection is dropped:
+    /// PostgreSQL pins the xmin horizon, InnoDB's purge waits on the read view, SQLite's WAL
+    /// cannot be checkpointed past the reader. `kind` says what the session does, `url` where
+    /// it runs (a PostgreSQL replica with `hot_standby_feedback = on` pins the primary's
+    /// horizon too); by default on the database under test.
+    pub async fn hold_transaction(
+        &self,
+        kind: HoldKind,
+        url: Option<&str>,
+    ) -> anyhow::Result<Box<dyn std::any::Any + Send>> {
+        use anyhow::Context;
         use sqlx::ConnectOptions;
+        use std::str::FromStr;
+        let write = kind == HoldKind::Write;
         Ok(match &self.pool {
             Pool::Postgres(p) => {
-                let mut c = p.connect_options().connect().await?;
-                sqlx::raw_sql(
-                    "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM backlog_queue",
-                )
-                .execute(&mut c)
-                .await?;
+                let options = match url {
+                    Some(u) => sqlx::postgres::PgConnectOptions::from_str(u)
+                        .with_context(|| format!("--hold-url {u:?}: not a PostgreSQL URL"))?,
+                    None => p.connect_options().as_ref().clone(),
+                };
+                let mut c = options.connect().await?;
+                let sql = match write {
+                    true => {
+                        "CREATE TEMPORARY TABLE backlog_bench_held (at timestamptz); \
+                         BEGIN; INSERT INTO backlog_bench_held VALUES (now())"
+                    }
+                    // A long query on a replica holds its snapshot as this transaction does.
+                    false => {
+                        "BEGIN ISOLATION LEVEL REPEATABLE READ; \
+                              SELECT count(*) FROM backlog_queue"
+                    }
+                };
+                sqlx::raw_sql(sql).execute(&mut c).await?;
                 Box::new(c)
             }
             Pool::MySql(p) => {
-                let mut c = p.connect_options().connect().await?;
-                sqlx::raw_sql(
-                    "START TRANSACTION WITH CONSISTENT SNAPSHOT; SELECT count(*) FROM backlog_queue",
-                )
-                .execute(&mut c)
-                .await?;
+                let options = match url {
+                    Some(u) => sqlx::mysql::MySqlConnectOptions::from_str(u)
+                        .with_context(|| format!("--hold-url {u:?}: not a MySQL URL"))?,
+                    None => p.connect_options().as_ref().clone(),
+                };
+                let mut c = options.connect().await?;
+                let sql = match write {
+                    true => {
+                        // No read view: InnoDB's purge goes on past a transaction that
+                        // only wrote.
+                        "CREATE TEMPORARY TABLE backlog_bench_held (at datetime(6)); \
+                         START TRANSACTION; INSERT INTO backlog_bench_held VALUES (now(6))"
+                    }
+                    false => {
+                        "START TRANSACTION WITH CONSISTENT SNAPSHOT; \
+                         SELECT count(*) FROM backlog_queue"
+                    }
+                };
+                sqlx::raw_sql(sql).execute(&mut c).await?;
                 Box::new(c)
             }
             Pool::Sqlite(p) => {
+                // `params::check_hold` refused a URL and a writing session here.
+                anyhow::ensure!(url.is_none() && !write, "no such held session on SQLite");
                 let mut c = p.connect_options().connect().await?;
                 sqlx::raw_sql("BEGIN; SELECT count(*) FROM backlog_job")
                     .execute(&mut c)

@@ -55,6 +55,7 @@ async fn main() -> ExitCode {
 
 /// Runs the benchmark.
 async fn run(url: &str, a: BenchArgs) -> anyhow::Result<ExitCode> {
+    params::check_hold(url, &a)?;
     let p = params::params(url, &a);
     let config = BackendConfig {
         // --overload keeps the default pool: its producers are meant to outnumber it.

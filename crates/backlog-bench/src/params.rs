@@ -108,6 +108,35 @@ pub(crate) fn params(url: &str, a: &BenchArgs) -> Params {
     }
 }
 
+/// Refuses a held session the database under test cannot have, before anything is connected:
+/// `--hold-url` on another kind of server than `url`'s (or with SQLite, which has no other
+/// server), and a session that writes on SQLite (its one writer would stop the queue).
+pub(crate) fn check_hold(url: &str, a: &BenchArgs) -> anyhow::Result<()> {
+    let kind = |u: &str| match u.split(':').next().unwrap_or("") {
+        "postgres" | "postgresql" => "postgres",
+        "mysql" | "mariadb" => "mysql",
+        "sqlite" => "sqlite",
+        _ => "",
+    };
+    let under_test = kind(url);
+    if let Some(h) = &a.hold_url {
+        anyhow::ensure!(
+            under_test != "sqlite",
+            "--hold-url: SQLite has no other server to hold a session on"
+        );
+        anyhow::ensure!(
+            kind(h) == under_test,
+            "--hold-url {h:?}: expected a {under_test}:// URL, a server of the kind under test"
+        );
+    }
+    anyhow::ensure!(
+        !(under_test == "sqlite" && a.hold_kind == Some(crate::args::HoldKind::Write)),
+        "--hold-kind write: SQLite has one writer at a time, so the held session would stop the \
+         queue, not slow it"
+    );
+    Ok(())
+}
+
 pub(crate) fn soak_params(p: &Params, a: &BenchArgs, length: Duration) -> soak::SoakParams {
     let window = a.soak_window.unwrap_or(if a.quick {
         Duration::from_secs(1)
@@ -126,6 +155,11 @@ pub(crate) fn soak_params(p: &Params, a: &BenchArgs, length: Duration) -> soak::
         keep_completed_secs: a.soak_keep.as_secs_f64(),
         concurrency: p.concurrency,
         hold_transaction: a.hold_transaction,
+        hold_kind: a
+            .hold_transaction
+            .then(|| a.hold_kind.unwrap_or(crate::args::HoldKind::Snapshot)),
+        hold_elsewhere: a.hold_url.is_some(),
+        hold_url: a.hold_url.clone(),
     }
 }
 

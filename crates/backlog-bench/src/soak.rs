@@ -25,6 +25,7 @@ use backlog::{
 use indicatif::ProgressBar;
 use serde::Serialize;
 
+use crate::args::HoldKind;
 use crate::baseline::{Baseline, Sizes};
 use crate::util::{median, phase};
 
@@ -39,6 +40,12 @@ pub struct SoakParams {
     pub keep_completed_secs: f64,
     pub concurrency: u64,
     pub hold_transaction: bool,
+    /// What the held session does (null: none held).
+    pub hold_kind: Option<HoldKind>,
+    /// Whether the held session runs on another server (a replica) than the one under test.
+    pub hold_elsewhere: bool,
+    #[serde(skip)]
+    pub hold_url: Option<String>,
 }
 
 /// What the overload run runs with.
@@ -287,7 +294,13 @@ pub async fn soak(
     s.retention = Retention::Keep;
     client.queue_configure(&s).await?;
     let held = match p.hold_transaction {
-        true => Some(base.hold_transaction().await?),
+        true => Some(
+            base.hold_transaction(
+                p.hold_kind.unwrap_or(HoldKind::Snapshot),
+                p.hold_url.as_deref(),
+            )
+            .await?,
+        ),
         false => None,
     };
     let counters = Arc::new(Counters::default());
@@ -598,10 +611,17 @@ pub fn soak_human(r: &SoakReport) -> String {
         p.rate,
         p.window_secs,
         p.keep_completed_secs,
-        if p.hold_transaction {
-            ", another session holding a transaction open throughout"
-        } else {
-            ""
+        match (p.hold_kind, p.hold_elsewhere) {
+            (None, _) => "",
+            (Some(HoldKind::Snapshot), false) => {
+                ", another session holding a snapshot open throughout"
+            }
+            (Some(HoldKind::Snapshot), true) => {
+                ", a session on a replica holding a snapshot open throughout"
+            }
+            (Some(HoldKind::Write), _) => {
+                ", another session idle in transaction after a write throughout"
+            }
         }
     );
     s.push_str(&window_rows(&r.windows));

@@ -203,6 +203,31 @@ async fn quick_runs(engine: Engine) {
     }
     assert!(g["deepest_to_shallowest_ratio"].as_f64().unwrap() > 0.0);
     assert!(g["long_run"]["jobs"].as_u64().unwrap() > 0, "{g}");
+
+    // The soak in miniature, with a session holding a snapshot (and, on a server, one idle in
+    // transaction after a write): jobs completed under it, the held session named.
+    let mut kinds = vec!["snapshot"];
+    if engine != Engine::Sqlite {
+        kinds.push("write");
+    }
+    for kind in kinds {
+        let out = db.ok(&[
+            "--quick",
+            "--json",
+            "--soak",
+            "3s",
+            "--soak-rate",
+            "200",
+            "--hold-transaction",
+            "--hold-kind",
+            kind,
+        ]);
+        let s: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(s["params"]["hold_kind"], kind, "{s}");
+        let enqueued = s["jobs_enqueued"].as_u64().unwrap();
+        let completed = s["jobs_completed"].as_u64().unwrap();
+        assert!(completed > 0 && completed <= enqueued, "{s}");
+    }
     db.assert_nothing_left().await;
 }
 
@@ -289,6 +314,50 @@ fn bad_arguments_are_refused_and_change_nothing() {
             "cannot be used with",
         ),
         (vec!["--hold-transaction"], "--soak <SOAK>"),
+        (
+            vec!["--soak", "1m", "--hold-kind", "write"],
+            "--hold-transaction",
+        ),
+        (
+            vec!["--soak", "1m", "--hold-url", "postgres://x/y"],
+            "--hold-transaction",
+        ),
+        (
+            vec![
+                "--soak",
+                "1m",
+                "--hold-transaction",
+                "--hold-kind",
+                "forever",
+            ],
+            "invalid value 'forever'",
+        ),
+        (
+            vec!["--soak", "1m", "--hold-transaction", "--hold-kind", "write"],
+            "SQLite has one writer at a time",
+        ),
+        (
+            vec![
+                "--soak",
+                "1m",
+                "--hold-transaction",
+                "--hold-url",
+                "postgres://x/y",
+            ],
+            "SQLite has no other server",
+        ),
+        (
+            vec![
+                "--database-url",
+                "postgres://127.0.0.1:1/never",
+                "--soak",
+                "1m",
+                "--hold-transaction",
+                "--hold-url",
+                "mysql://x/y",
+            ],
+            "expected a postgres:// URL",
+        ),
         (
             vec!["--soak", "1m", "--soak-window", "0s"],
             "must be longer than zero",

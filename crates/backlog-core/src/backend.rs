@@ -274,6 +274,19 @@ pub struct JobPruneParams {
     pub archive: bool,
 }
 
+/// Input of [`Backend::job_done_turn`].
+#[derive(Debug, Clone, Copy)]
+pub struct JobDoneTurnParams {
+    /// Now, by the client's clock.
+    pub now: i64,
+    /// How long completions write one table of the ring before it turns to the next (see
+    /// [`done_period`]).
+    pub period: std::time::Duration,
+    /// Completed jobs that finished before this are past the time they are kept: a table of
+    /// the ring whose every job finished before it is emptied.
+    pub finished_before: i64,
+}
+
 /// Input of [`Backend::job_vacuum`].
 #[derive(Debug, Clone, Copy)]
 pub struct JobVacuumParams {
@@ -713,6 +726,18 @@ pub trait Backend: AsAny + Send + Sync + std::fmt::Debug + 'static {
     async fn job_vacuum(&self, params: JobVacuumParams) -> Result<Option<JobVacuumed>> {
         let _ = params;
         Ok(None)
+    }
+    /// Keeps the ring of tables where completed jobs are kept (MySQL/MariaDB, schema version
+    /// 17): empties with `TRUNCATE`, never waiting for a lock, each table that completions no
+    /// longer write and whose every job finished before `finished_before` (archiving those of
+    /// queues whose retention is now `archive`), and turns completions to the next table once
+    /// `period` has passed since the last turn and that table is empty. Emptied whole, the jobs
+    /// leave nothing that another session's snapshot keeps on disk. Returns how many tables it
+    /// emptied. Backends without such a ring do nothing (PostgreSQL's partitions are emptied by
+    /// [`Backend::job_vacuum`] once the prune has deleted their rows).
+    async fn job_done_turn(&self, params: JobDoneTurnParams) -> Result<u64> {
+        let _ = params;
+        Ok(0)
     }
     /// The schema version: the last migration applied, 0 on an empty database.
     async fn schema_version(&self) -> Result<i64>;

@@ -27,10 +27,11 @@ mod validate;
 pub use backend::{
     AdminAction, AsAny, Backend, BackendTx, Capabilities, ClaimStrategy, CompleteClaimed,
     CronFireParams, GroupPromoteParams, JobClaimParams, JobCompleteClaimParams, JobCompleteParams,
-    JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams,
-    JobProgressParams, JobPruneParams, JobReleaseParams, JobRescueParams, JobVacuumParams,
-    JobVacuumed, LeaderParams, MigrateReport, OldestTransaction, QueueRedriveParams, Rescued,
-    TxClaim, TxFailure, TxFinish, WakeFn, complete_then_claim, done_period,
+    JobCountPendingParams, JobDoneTurnParams, JobFailParams, JobHeartbeatParams, JobInsertParams,
+    JobListParams, JobProgressParams, JobPruneParams, JobReleaseParams, JobRescueParams,
+    JobVacuumParams, JobVacuumed, LeaderParams, MigrateReport, OldestTransaction,
+    QueueRedriveParams, Rescued, TxClaim, TxFailure, TxFinish, WakeFn, complete_then_claim,
+    done_period,
 };
 pub use backoff::backoff_delay;
 pub use clock::{Clock, ManualClock, SystemClock, now_micros};

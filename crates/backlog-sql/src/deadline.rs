@@ -11,11 +11,12 @@ use async_trait::async_trait;
 use backlog_core::{
     AdminAction, AuditEntry, AuditListParams, Backend, BackendTx, Capabilities, ClaimedJob,
     CompleteClaimed, CronFireParams, DbErrorKind, EnqueueOutcome, Error, Job, JobClaimParams,
-    JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams, JobFailParams,
-    JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams, JobPruneParams, JobRef,
-    JobReleaseParams, JobRescueParams, JobVacuumParams, JobVacuumed, LeaderParams, MigrateReport,
-    NewJob, OldestTransaction, QueueInfo, QueueName, QueueRedriveParams, QueueSettings, QueueStats,
-    Rescued, Result, StatDepth, StatRow, TxClaim, TxFinish, WakeFn,
+    JobCompleteClaimParams, JobCompleteParams, JobCountPendingParams, JobDoneTurnParams,
+    JobFailParams, JobHeartbeatParams, JobInsertParams, JobListParams, JobProgressParams,
+    JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, JobVacuumParams, JobVacuumed,
+    LeaderParams, MigrateReport, NewJob, OldestTransaction, QueueInfo, QueueName,
+    QueueRedriveParams, QueueSettings, QueueStats, Rescued, Result, StatDepth, StatRow, TxClaim,
+    TxFinish, WakeFn,
 };
 
 /// No answer within the deadline.
@@ -233,6 +234,9 @@ impl Backend for Deadline {
             .unbounded()
             .run(self.inner.job_vacuum(params))
             .await
+    }
+    async fn job_done_turn(&self, params: JobDoneTurnParams) -> Result<u64> {
+        self.within(self.inner.job_done_turn(params)).await
     }
     async fn schema_version(&self) -> Result<i64> {
         self.within(self.inner.schema_version()).await

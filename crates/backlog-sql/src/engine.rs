@@ -84,6 +84,26 @@ pub(crate) trait Dialect: Send + Sync + 'static {
         async { Ok(None) }
     }
 
+    /// Before an operator's action on job `id`, which applies to the states `from`: brings the
+    /// job where the action's statement changes it (MySQL moves a kept completed job back from
+    /// its ring of tables into the job table).
+    fn admin_prepare(
+        &self,
+        id: i64,
+        from: [&'static str; 3],
+    ) -> impl Future<Output = Result<()>> + Send {
+        let _ = (id, from);
+        async { Ok(()) }
+    }
+
+    fn job_done_turn(
+        &self,
+        params: backlog_core::JobDoneTurnParams,
+    ) -> impl Future<Output = Result<u64>> + Send {
+        let _ = params;
+        async { Ok(0) }
+    }
+
     fn job_count_pending(
         &self,
         params: &JobCountPendingParams,
@@ -443,6 +463,13 @@ macro_rules! sql_backend {
                 $crate::engine::Dialect::job_vacuum(self, p).await
             }
 
+            async fn job_done_turn(
+                &self,
+                p: backlog_core::JobDoneTurnParams,
+            ) -> backlog_core::Result<u64> {
+                $crate::engine::Dialect::job_done_turn(self, p).await
+            }
+
             async fn schema_version(&self) -> backlog_core::Result<i64> {
                 let version = $crate::pooler::on_pool!(
                     self,
@@ -671,6 +698,7 @@ macro_rules! sql_backend {
                 now: i64,
             ) -> backlog_core::Result<backlog_core::Job> {
                 let t = $crate::shared::admin_target(action, now);
+                $crate::engine::Dialect::admin_prepare(self, id, t.from).await?;
                 #[rustfmt::skip]
                 let stmt = $cat::job_admin(
                     t.to, t.run_at, t.reset_attempts, t.finished_at, id, t.from[0], t.from[1],
@@ -1188,9 +1216,14 @@ pub(crate) trait LockedOps: Send {
 
 /// [`LockedOps`] for the connection type `$conn` over the catalog module `$cat`: its
 /// `job_lease_locked`, `job_complete_locked_delete` and `job_complete_locked_keep`, whose id list
-/// is what `$ids` makes of a `&[i64]`.
+/// is what `$ids` makes of a `&[i64]`. With `keep copies`, `job_complete_locked_keep` copies the
+/// rows where completed jobs are kept and `job_complete_locked_delete` removes them after
+/// (MySQL: no statement both deletes and inserts); else it moves them in one statement.
 macro_rules! locked_ops {
     ($conn:ty, $cat:ident, $ids:expr) => {
+        $crate::engine::locked_ops!($conn, $cat, $ids, keep moves);
+    };
+    ($conn:ty, $cat:ident, $ids:expr, keep $how:ident) => {
         impl $crate::engine::LockedOps for $conn {
             async fn lease(
                 &mut self,
@@ -1220,7 +1253,16 @@ macro_rules! locked_ops {
                     false => $cat::job_complete_locked_delete(&*list),
                 };
                 let res = stmt.query().execute(&mut *self).await.db()?;
-                $crate::shared::locked_rows(res.rows_affected(), ids)
+                $crate::shared::locked_rows(res.rows_affected(), ids)?;
+                if keep && stringify!($how) == "copies" {
+                    let res = $cat::job_complete_locked_delete(&*list)
+                        .query()
+                        .execute(&mut *self)
+                        .await
+                        .db()?;
+                    $crate::shared::locked_rows(res.rows_affected(), ids)?;
+                }
+                Ok(())
             }
         }
     };

@@ -45,7 +45,14 @@ pub struct MySqlBackend {
     shards: Arc<ShardCounts>,
     /// When the leader may next rebuild the job table (`job_vacuum`).
     compaction: Arc<std::sync::Mutex<Compaction>>,
+    /// The server refused `TRUNCATE … NOWAIT` (MySQL 8): the ring's tables are emptied with a
+    /// wait of at most a second instead (`job_done_turn`).
+    truncate_waits: Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// The ring of completed jobs' tables (schema version 17): `backlog_job_done_0` …
+/// `backlog_job_done_15`.
+const DONE_TABLES: u8 = 16;
 
 /// The leader's rebuilds of the job table while an old snapshot keeps purge from removing the
 /// records completed jobs leave (MariaDB; see `job_compact.sql`).
@@ -57,6 +64,17 @@ struct Compaction {
     not_before: Option<Instant>,
     /// The wait after the next such rebuild.
     backoff: Duration,
+}
+
+/// The table of the ring a view's definition reads: the digits after its last
+/// `backlog_job_done_`.
+fn done_table_of(definition: &str) -> Option<u8> {
+    let at = definition.rfind("backlog_job_done_")? + "backlog_job_done_".len();
+    let digits: String = definition[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok().filter(|&n| n < DONE_TABLES)
 }
 
 /// A MySQL error's number (1205: a lock wait timed out).
@@ -215,6 +233,54 @@ fn random_shard(n: u16) -> i16 {
 }
 
 impl MySqlBackend {
+    /// Empties table `slot` of the completed jobs' ring, after archiving its jobs of queues
+    /// whose retention is now `archive`: true when emptied, false when a session held it (the
+    /// leader tries again at its next pass). On a connection of its own, closed after.
+    async fn done_empty(&self, slot: u8) -> Result<bool> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut conn = self.pool.acquire().await.db()?.detach();
+        let archived = sqlx::raw_sql(sqlx::AssertSqlSafe(cat::job_done_archive(slot)))
+            .execute(&mut conn)
+            .await;
+        let emptied = match archived {
+            Err(e) => Err(e),
+            Ok(_) if self.truncate_waits.load(Relaxed) => {
+                let empty = cat::job_done_empty_wait(slot);
+                sqlx::raw_sql(sqlx::AssertSqlSafe(empty))
+                    .execute(&mut conn)
+                    .await
+            }
+            Ok(_) => {
+                let empty = cat::job_done_empty(slot);
+                match sqlx::raw_sql(sqlx::AssertSqlSafe(empty))
+                    .execute(&mut conn)
+                    .await
+                {
+                    // MySQL 8: no NOWAIT on TRUNCATE (a syntax error); wait a second instead.
+                    Err(sqlx::Error::Database(e)) if mysql_number(&*e) == Some(1064) => {
+                        self.truncate_waits.store(true, Relaxed);
+                        let empty = cat::job_done_empty_wait(slot);
+                        sqlx::raw_sql(sqlx::AssertSqlSafe(empty))
+                            .execute(&mut conn)
+                            .await
+                    }
+                    done => done,
+                }
+            }
+        };
+        conn.close().await.ok();
+        match emptied {
+            Ok(_) => Ok(true),
+            // A session that read it in an open transaction, or InnoDB's statistics thread for a
+            // moment after the table's last writes, holds its metadata lock.
+            Err(sqlx::Error::Database(e)) if mysql_number(&*e) == Some(1205) => {
+                tracing::debug!(error = %e, slot, "backlog: a session holds a table of completed jobs");
+                Ok(false)
+            }
+            Err(e) => Err(e).db(),
+        }
+    }
+
     /// Stops the job table's rebuilds for good when the database refused one for a reason
     /// retrying does not change (MySQL 8's information schema, no ALTER privilege), saying so
     /// once; other errors are returned.
@@ -347,6 +413,7 @@ impl MySqlBackend {
             cluster: false,
             shards: Arc::default(),
             compaction: Arc::default(),
+            truncate_waits: Arc::default(),
         }
     }
 
@@ -499,7 +566,7 @@ impl crate::engine::HeldTx for SilenceBoundTx {
 }
 
 // Ids as the JSON arrays the locked statements look up one by one.
-crate::engine::locked_ops!(MySqlConnection, cat, shared::ids_json);
+crate::engine::locked_ops!(MySqlConnection, cat, shared::ids_json, keep copies);
 
 /// Whether the server is a Galera node (`wsrep_on`).
 async fn galera_on(conn: &mut MySqlConnection) -> std::result::Result<bool, sqlx::Error> {
@@ -991,7 +1058,7 @@ async fn complete_on(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Resul
     if p.jobs.is_empty() {
         return Ok(vec![]);
     }
-    if p.retention != Retention::Archive {
+    if p.retention == Retention::Delete {
         return complete_fenced(conn, p).await;
     }
     let asked: Vec<i64> = p.jobs.iter().map(|j| j.id).collect();
@@ -1018,12 +1085,14 @@ async fn complete_on(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Resul
         Retention::Delete => {
             delete().execute(&mut *conn).await.db()?;
         }
+        // Kept: moved into the ring of completed jobs' tables (schema version 17).
         Retention::Keep => {
             cat::job_complete_keep(p.now, &ids)
                 .query()
                 .execute(&mut *conn)
                 .await
                 .db()?;
+            delete().execute(&mut *conn).await.db()?;
         }
         Retention::Archive => {
             cat::job_complete_archive(p.now, &ids)
@@ -1037,9 +1106,10 @@ async fn complete_on(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Resul
     Ok(shared::refs_with_ids(&p.jobs, &ids))
 }
 
-/// Completes without a locking read first: one fenced statement per lease token (usually one per
-/// claimed batch). Only when a statement changes fewer rows than asked does a read find out which
-/// jobs had lost their lease.
+/// Completes under retention `delete` without a locking read first: one fenced statement per
+/// lease token (usually one per claimed batch). Only when a statement changes fewer rows than
+/// asked does a read find out which jobs had lost their lease. (Kept and archived jobs move to
+/// another table: locked first, copied, deleted.)
 async fn complete_fenced(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Result<Vec<JobRef>> {
     let mut by_token: Vec<(i64, Vec<i64>)> = vec![];
     for j in &p.jobs {
@@ -1051,10 +1121,7 @@ async fn complete_fenced(conn: &mut MySqlConnection, p: &JobCompleteParams) -> R
     let mut done = Vec::with_capacity(p.jobs.len());
     for (token, mut ids) in by_token {
         ids.sort_unstable();
-        let stmt = match p.retention {
-            Retention::Keep => cat::job_complete_keep_fenced(p.now, &ids, token),
-            _ => cat::job_complete_delete_fenced(&ids, token),
-        };
+        let stmt = cat::job_complete_delete_fenced(&ids, token);
         let changed = stmt.query().execute(&mut *conn).await.db()?.rows_affected();
         if changed as usize == ids.len() {
             done.extend(ids);
@@ -1073,6 +1140,56 @@ async fn complete_fenced(conn: &mut MySqlConnection, p: &JobCompleteParams) -> R
 /// Deletes (or archives, then deletes) one bounded batch of finished jobs, on a connection inside
 /// a transaction; the number removed.
 async fn prune_on(
+    conn: &mut MySqlConnection,
+    p: &JobPruneParams,
+    cursors: &Cursors,
+) -> Result<u64> {
+    let pruned = prune_table_on(conn, p, cursors).await?;
+    if p.state != backlog_core::JobState::Completed || pruned >= u64::from(p.limit) {
+        return Ok(pruned);
+    }
+    let left = u64::from(p.limit) - pruned;
+    Ok(pruned + prune_done_on(conn, p, left as i64).await?)
+}
+
+/// The prune's batch from the ring of completed jobs' tables (version 17): up to `limit` jobs
+/// of the queue that finished before the window, locked, archived if asked, deleted.
+async fn prune_done_on(conn: &mut MySqlConnection, p: &JobPruneParams, limit: i64) -> Result<u64> {
+    let found: Vec<(i64, i64)> =
+        cat::job_prune_done_ids(p.queue.as_str(), p.finished_before, limit)
+            .as_()
+            .fetch_all(&mut *conn)
+            .await
+            .db()?;
+    let mut pruned = 0;
+    for slot in 0..DONE_TABLES {
+        let ids: Vec<i64> = (found.iter())
+            .filter(|(s, _)| *s == i64::from(slot))
+            .map(|(_, id)| *id)
+            .collect();
+        if ids.is_empty() {
+            continue;
+        }
+        let ids: Vec<i64> = cat::job_prune_done_lock(slot, &ids)
+            .scalar()
+            .fetch_all(&mut *conn)
+            .await
+            .db()?;
+        if ids.is_empty() {
+            continue;
+        }
+        if p.archive {
+            let copy = cat::job_prune_done_archive(slot, &ids).query();
+            copy.execute(&mut *conn).await.db()?;
+        }
+        let gone = cat::job_prune_done_delete(slot, &ids).query();
+        pruned += gone.execute(&mut *conn).await.db()?.rows_affected();
+    }
+    Ok(pruned)
+}
+
+/// The prune's batch from the job table.
+async fn prune_table_on(
     conn: &mut MySqlConnection,
     p: &JobPruneParams,
     cursors: &Cursors,
@@ -1282,6 +1399,124 @@ impl Dialect for MySqlBackend {
         Ok(moved)
     }
 
+    /// A retry (or another action that applies to completed jobs) of a job kept in the ring
+    /// moves it back into the job table first, in a transaction of its own: the job is in one
+    /// table or the other at every moment.
+    async fn admin_prepare(&self, id: i64, from: [&'static str; 3]) -> Result<()> {
+        if !from.contains(&"completed") {
+            return Ok(());
+        }
+        let slot: Option<i64> = cat::job_done_slot(id, from[0], from[1], from[2])
+            .scalar()
+            .fetch_optional(&self.pool)
+            .await
+            .db()?;
+        let Some(slot) = slot.and_then(|s| u8::try_from(s).ok()) else {
+            return Ok(());
+        };
+        let mut tx = self.tx().await.db()?;
+        let locked: Option<i64> = cat::job_done_back_lock(slot, id)
+            .scalar()
+            .fetch_optional(&mut *tx)
+            .await
+            .db()?;
+        if locked.is_some() {
+            let back = cat::job_done_back(slot, id).query();
+            back.execute(&mut *tx).await.db()?;
+            let gone = cat::job_done_back_delete(slot, id).query();
+            gone.execute(&mut *tx).await.db()?;
+        }
+        tx.commit().await.db()
+    }
+
+    /// The ring of completed jobs' tables: empties each table completions no longer write
+    /// whose newest job finished before the window (archiving what queues now archive), then
+    /// turns completions to the next table once the period has passed, if it is empty. DDL,
+    /// each statement on a connection of its own that is closed after (DDL commits whatever a
+    /// pooled session had open, and the waits are set per session).
+    async fn job_done_turn(&self, p: backlog_core::JobDoneTurnParams) -> Result<u64> {
+        let period = p.period.as_micros().clamp(1, i64::MAX as u128) as i64;
+        cat::job_done_period(period)
+            .query()
+            .execute(&self.pool)
+            .await
+            .db()?;
+        let (_, turned_at, view): (i64, i64, Option<String>) = cat::job_done_ring()
+            .as_()
+            .fetch_one(&self.pool)
+            .await
+            .db()?;
+        let current = view
+            .as_deref()
+            .and_then(done_table_of)
+            .ok_or_else(|| Error::Database {
+                kind: backlog_core::DbErrorKind::Other,
+                source: format!("backlog_job_done_current names no table of the ring: {view:?}")
+                    .into(),
+            })?;
+        type Newest = (
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+        );
+        let n: Newest = cat::job_done_newest()
+            .as_()
+            .fetch_one(&self.pool)
+            .await
+            .db()?;
+        let newest = [
+            n.0, n.1, n.2, n.3, n.4, n.5, n.6, n.7, n.8, n.9, n.10, n.11, n.12, n.13, n.14, n.15,
+        ];
+        let mut emptied = 0;
+        let mut empty: Vec<bool> = newest.iter().map(Option::is_none).collect();
+        for slot in 0..DONE_TABLES {
+            let past = newest[slot as usize].is_some_and(|t| t < p.finished_before);
+            if slot == current || !past {
+                continue;
+            }
+            if self.done_empty(slot).await? {
+                emptied += 1;
+                empty[slot as usize] = true;
+            }
+        }
+        let next = (current + 1) % DONE_TABLES;
+        if p.now - turned_at >= period && empty[next as usize] {
+            let mut conn = self.pool.acquire().await.db()?.detach();
+            let turned = sqlx::raw_sql(sqlx::AssertSqlSafe(cat::job_done_turn(next)))
+                .execute(&mut conn)
+                .await;
+            conn.close().await.ok();
+            match turned {
+                Ok(_) => {
+                    cat::job_done_turned(p.now)
+                        .query()
+                        .execute(&self.pool)
+                        .await
+                        .db()?;
+                }
+                // Completions that wrote through the view held it a second: next pass.
+                Err(sqlx::Error::Database(e)) if mysql_number(&*e) == Some(1205) => {
+                    tracing::debug!(error = %e, "backlog: the completed jobs' ring did not turn");
+                }
+                Err(e) => return Err(e).db(),
+            }
+        }
+        Ok(emptied)
+    }
+
     /// A change of settings reaches this process's next insert and claim at once; other
     /// processes read the new count within `SHARDS_FRESH`.
     fn settings_changed(&self) {
@@ -1438,7 +1673,7 @@ impl Dialect for MySqlBackend {
 
     async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {
         shared::retry_transient(|| async {
-            if p.retention != Retention::Archive {
+            if p.retention == Retention::Delete {
                 // Fenced single statements: no transaction needed around them.
                 let mut conn = self.pool.acquire().await.db()?;
                 return complete_on(&mut conn, &p).await;

@@ -1,8 +1,10 @@
 -- The second half counts the jobs `archive` retention moved to backlog_job_archive: one
--- statement, so a job moving there while this runs is counted once, in one place.
+-- statement, so a job moving there while this runs is counted once, in one place. The same holds
+-- for completed jobs kept in the ring of tables (backlog_job_done, version 17), counted with the
+-- job table's.
 -- @param now: i64
 -- @param queue: Option<&str>
--- @bind now, queue, queue, queue, queue
+-- @bind now, queue, queue, queue, queue, queue, queue
 SELECT queue, state, CASE WHEN state = 'available' AND run_at > ? THEN 1 ELSE 0 END AS future,
        0 AS archived, COUNT(*) AS n
 FROM backlog_job
@@ -11,5 +13,10 @@ GROUP BY queue, state, future
 UNION ALL
 SELECT queue, state, 0, 1, COUNT(*)
 FROM backlog_job_archive
+WHERE (? IS NULL OR queue = ?)
+GROUP BY queue, state
+UNION ALL
+SELECT queue, state, 0, 0, COUNT(*)
+FROM backlog_job_done
 WHERE (? IS NULL OR queue = ?)
 GROUP BY queue, state

@@ -14,8 +14,8 @@ use super::PeriodicJob;
 use super::schedule::Fired;
 use crate::{Client, EnqueueOutcome, JobState, QueueInfo, QueueStats, Result, Retention};
 use backlog_core::{
-    CronFireParams, JobPruneParams, JobVacuumParams, JobVacuumed, LeaderParams, OldestTransaction,
-    StatDepth, minute_of,
+    CronFireParams, JobDoneTurnParams, JobPruneParams, JobVacuumParams, JobVacuumed, LeaderParams,
+    OldestTransaction, StatDepth, minute_of,
 };
 
 /// How long a compaction of the job table waits for its lock before it gives up until the next
@@ -127,6 +127,9 @@ pub(crate) trait MaintenanceOps: Send + Sync + 'static {
         minute: i64,
         depths: Vec<(String, StatDepth)>,
     ) -> impl Future<Output = Result<()>> + Send;
+    /// Empties the tables of completed jobs past their window and turns where completions
+    /// write (MySQL's ring); how many tables it emptied.
+    fn job_done_turn(&self, params: JobDoneTurnParams) -> impl Future<Output = Result<u64>> + Send;
     /// Reclaims the job table's dead rows if there are enough.
     fn job_vacuum(
         &self,
@@ -180,6 +183,10 @@ impl MaintenanceOps for Client {
 
     async fn stat_snapshot(&self, minute: i64, depths: Vec<(String, StatDepth)>) -> Result<()> {
         self.backend().stat_snapshot(minute, &depths).await
+    }
+
+    async fn job_done_turn(&self, params: JobDoneTurnParams) -> Result<u64> {
+        self.backend().job_done_turn(params).await
     }
 
     async fn job_vacuum(&self, params: JobVacuumParams) -> Result<Option<JobVacuumed>> {
@@ -470,6 +477,19 @@ impl<O: MaintenanceOps> Maintainer<O> {
 
     async fn prune(&self, now: i64) -> Result<()> {
         let micros = |d: Duration| d.as_micros() as i64;
+        // Completed jobs kept in a ring of tables (MySQL) go a table at a time, before the
+        // prune deletes what is left past the window row by row.
+        let emptied = self
+            .ops
+            .job_done_turn(JobDoneTurnParams {
+                now,
+                period: backlog_core::done_period(self.cfg.keep_completed, self.cfg.prune_every),
+                finished_before: now - micros(self.cfg.keep_completed),
+            })
+            .await?;
+        if emptied > 0 {
+            tracing::debug!("emptied {emptied} tables of completed jobs past their window");
+        }
         for info in self.ops.queue_list().await? {
             let s = &info.settings;
             let mut rules = vec![
@@ -595,6 +615,11 @@ mod tests {
             Ok(())
         }
 
+        async fn job_done_turn(&self, _: JobDoneTurnParams) -> Result<u64> {
+            self.call("job_done_turn");
+            Ok(0)
+        }
+
         async fn job_vacuum(&self, _: JobVacuumParams) -> Result<Option<JobVacuumed>> {
             self.call("job_vacuum");
             tokio::time::sleep(self.vacuum_takes).await;
@@ -651,6 +676,7 @@ mod tests {
         let everything = [
             "leader_elect",
             "job_rescue",
+            "job_done_turn",
             "stat_prune",
             "stat_snapshot of 1 queue(s)",
         ];
@@ -665,7 +691,7 @@ mod tests {
         }
         assert_eq!(
             pass(secs(1)).await,
-            ["leader_elect", "job_rescue", "stat_prune"]
+            ["leader_elect", "job_rescue", "job_done_turn", "stat_prune"]
         );
         for _ in 0..29 {
             pass(secs(1)).await;
@@ -690,8 +716,8 @@ mod tests {
         assert_eq!(m.ops.calls(), ["leader_elect", "job_rescue"]);
         m.run_once().await.unwrap();
         assert_eq!(
-            m.ops.calls()[..3],
-            ["leader_elect", "job_rescue", "stat_prune"]
+            m.ops.calls()[..4],
+            ["leader_elect", "job_rescue", "job_done_turn", "stat_prune"]
         );
     }
 
