@@ -20,7 +20,9 @@ case "$MODE" in async | sync) ;; *) echo "usage: $0 [async|sync] [JOBS]" >&2; ex
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BACKLOG=${BACKLOG:-$ROOT/target/release/backlog}
 [ -x "$BACKLOG" ] || { echo "build it first: cargo build --release -p backlog-cli" >&2; exit 1; }
-VER=$(ls /etc/postgresql | sort -V | tail -1)
+# shellcheck source=scripts/pg_pair.sh
+. "$ROOT/scripts/pg_pair.sh"
+VER=$PG_PAIR_VER
 PRI=backlog_fo_primary PRI_PORT=5442
 REP=backlog_fo_replica REP_PORT=5443
 export BACKLOG_DATABASE_URL="postgres://postgres@127.0.0.1:$PRI_PORT,127.0.0.1:$REP_PORT/test"
@@ -29,57 +31,21 @@ chmod 755 "$WORK"
 
 log() { echo "failover: $*" >&2; }
 ms() { date +%s%3N; }
-psql_at() { psql -h 127.0.0.1 -p "$1" -U postgres -d "${3:-test}" -Atc "$2"; }
-drop_clusters() {
-    for c in $PRI $REP; do
-        pg_dropcluster --stop "$VER" "$c" >/dev/null 2>&1 || true
-    done
-}
+psql_at() { pg_pair_psql "$@"; }
 cleanup() {
     jobs -p | xargs -r kill 2>/dev/null || true
-    drop_clusters
+    pg_pair_drop $PRI $REP
 }
 trap cleanup EXIT
 
-drop_clusters
-log "primary $VER/$PRI on $PRI_PORT"
-pg_createcluster "$VER" "$PRI" -p "$PRI_PORT" >/dev/null -- --auth-local=trust --auth-host=trust
-cat > "/etc/postgresql/$VER/$PRI/pg_hba.conf" <<'EOF'
-local all all trust
-host all all 127.0.0.1/32 trust
-host replication all 127.0.0.1/32 trust
-EOF
-{
-    echo "listen_addresses = '127.0.0.1'"
-    echo "wal_level = replica"
-    echo "max_wal_senders = 5"
-    echo "max_connections = 200"
-} > "/etc/postgresql/$VER/$PRI/conf.d/90-failover.conf"
-pg_ctlcluster --skip-systemctl-redirect "$VER" "$PRI" start
-psql_at "$PRI_PORT" "CREATE DATABASE test" postgres >/dev/null
-
-log "replica $VER/$REP on $REP_PORT (pg_basebackup -R)"
-pg_createcluster "$VER" "$REP" -p "$REP_PORT" >/dev/null -- --auth-local=trust --auth-host=trust
-cp "/etc/postgresql/$VER/$PRI/pg_hba.conf" "/etc/postgresql/$VER/$REP/pg_hba.conf"
-{
-    echo "listen_addresses = '127.0.0.1'"
-    echo "hot_standby = on"
-    echo "max_connections = 200"
-} > "/etc/postgresql/$VER/$REP/conf.d/90-failover.conf"
-REP_DATA="/var/lib/postgresql/$VER/$REP"
-find "$REP_DATA" -mindepth 1 -delete
-su postgres -c "pg_basebackup -h 127.0.0.1 -p $PRI_PORT -U postgres -D $REP_DATA -R -X stream --checkpoint=fast" >/dev/null
-pg_ctlcluster --skip-systemctl-redirect "$VER" "$REP" start
-for _ in $(seq 1 60); do
-    [ "$(psql_at "$PRI_PORT" "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")" = 1 ] && break
-    sleep 0.5
-done
+log "primary $VER/$PRI on $PRI_PORT, replica $VER/$REP on $REP_PORT (pg_basebackup -R)"
+pg_pair_create $PRI $PRI_PORT $REP $REP_PORT
 if [ "$MODE" = sync ]; then
     # Only now: with no standby yet, every commit (CREATE DATABASE too) would wait.
     {
         echo "synchronous_standby_names = '*'"
         echo "synchronous_commit = on"
-    } >> "/etc/postgresql/$VER/$PRI/conf.d/90-failover.conf"
+    } >> "/etc/postgresql/$VER/$PRI/conf.d/90-pair.conf"
     pg_ctlcluster --skip-systemctl-redirect "$VER" "$PRI" reload
     for _ in $(seq 1 60); do
         [ "$(psql_at "$PRI_PORT" "SELECT sync_state FROM pg_stat_replication")" = sync ] && break
@@ -126,7 +92,7 @@ pg_ctlcluster --skip-systemctl-redirect "$VER" "$REP" promote
 t_promoted=$(ms)
 # Recovered: a job completed on the new primary (a completion committed there, not a side
 # effect of a job that was already running).
-completed_new() { psql_at "$REP_PORT" "SELECT count(*) FROM backlog_job WHERE queue = 'fo' AND state = 'completed'"; }
+completed_new() { psql_at "$REP_PORT" "SELECT count(*) FROM backlog_job_all WHERE queue = 'fo' AND state = 'completed'"; }
 at_promotion=$(completed_new)
 while [ "$(completed_new)" -le "$at_promotion" ]; do sleep 0.05; done
 t_next=$(ms)
@@ -137,7 +103,7 @@ acked=$(cat "$WORK"/acked-* | wc -l)
 log "producers done: $acked acknowledged"
 # Workers: until every job is completed (or 5 minutes).
 for _ in $(seq 1 600); do
-    left=$(psql_at "$REP_PORT" "SELECT count(*) FROM backlog_job WHERE queue = 'fo' AND state <> 'completed'")
+    left=$(psql_at "$REP_PORT" "SELECT count(*) FROM backlog_job_all WHERE queue = 'fo' AND state <> 'completed'")
     [ "$left" = 0 ] && break
     sleep 0.5
 done
@@ -146,8 +112,8 @@ wait 2>/dev/null || true
 
 # What the new primary holds, against what the producers were told and what the workers did.
 cat "$WORK"/acked-* | awk '{print $1}' | sort -n >"$WORK/acked-n"
-psql_at "$REP_PORT" "SELECT (payload->>'n')::int FROM backlog_job WHERE queue = 'fo' ORDER BY 1" >"$WORK/stored-n"
-psql_at "$REP_PORT" "SELECT (payload->>'n')::int FROM backlog_job WHERE queue = 'fo' AND state = 'completed' ORDER BY 1" >"$WORK/completed-n"
+psql_at "$REP_PORT" "SELECT (payload->>'n')::int FROM backlog_job_all WHERE queue = 'fo' ORDER BY 1" >"$WORK/stored-n"
+psql_at "$REP_PORT" "SELECT (payload->>'n')::int FROM backlog_job_all WHERE queue = 'fo' AND state = 'completed' ORDER BY 1" >"$WORK/completed-n"
 lost=$(comm -23 "$WORK/acked-n" "$WORK/stored-n" | wc -l)
 not_completed=$(comm -23 "$WORK/stored-n" "$WORK/completed-n" | wc -l)
 stored=$(wc -l <"$WORK/stored-n")
