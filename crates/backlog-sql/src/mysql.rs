@@ -1454,32 +1454,11 @@ impl Dialect for MySqlBackend {
                 source: format!("backlog_job_done_current names no table of the ring: {view:?}")
                     .into(),
             })?;
-        type Newest = (
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-        );
-        let n: Newest = cat::job_done_newest()
-            .as_()
-            .fetch_one(&self.pool)
-            .await
+        let row = (cat::job_done_newest().query().fetch_one(&self.pool).await).db()?;
+        let newest: Vec<Option<i64>> = (0..usize::from(DONE_TABLES))
+            .map(|i| row.try_get(i))
+            .collect::<std::result::Result<_, _>>()
             .db()?;
-        let newest = [
-            n.0, n.1, n.2, n.3, n.4, n.5, n.6, n.7, n.8, n.9, n.10, n.11, n.12, n.13, n.14, n.15,
-        ];
         let mut emptied = 0;
         let mut empty: Vec<bool> = newest.iter().map(Option::is_none).collect();
         for slot in 0..DONE_TABLES {
