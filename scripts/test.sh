@@ -7,11 +7,14 @@
 #
 # Tiers (see README, "The two commands"): a plain `cargo test` is the first alone (unit,
 # in-memory and SQLite tests; no service needed). This script builds the server tier in (feature
-# `servers`) and runs two groups of test binaries side by side once the build is done:
+# `servers`) and runs two groups of test binaries and the package check side by side once the
+# build is done:
 #   main      every other test binary, then the doc tests
 #   faults    the fault and process tests (FAULT_TESTS): workers killed, servers restarted,
 #             connections severed and stalled, a full disk; they restart only the fault servers
 #             (5433, 3307), which the main group does not use
+#   package   scripts/deb.sh check: the Debian package of the tests' `backlog` binary,
+#             installed with dpkg -i, its units verified, run from PATH, then purged
 # (A third group, the binaries' tests apart, saved 60 s but loaded the machine enough that
 # SQLite workers' 2 s leases ran out under `workers_survive_sigkill`: 8 jobs ran twice.)
 # then the Galera node-kill test alone (it stops a node the main group uses), and prints how long
@@ -52,7 +55,7 @@ took "services (beside the build)" $t
 
 # Every test binary of the workspace but the fault tests, by name (a name several crates use
 # runs in each).
-rm -f "$logs"/{main,faults,node_kill}.log
+rm -f "$logs"/{main,faults,node_kill,package}.log
 main_tests=$(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys
 skip = set(sys.argv[1:])
@@ -92,9 +95,13 @@ main=$!
 run_group faults cargo test --workspace --features servers $fault_tests "${cargo_args[@]}" \
     -- --skip node_kill "${test_args[@]}" &
 faults=$!
+# The Debian package, from the binary the tests just built: installed, checked, purged.
+run_group package scripts/deb.sh check target/debug/backlog &
+package=$!
 status=0
 wait $main || status=1
 wait $faults || status=1
+wait $package || status=1
 if [ $status -eq 0 ]; then
     run_group node_kill cargo test --workspace --features servers --test processes \
         "${cargo_args[@]}" -- node_kill "${test_args[@]}" || status=1
@@ -104,14 +111,14 @@ for name in main faults node_kill; do
     grep -E '^(test result|     Running|   Doc-tests)|FAILED|panicked' "$logs/$name.log" | sed "s/^/$name: /" >&2 || true
 done
 if [ $status -ne 0 ]; then
-    for name in main faults node_kill; do
-        if [ -f "$logs/$name.log" ] && grep -qE 'FAILED|^error' "$logs/$name.log"; then
+    for name in main faults node_kill package; do
+        if [ -f "$logs/$name.log" ] && grep -qE 'FAILED|^error|check failed' "$logs/$name.log"; then
             echo "=== $name (full log: $logs/$name.log) ===" >&2
             tail -n 200 "$logs/$name.log" >&2
         fi
     done
 fi
-took "tests (main and faults side by side, then node_kill)" $t
+took "tests (main, faults and the package side by side, then node_kill)" $t
 # One closing line over every group.
 cat "$logs"/{main,faults,node_kill}.log 2>/dev/null | awk '/^test result:/ { p += $4; f += $6 }
     END { printf "%d passed, %d failed\n", p, f }'

@@ -123,11 +123,14 @@ fn valid_name(name: &str) -> bool {
 impl Tokens {
     /// Reads a token list: one token per line (or per comma), each `NAME SCOPE SECRET` where
     /// SECRET is the secret itself or `sha256:HEX` of it; blank lines and `#` comments are
-    /// skipped. Names are unique.
+    /// skipped (a comment runs to the end of its line, commas included). Names are unique.
     pub fn parse(text: &str) -> Result<Self, TokenConfigError> {
         let mut entries: Vec<Entry> = vec![];
-        for (n, line) in text.split(['\n', ',']).enumerate() {
-            let line = line.split('#').next().unwrap_or("").trim();
+        let uncommented = text
+            .lines()
+            .flat_map(|line| line.split('#').next().unwrap_or("").split(','));
+        for (n, line) in uncommented.enumerate() {
+            let line = line.trim();
             if line.is_empty() {
                 continue;
             }
@@ -360,6 +363,15 @@ mod tests {
             assert!(e.contains(why), "{text:?}: {e}");
         }
         assert!(Tokens::parse("\n# nothing\n").unwrap().is_empty());
+        // A comment runs to the end of its line, commas and all; commas still part entries.
+        let t = Tokens::parse(
+            "# one a line, or several a line\na read 0123456789abcdef0123, b admin 0123456789abcdef0124 # two, here",
+        )
+        .unwrap();
+        assert_eq!(
+            t.check("0123456789abcdef0124").map(|(name, _)| name).as_deref(),
+            Some("b")
+        );
     }
 
     #[test]
