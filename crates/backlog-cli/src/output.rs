@@ -96,10 +96,11 @@ pub fn jobs(list: &[Job], now: i64) -> String {
 /// longer show.
 pub fn stats(rows: &[(String, QueueStats)]) -> String {
     let mut s = format!(
-        "{:<24} {:>10} {:>10} {:>8} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}\n",
+        "{:<24} {:>10} {:>10} {:>9} {:>8} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}\n",
         "QUEUE",
         "AVAILABLE",
         "SCHEDULED",
+        "RETRYING",
         "WAITING",
         "RUNNING",
         "COMPLETED",
@@ -110,10 +111,11 @@ pub fn stats(rows: &[(String, QueueStats)]) -> String {
     );
     for (q, st) in rows {
         s.push_str(&format!(
-            "{:<24} {:>10} {:>10} {:>8} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}\n",
+            "{:<24} {:>10} {:>10} {:>9} {:>8} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9}\n",
             q,
             st.available,
             st.scheduled,
+            st.retrying,
             st.waiting,
             st.running,
             st.completed,

@@ -215,7 +215,7 @@ fn bad_input_is_refused_and_changes_nothing() {
         .to_owned();
     db.fails(
         &["job", "retry", &later],
-        &format!("cannot retry job {later}: it is scheduled"),
+        &format!("cannot retry job {later}: it is scheduled (run-now makes it due at once)"),
     );
     // Run now, it is due; run now again once held, refused.
     assert!(

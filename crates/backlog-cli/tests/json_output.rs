@@ -299,6 +299,7 @@ fn json_shapes(engine: Engine) {
     let mut expected = [
         "available",
         "scheduled",
+        "retrying",
         "running",
         "completed",
         "dead",

@@ -128,7 +128,10 @@ pub enum Error {
         job_id: i64,
     },
     /// The job exists but its state does not allow the operation.
-    #[error("cannot {action} job {job_id}: it is {reported}")]
+    #[error(
+        "cannot {action} job {job_id}: it is {reported}{}",
+        state_hint(action, reported)
+    )]
     JobStateConflict {
         /// The job.
         job_id: i64,
@@ -245,5 +248,13 @@ impl std::fmt::Display for DbErrorKind {
             DbErrorKind::StorageUnavailable => "storage unavailable",
             DbErrorKind::Other => "other",
         })
+    }
+}
+
+/// What to do instead, for a refusal with an obvious other way.
+fn state_hint(action: &str, reported: &str) -> &'static str {
+    match (action, reported) {
+        ("retry", "scheduled" | "retrying") => " (run-now makes it due at once)",
+        _ => "",
     }
 }

@@ -189,10 +189,11 @@ pub struct Job {
 }
 
 impl Job {
-    /// The state as a user sees it: `scheduled` or `retrying` for available jobs not yet due.
+    /// The state as a user sees it: `scheduled` or `retrying` (an attempt counted, so one
+    /// failed) for available jobs not yet due, as the counts and the state filters tell them.
     pub fn reported_state(&self, now: i64) -> &'static str {
         match self.state {
-            JobState::Available if self.run_at > now && !self.errors.is_empty() => "retrying",
+            JobState::Available if self.run_at > now && self.attempt > 0 => "retrying",
             JobState::Available if self.run_at > now => "scheduled",
             s => s.as_str(),
         }

@@ -39,7 +39,7 @@ pub use duration::{format_duration, parse_duration};
 pub use error::{DbErrorKind, Error, Result};
 pub use job::{ClaimedJob, EnqueueOutcome, ErrorRecord, Job, JobRef, NewJob};
 pub use queue::{
-    BlockReason, BlockedGroup, GroupFailure, Ordering, QueueFlow, QueueInfo, QueueSettings,
+    BlockReason, BlockedGroup, Due, GroupFailure, Ordering, QueueFlow, QueueInfo, QueueSettings,
     QueueStats, RateLimit, Retention,
 };
 pub use stat::{

@@ -340,8 +340,10 @@ pub struct QueueInfo {
 pub struct QueueStats {
     /// Available and due.
     pub available: i64,
-    /// Available, due later (including those waiting to retry).
+    /// Available, due later (delayed or scheduled), never failed.
     pub scheduled: i64,
+    /// Available, due later after a failed attempt: waiting to retry.
+    pub retrying: i64,
     /// Running.
     pub running: i64,
     /// Completed (kept).
@@ -364,6 +366,7 @@ impl QueueStats {
     pub fn total(&self) -> i64 {
         self.available
             + self.scheduled
+            + self.retrying
             + self.running
             + self.completed
             + self.dead
@@ -373,11 +376,19 @@ impl QueueStats {
             + self.archived
     }
 
-    /// Counts `n` jobs stored in `state` under their reported state: available ones whose
-    /// `run_at` is still to come (`not_due`) are scheduled.
-    pub fn add(&mut self, state: JobState, not_due: bool, n: i64) {
-        let slot = match state {
-            JobState::Available if not_due => &mut self.scheduled,
+    /// Counts `n` jobs stored in `state` under their reported state: available ones are
+    /// available, scheduled or retrying as `due` says.
+    pub fn add(&mut self, state: JobState, due: Due, n: i64) {
+        let slot = match (state, due) {
+            (JobState::Available, Due::Later) => &mut self.scheduled,
+            (JobState::Available, Due::Retry) => &mut self.retrying,
+            (state, _) => self.slot(state),
+        };
+        *slot += n;
+    }
+
+    fn slot(&mut self, state: JobState) -> &mut i64 {
+        match state {
             JobState::Available => &mut self.available,
             JobState::Running => &mut self.running,
             JobState::Completed => &mut self.completed,
@@ -385,8 +396,40 @@ impl QueueStats {
             JobState::Cancelled => &mut self.cancelled,
             JobState::Held => &mut self.held,
             JobState::Waiting => &mut self.waiting,
-        };
-        *slot += n;
+        }
+    }
+}
+
+/// When an available job runs, as the counts tell it apart (the other states ignore it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// Due now: available.
+    Now,
+    /// Due later, never failed: scheduled.
+    Later,
+    /// Due later after a failed attempt: retrying.
+    Retry,
+}
+
+impl Due {
+    /// From whether the job's `run_at` is still to come and whether it failed before (an
+    /// attempt counted), as [`crate::Job::reported_state`] tells them apart.
+    pub fn of(not_due: bool, failed_before: bool) -> Self {
+        match (not_due, failed_before) {
+            (false, _) => Due::Now,
+            (true, false) => Due::Later,
+            (true, true) => Due::Retry,
+        }
+    }
+
+    /// From the flag the `queue_stats` statements return: 0 due, 1 later, 2 retrying.
+    pub fn from_flag(flag: i64) -> Option<Self> {
+        match flag {
+            0 => Some(Due::Now),
+            1 => Some(Due::Later),
+            2 => Some(Due::Retry),
+            _ => None,
+        }
     }
 }
 

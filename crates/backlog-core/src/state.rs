@@ -89,7 +89,7 @@ impl FromStr for JobState {
 pub enum StateFilter {
     /// Exactly this stored state (for `available`, only jobs whose `run_at` has come).
     Stored(JobState),
-    /// `available` with `run_at` in the future.
+    /// `available` with `run_at` in the future, never failed (attempt 0).
     Scheduled,
     /// `available` with `run_at` in the future and at least one failed attempt.
     Retrying,

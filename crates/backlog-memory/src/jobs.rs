@@ -545,7 +545,9 @@ impl State {
                 j.state == JobState::Available && j.run_at <= p.now
             }
             Some(StateFilter::Stored(s)) => j.state == s,
-            Some(StateFilter::Scheduled) => j.state == JobState::Available && j.run_at > p.now,
+            Some(StateFilter::Scheduled) => {
+                j.state == JobState::Available && j.run_at > p.now && j.attempt == 0
+            }
             Some(StateFilter::Retrying) => {
                 j.state == JobState::Available && j.run_at > p.now && j.attempt > 0
             }

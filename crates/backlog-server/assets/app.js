@@ -21,7 +21,7 @@
   const PAGE_SIZE = 50;
   // The states a queue page has a tab for, as the API's `state` filter names them.
   const STATES = [
-    "available", "scheduled", "running", "retrying",
+    "available", "scheduled", "retrying", "waiting", "running",
     "completed", "dead", "cancelled", "held",
   ];
   const WINDOWS = [[60, "1 hour"], [360, "6 hours"], [1440, "24 hours"]];
@@ -399,7 +399,9 @@
   // ---------------------------------------------------------------------------------------
   // Overview: every queue with its counts, and the charts.
 
-  const COUNT_COLS = ["available", "scheduled", "running", "completed", "dead", "cancelled", "held"];
+  const COUNT_COLS = [
+    "available", "scheduled", "retrying", "waiting", "running", "completed", "dead", "cancelled", "held",
+  ];
 
   async function overviewPage() {
     const [list, hist] = await Promise.all([api("GET", "/api/v1/queues"), history(null)]);

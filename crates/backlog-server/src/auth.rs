@@ -369,7 +369,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            t.check("0123456789abcdef0124").map(|(name, _)| name).as_deref(),
+            t.check("0123456789abcdef0124")
+                .map(|(name, _)| name)
+                .as_deref(),
             Some("b")
         );
     }

@@ -162,6 +162,7 @@ pub async fn metrics(State(state): State<AppState>, _who: Reader) -> ApiResult<R
         for (st, n) in [
             ("available", s.available),
             ("scheduled", s.scheduled),
+            ("retrying", s.retrying),
             ("running", s.running),
             ("completed", s.completed),
             ("dead", s.dead),
@@ -175,7 +176,7 @@ pub async fn metrics(State(state): State<AppState>, _who: Reader) -> ApiResult<R
     }
     registry.register(
         "jobs",
-        "Jobs per queue and state (scheduled: available but not yet due)",
+        "Jobs per queue and state (scheduled: available but not yet due; retrying: not yet due after a failed attempt)",
         jobs,
     );
 

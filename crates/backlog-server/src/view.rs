@@ -105,8 +105,10 @@ impl From<EnqueueOutcome> for EnqueuedView {
 pub struct StatsView {
     /// Available and due.
     pub available: i64,
-    /// Due later (including those waiting to retry).
+    /// Due later, never failed (delayed or scheduled).
     pub scheduled: i64,
+    /// Due later after a failed attempt: waiting to retry.
+    pub retrying: i64,
     /// Running.
     pub running: i64,
     /// Completed and kept.
@@ -128,6 +130,7 @@ impl From<&QueueStats> for StatsView {
         StatsView {
             available: s.available,
             scheduled: s.scheduled,
+            retrying: s.retrying,
             running: s.running,
             completed: s.completed,
             dead: s.dead,

@@ -334,6 +334,14 @@ async fn worker_protocol_is_fenced(engine: Engine) {
         2,
         "rescue and failure: {shown}"
     );
+    // Counted where it is reported, and listed there alone.
+    let counts = api.ok(Method::GET, "/api/v1/queues/w", None).await;
+    assert_eq!(counts["stats"]["retrying"], 1, "{counts}");
+    assert_eq!(counts["stats"]["scheduled"], 0, "{counts}");
+    let listed = api
+        .ok(Method::GET, "/api/v1/jobs?queue=w&state=scheduled", None)
+        .await;
+    assert_eq!(listed["jobs"].as_array().map(Vec::len), Some(0), "{listed}");
     clock.advance(Duration::from_secs(6));
     let third = api
         .ok(Method::POST, "/api/v1/queues/w/claim", Some(json!({})))

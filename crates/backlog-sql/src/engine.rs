@@ -844,7 +844,7 @@ macro_rules! sql_backend {
                 queue: Option<&backlog_core::QueueName>,
                 now: i64,
             ) -> backlog_core::Result<Vec<(String, backlog_core::QueueStats)>> {
-                // queue, state, future, archived, count; the flags are 0 or 1 in every dialect.
+                // queue, state, future (0 due, 1 later, 2 retrying), archived (0 or 1), count.
                 let rows: Vec<(String, String, i64, i64, i64)> =
                     $crate::pooler::on_pool!(
                         self,
@@ -854,7 +854,7 @@ macro_rules! sql_backend {
                     .db()?;
                 let counts = rows
                     .into_iter()
-                    .map(|(q, state, future, archived, n)| (q, state, future != 0, archived != 0, n))
+                    .map(|(q, state, future, archived, n)| (q, state, future, archived != 0, n))
                     .collect();
                 let names = match queue {
                     Some(q) => vec![q.as_str().to_owned()],

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use backlog_core::{
-    AdminAction, Backend, ClaimedJob, DbErrorKind, Error, JobClaimParams, JobFailParams, JobRef,
-    JobState, Kind, QueueInfo, QueueName, QueueSettings, QueueStats, Result, StateFilter,
+    AdminAction, Backend, ClaimedJob, DbErrorKind, Due, Error, JobClaimParams, JobFailParams,
+    JobRef, JobState, Kind, QueueInfo, QueueName, QueueSettings, QueueStats, Result, StateFilter,
 };
 use rand::Rng;
 
@@ -374,11 +374,12 @@ pub(crate) fn merge_queue_list(
     Ok(out.into_values().collect())
 }
 
-/// Stats from (queue, state, not-yet-due, archived, count) rows; `names` are queues to list even
-/// when empty. Archived rows count as archived whatever state they finished in.
+/// Stats from (queue, state, due flag, archived, count) rows (the flag as
+/// [`Due::from_flag`] reads it); `names` are queues to list even when empty. Archived rows count
+/// as archived whatever state they finished in.
 pub(crate) fn fold_stats(
     names: Vec<String>,
-    counts: Vec<(String, String, bool, bool, i64)>,
+    counts: Vec<(String, String, i64, bool, i64)>,
 ) -> Result<Vec<(String, QueueStats)>> {
     let mut out: BTreeMap<String, QueueStats> = names
         .into_iter()
@@ -390,7 +391,10 @@ pub(crate) fn fold_stats(
             s.archived += n;
             continue;
         }
-        s.add(state.parse::<JobState>()?, future, n);
+        let due = Due::from_flag(future).ok_or_else(|| Error::StateInvalid {
+            value: format!("due flag {future}"),
+        })?;
+        s.add(state.parse::<JobState>()?, due, n);
     }
     Ok(out.into_iter().collect())
 }

@@ -1,4 +1,5 @@
--- mode: 0 any time, 1 due (run_at <= now), 2 not yet due, 3 not yet due after a failed attempt.
+-- mode: 0 any time, 1 due (run_at <= now), 2 not yet due and never failed (attempt 0), 3 not yet
+-- due after a failed attempt.
 -- queue, state, kind and unique_key: NULL for any.
 -- @param queue: Option<&str>
 -- @param state: Option<&str>
@@ -22,7 +23,7 @@ SELECT * FROM (
         cancel_requested_at, trace_context, group_key
  FROM backlog_job
  WHERE (? IS NULL OR queue = ?) AND (? IS NULL OR state = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?)
    AND (? IS NULL OR unique_key = ?)
@@ -35,7 +36,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_0
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -46,7 +47,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_1
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -57,7 +58,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_2
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -68,7 +69,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_3
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -79,7 +80,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_4
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -90,7 +91,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_5
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -101,7 +102,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_6
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -112,7 +113,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_7
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -123,7 +124,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_8
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -134,7 +135,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_9
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -145,7 +146,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_10
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -156,7 +157,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_11
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -167,7 +168,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_12
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -178,7 +179,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_13
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -189,7 +190,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_14
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)
@@ -200,7 +201,7 @@ UNION ALL
         cancel_requested_at, trace_context, group_key
  FROM backlog_job_done_15
  WHERE (? IS NULL OR ? = 'completed') AND (? IS NULL OR queue = ?) AND id > ?
-   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ?)
+   AND (? = 0 OR (? = 1 AND run_at <= ?) OR (? = 2 AND run_at > ? AND attempt = 0)
         OR (? = 3 AND run_at > ? AND attempt > 0))
    AND (? IS NULL OR kind = ?) AND (? IS NULL OR unique_key = ?)
  ORDER BY id LIMIT ?)

@@ -1,4 +1,5 @@
--- $4: 0 any time, 1 due (run_at <= now), 2 not yet due, 3 not yet due after a failed attempt.
+-- $4: 0 any time, 1 due (run_at <= now), 2 not yet due and never failed (attempt 0), 3 not yet
+-- due after a failed attempt.
 -- Casts: $1, $2, $7 (the kind) and $8 (the unique key) may be NULL.
 -- Completed jobs are in either table (backlog_job_done since version 15; backlog_job for those
 -- completed before, or in place by a plain-SQL consumer): each table gives its first rows past
@@ -20,7 +21,7 @@ SELECT * FROM (
      FROM backlog_job
      WHERE ($1::text IS NULL OR queue = $1::text) AND ($2::text IS NULL OR state = $2::text)
        AND id > $3
-       AND ($4 = 0 OR ($4 = 1 AND run_at <= $5) OR ($4 = 2 AND run_at > $5)
+       AND ($4 = 0 OR ($4 = 1 AND run_at <= $5) OR ($4 = 2 AND run_at > $5 AND attempt = 0)
             OR ($4 = 3 AND run_at > $5 AND attempt > 0))
        AND ($7::text IS NULL OR kind = $7::text)
        AND ($8::text IS NULL OR unique_key = $8::text)
@@ -34,7 +35,7 @@ SELECT * FROM (
      FROM backlog_job_done
      WHERE ($2::text IS NULL OR $2::text = 'completed') AND ($1::text IS NULL OR queue = $1::text)
        AND id > $3
-       AND ($4 = 0 OR ($4 = 1 AND run_at <= $5) OR ($4 = 2 AND run_at > $5)
+       AND ($4 = 0 OR ($4 = 1 AND run_at <= $5) OR ($4 = 2 AND run_at > $5 AND attempt = 0)
             OR ($4 = 3 AND run_at > $5 AND attempt > 0))
        AND ($7::text IS NULL OR kind = $7::text)
        AND ($8::text IS NULL OR unique_key = $8::text)

@@ -1,5 +1,6 @@
 -- Jobs in id order after `after_id`, of a queue and a state when not NULL. `mode`: 0 any time,
--- 1 due (run_at <= now), 2 not yet due, 3 not yet due after a failed attempt. `kind`,
+-- 1 due (run_at <= now), 2 not yet due and never failed (attempt 0), 3 not yet due after a
+-- failed attempt. `kind`,
 -- `unique_key`: only this kind, this unique key, when not NULL.
 -- @param queue: Option<&str>
 -- @param state: Option<&str>
@@ -14,7 +15,7 @@ SELECT id, queue, kind, state, payload, priority, run_at, attempt, max_attempts,
        attempted_at, finished_at, cancel_requested_at, trace_context, group_key
 FROM backlog_job
 WHERE (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR state = ?2) AND id > ?3
-  AND (?4 = 0 OR (?4 = 1 AND run_at <= ?5) OR (?4 = 2 AND run_at > ?5)
+  AND (?4 = 0 OR (?4 = 1 AND run_at <= ?5) OR (?4 = 2 AND run_at > ?5 AND attempt = 0)
        OR (?4 = 3 AND run_at > ?5 AND attempt > 0))
   AND (?7 IS NULL OR kind = ?7)
   AND (?8 IS NULL OR unique_key = ?8)

@@ -1,9 +1,11 @@
 -- Job counts per queue, state and whether not yet due, of one queue or all (`queue` NULL).
 -- The second half counts the jobs `archive` retention moved to backlog_job_archive: one
 -- statement, so a job moving there while this runs is counted once, in one place.
+-- future: 0 due (or not available), 1 due later and never failed (attempt 0: scheduled), 2 due later
+-- after a failed attempt (retrying).
 -- @param now: i64
 -- @param queue: Option<&str>
-SELECT queue, state, CASE WHEN state = 'available' AND run_at > ?1 THEN 1 ELSE 0 END AS future,
+SELECT queue, state, CASE WHEN state = 'available' AND run_at > ?1 THEN (CASE WHEN attempt = 0 THEN 1 ELSE 2 END) ELSE 0 END AS future,
        0 AS archived, COUNT(*) AS n
 FROM backlog_job
 WHERE (?2 IS NULL OR queue = ?2)

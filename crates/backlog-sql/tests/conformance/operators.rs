@@ -169,16 +169,33 @@ pub(crate) async fn stats_and_lists(db: Db) {
     later.run_at = Some(now + 100 * SEC);
     let id = ids(
         &db,
-        vec![job("st", "{}"), job("st", "{}"), later, job("st", "{}")],
+        vec![
+            job("st", "{}"),
+            job("st", "{}"),
+            later,
+            job("st", "{}"),
+            job("st", "{}"),
+        ],
         now,
     )
     .await;
     db.b.job_admin(id[3], AdminAction::Hold, now).await.unwrap();
     let c =
-        db.b.job_claim(&claim("st", 1, now, db.strategy()))
+        db.b.job_claim(&claim("st", 2, now, db.strategy()))
             .await
             .unwrap();
+    assert_eq!(c.len(), 2);
     complete(&db, vec![c[0].job_ref()], now, Retention::Keep).await;
+    // A failed attempt due to run again later is retrying, not scheduled.
+    db.b.job_fail(JobFailParams {
+        job: c[1].job_ref(),
+        now,
+        error: "x".into(),
+        cancelled: false,
+        retry_at: Some(now + 50 * SEC),
+    })
+    .await
+    .unwrap();
     db.b.queue_ensure(&q("empty"), now).await.unwrap();
     let all = db.b.queue_stats(None, now).await.unwrap();
     let st = &all.iter().find(|(n, _)| n == "st").unwrap().1;
@@ -187,6 +204,7 @@ pub(crate) async fn stats_and_lists(db: Db) {
         QueueStats {
             available: 1,
             scheduled: 1,
+            retrying: 1,
             running: 0,
             completed: 1,
             dead: 0,
@@ -271,9 +289,10 @@ pub(crate) async fn stats_and_lists(db: Db) {
     };
     assert_eq!(list(None).await, id);
     assert_eq!(list(Some(StateFilter::Scheduled)).await, vec![id[2]]);
+    assert_eq!(list(Some(StateFilter::Retrying)).await, vec![id[1]]);
     assert_eq!(
         list(Some(StateFilter::Stored(JobState::Available))).await,
-        vec![id[1]]
+        vec![id[4]]
     );
     assert_eq!(
         list(Some(StateFilter::Stored(JobState::Held))).await,
@@ -339,7 +358,7 @@ pub(crate) async fn stats_and_lists(db: Db) {
         .iter()
         .find(|i| i.settings.name.as_str() == "st")
         .expect("queue with jobs is listed");
-    assert_eq!(stq.pending, 3);
+    assert_eq!(stq.pending, 4, "available, scheduled, retrying and held");
     assert!(queues.iter().any(|i| i.settings.name.as_str() == "empty"));
 }
 

@@ -465,7 +465,8 @@ impl<O: MaintenanceOps> Maintainer<O> {
             .map(|(queue, s)| {
                 let depth = StatDepth {
                     available: s.available,
-                    scheduled: s.scheduled,
+                    // The history's depth keeps every job due later, retries included.
+                    scheduled: s.scheduled + s.retrying,
                     running: s.running,
                     dead: s.dead,
                 };
