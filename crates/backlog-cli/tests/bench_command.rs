@@ -8,6 +8,11 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_backlog");
 
+/// Held by each test for its whole run: a test writing its copy of `backlog` (or its script)
+/// while the other forks a child leaves the child a descriptor open for writing, and running
+/// that file then fails with "Text file busy" (ETXTBSY) until the child execs.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A copy of `backlog` in `dir`, with an empty PATH so that only what `dir` holds is found.
 fn backlog_in(dir: &Path) -> Command {
     let copy = dir.join("backlog");
@@ -19,6 +24,7 @@ fn backlog_in(dir: &Path) -> Command {
 
 #[test]
 fn bench_runs_the_benchmark_binary_beside_it() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("backlog-bench");
     std::fs::write(
@@ -42,6 +48,7 @@ fn bench_runs_the_benchmark_binary_beside_it() {
 
 #[test]
 fn without_the_benchmark_binary_bench_says_how_to_build_it() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     let out = backlog_in(dir.path())
