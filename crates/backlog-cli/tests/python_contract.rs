@@ -344,7 +344,7 @@ fn contract(engine: Engine) {
 
     // Nothing left: every job completed, as `backlog stats` tells.
     let stats = db.stats();
-    let want = json!({"available": 0, "scheduled": 0, "running": 0, "completed": n, "dead": 0,
+    let want = json!({"available": 0, "scheduled": 0, "retrying": 0, "running": 0, "completed": n, "dead": 0,
         "cancelled": 0, "held": 0, "waiting": 0, "archived": 0});
     assert_eq!(stats[q], want, "{stats}");
     let rows = rows(&db, q);
