@@ -192,10 +192,15 @@ impl Job {
     /// The state as a user sees it: `scheduled` or `retrying` (an attempt counted, so one
     /// failed) for available jobs not yet due, as the counts and the state filters tell them.
     pub fn reported_state(&self, now: i64) -> &'static str {
-        match self.state {
-            JobState::Available if self.run_at > now && self.attempt > 0 => "retrying",
-            JobState::Available if self.run_at > now => "scheduled",
-            s => s.as_str(),
+        match (self.state, self.due(now)) {
+            (JobState::Available, crate::Due::Retry) => "retrying",
+            (JobState::Available, crate::Due::Later) => "scheduled",
+            (s, _) => s.as_str(),
         }
+    }
+
+    /// When it runs, if it is available (the rule the counts and state filters share).
+    pub fn due(&self, now: i64) -> crate::Due {
+        crate::Due::of(self.run_at > now, self.attempt > 0)
     }
 }

@@ -2,10 +2,10 @@
 //! step (the SQLite file each follows is named on it).
 
 use backlog_core::{
-    AdminAction, ClaimedJob, DbErrorKind, EnqueueOutcome, Error, ErrorRecord, Job, JobClaimParams,
-    JobCompleteParams, JobCountPendingParams, JobFailParams, JobHeartbeatParams, JobListParams,
-    JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams, JobState, NewJob,
-    QueueRedriveParams, QueueSettings, Rescued, Result, Retention, StateFilter,
+    AdminAction, ClaimedJob, DbErrorKind, Due, EnqueueOutcome, Error, ErrorRecord, Job,
+    JobClaimParams, JobCompleteParams, JobCountPendingParams, JobFailParams, JobHeartbeatParams,
+    JobListParams, JobProgressParams, JobPruneParams, JobRef, JobReleaseParams, JobRescueParams,
+    JobState, NewJob, QueueRedriveParams, QueueSettings, Rescued, Result, Retention, StateFilter,
 };
 
 use crate::state::{State, check_json, check_violation, unique_violation};
@@ -546,10 +546,10 @@ impl State {
             }
             Some(StateFilter::Stored(s)) => j.state == s,
             Some(StateFilter::Scheduled) => {
-                j.state == JobState::Available && j.run_at > p.now && j.attempt == 0
+                j.state == JobState::Available && j.due(p.now) == Due::Later
             }
             Some(StateFilter::Retrying) => {
-                j.state == JobState::Available && j.run_at > p.now && j.attempt > 0
+                j.state == JobState::Available && j.due(p.now) == Due::Retry
             }
         };
         self.jobs

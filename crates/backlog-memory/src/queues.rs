@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use backlog_core::{Due, JobState, QueueInfo, QueueName, QueueSettings, QueueStats, Result};
+use backlog_core::{JobState, QueueInfo, QueueName, QueueSettings, QueueStats, Result};
 
 use crate::state::{State, check_violation};
 
@@ -143,7 +143,7 @@ impl State {
         };
         for job in self.jobs.rows().filter(|j| wanted(&j.queue)) {
             let stats = out.entry(job.queue.clone()).or_default();
-            stats.add(job.state, Due::of(job.run_at > now, job.attempt > 0), 1);
+            stats.add(job.state, job.due(now), 1);
         }
         for job in self.jobs.archive_rows().filter(|j| wanted(&j.queue)) {
             out.entry(job.queue.clone()).or_default().archived += 1;
