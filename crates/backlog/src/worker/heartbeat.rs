@@ -117,9 +117,11 @@ impl<K: LeaseKeeper> Heartbeater<K> {
                 Ok(h) if h.cancel_requested => Some(StopReason::CancelRequested),
                 Ok(_) => None,
                 Err(Error::LeaseLost { .. }) => Some(StopReason::LeaseLost),
+                // Not renewed: tried again at the next tick, not a third of the lease later
+                // (two failures in a row would otherwise let a short lease run out).
                 Err(e) => {
                     tracing::warn!("heartbeat of job {} failed: {e}", job.id);
-                    None
+                    continue;
                 }
             };
             self.last.insert(job.id, sent);
@@ -237,6 +239,20 @@ mod tests {
         let mut beats = hb.keeper.beats();
         beats.sort();
         assert_eq!(beats, [3, 4], "stopped jobs are not renewed");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_renewal_is_tried_again_at_the_next_tick() {
+        let (mut hb, stops) = heartbeater(&[3, 4], Duration::from_secs(3));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        hb.run_once().await;
+        let mut beats = hb.keeper.beats();
+        beats.sort();
+        assert_eq!(beats, [3, 4]);
+        tokio::time::advance(TICK).await;
+        hb.run_once().await;
+        assert_eq!(hb.keeper.beats(), [3], "the renewed lease waits its third");
+        assert_eq!(stops[&3].reason(), None);
     }
 
     #[tokio::test(start_paused = true)]
