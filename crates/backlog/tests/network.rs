@@ -117,13 +117,14 @@ async fn a_partitioned_worker_comes_back_late(engine: Engine) {
     comes_back_late(engine, false).await
 }
 
-/// The same partition with the worker claiming in transaction claim mode, cut off after its
-/// job's first poll, before the commit that would lease the job: its transaction still holds
-/// the row lock on the server, which ends the silent session after the lease (PostgreSQL's
-/// idle-in-transaction timeout, MySQL's wait_timeout) and so frees the job for the other process. The cut-off worker's commit fails when the partition
-/// heals, and it drops the handler it had started: the job is completed once, by the other
-/// process, as its first counted attempt. Where the runtime claims under a lease instead (a
-/// Galera cluster), this is the lease-mode test again.
+/// The same partition with the worker claiming in transaction claim mode, cut off in its job's
+/// first poll (the handler stalls the proxy), before the commit that would lease the job: its
+/// transaction still holds the row lock on the server, which ends the silent session after the
+/// lease (PostgreSQL's idle-in-transaction timeout, MySQL's wait_timeout) and so frees the job
+/// for the other process. The cut-off worker's commit fails when the partition heals, and it
+/// drops the handler it had started: the job is completed once, by the other process, as its
+/// first counted attempt. Where the runtime claims under a lease instead (a Galera cluster),
+/// this is the lease-mode test again.
 async fn a_worker_cut_off_mid_claim_holds_its_job_no_longer_than_a_lease(engine: Engine) {
     comes_back_late(engine, true).await
 }
@@ -131,7 +132,7 @@ async fn a_worker_cut_off_mid_claim_holds_its_job_no_longer_than_a_lease(engine:
 async fn comes_back_late(engine: Engine, claim_in_transaction: bool) {
     let db = TestDb::new(engine).await;
     db.create_results().await;
-    let proxy = Proxy::for_url(&db.url).await;
+    let proxy = Arc::new(Proxy::for_url(&db.url).await);
     // Calls wait out the partition (20 s > the 10 s limit below): what they send is delivered
     // when it heals, which is the late completion this test is about.
     let cut_off = Client::connect_with(&proxy.url(&db.url), &config(Duration::from_secs(20)))
@@ -142,11 +143,17 @@ async fn comes_back_late(engine: Engine, claim_in_transaction: bool) {
     let worker = Worker::builder(cut_off)
         .queue("net", 1)
         .fallback_handler({
-            let (started, go, ran) = (started.clone(), go.clone(), ran.clone());
+            let (started, go, ran, proxy) =
+                (started.clone(), go.clone(), ran.clone(), proxy.clone());
             move |ctx: JobContext| {
-                let (started, go, ran) = (started.clone(), go.clone(), ran.clone());
+                let (started, go, ran, proxy) =
+                    (started.clone(), go.clone(), ran.clone(), proxy.clone());
                 async move {
                     ran.fetch_add(1, Ordering::SeqCst);
+                    // The partition begins in the handler's first poll: before the commit that
+                    // leases the job in transaction claim mode, whatever the scheduler does
+                    // next (stalled from the test's task, it raced that commit under load).
+                    proxy.stall();
                     started.notify_one();
                     go.notified().await;
                     let mut tx = ctx.begin().await?;
@@ -170,7 +177,6 @@ async fn comes_back_late(engine: Engine, claim_in_transaction: bool) {
     tokio::time::timeout(Duration::from_secs(10), started.notified())
         .await
         .expect("the job starts");
-    proxy.stall();
     // Its transaction and completion are sent into the partition.
     go.notify_one();
 
