@@ -438,6 +438,16 @@ pub struct CountingWorker {
 impl CountingWorker {
     /// Starts it on `queue` with `concurrency` slots.
     pub fn start(client: &Arc<Client>, queue: &str, concurrency: usize) -> CountingWorker {
+        Self::start_with(client, queue, concurrency, |_| {})
+    }
+
+    /// Starts it on `queue` with `concurrency` slots and the configuration `configure` leaves.
+    pub fn start_with(
+        client: &Arc<Client>,
+        queue: &str,
+        concurrency: usize,
+        configure: impl FnOnce(&mut backlog::WorkerConfig),
+    ) -> CountingWorker {
         let ran = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let worker = backlog::Worker::builder(client.clone())
             .queue(queue, concurrency)
@@ -448,6 +458,7 @@ impl CountingWorker {
                     async { Ok(backlog::Outcome::Complete) }
                 }
             })
+            .configure(configure)
             .build()
             .expect("a worker");
         let shutdown = tokio_util::sync::CancellationToken::new();
