@@ -308,18 +308,35 @@ async fn report(client: &Client, action: &str, j: backlog::Job) {
     println!("job {} is now {}", j.id, j.state);
 }
 
+/// Which entries of the audit log `audit` prints.
+#[derive(Debug, Args)]
+pub struct AuditFilter {
+    /// Only this queue's.
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// Only this actor's, exactly: a token's name, `local`, or `cli:USER`.
+    #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub actor: Option<String>,
+    /// Only this action.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(backlog::AUDIT_ACTIONS))]
+    pub action: Option<String>,
+    /// At most this many.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub limit: u32,
+}
+
 /// `audit`: the operators' actions, newest first.
 pub async fn audit_log(
     client: &Client,
-    queue: Option<String>,
-    limit: u32,
+    filter: AuditFilter,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let entries = client
         .audit_log(&backlog::AuditListParams {
-            before_id: i64::MAX,
-            queue: queue.as_deref().map(queue_name).transpose()?,
-            limit,
+            queue: filter.queue.as_deref().map(queue_name).transpose()?,
+            actor: filter.actor,
+            action: filter.action,
+            ..backlog::AuditListParams::newest(filter.limit)
         })
         .await?;
     if json {

@@ -85,12 +85,8 @@ pub enum Command {
     /// The audit log: operators' actions (retry, cancel, hold, release, redrive, pause, resume,
     /// settings), newest first, with who and when.
     Audit {
-        /// Only this queue's.
-        #[arg(long)]
-        queue: Option<String>,
-        /// At most this many.
-        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-        limit: u32,
+        #[command(flatten)]
+        filter: admin::AuditFilter,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -164,7 +160,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         | Command::Queue(QueueCommand::Pause { queue: q })
         | Command::Queue(QueueCommand::Resume { queue: q })
         | Command::Queue(QueueCommand::Show { queue: q, .. })
-        | Command::Audit { queue: Some(q), .. } => {
+        | Command::Audit {
+            filter: admin::AuditFilter { queue: Some(q), .. },
+            ..
+        } => {
             queue_name(q)?;
         }
         Command::Queue(QueueCommand::Set(a)) => admin::check_set(a)?,
@@ -236,9 +235,7 @@ async fn one_shot(client: &Client, command: Command) -> anyhow::Result<ExitCode>
         Command::Job(c) => admin::job(client, c).await?,
         Command::Dead(c) => admin::dead(client, c).await?,
         Command::Queue(c) => admin::queue(client, c).await?,
-        Command::Audit { queue, limit, json } => {
-            admin::audit_log(client, queue, limit, json).await?
-        }
+        Command::Audit { filter, json } => admin::audit_log(client, filter, json).await?,
         Command::Work(_)
         | Command::Demo { .. }
         | Command::Serve(_)

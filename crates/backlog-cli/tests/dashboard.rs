@@ -700,6 +700,8 @@ async fn dashboard_in_a_real_browser() {
     let q = api(port, "GET", "/api/v1/queues/emails", READ, None).await;
     assert_eq!(q["settings"]["paused"], true);
     assert!(b.exists("#resume").await);
+    // Who paused it, from the audit log.
+    b.wait_text("#paused-by", "Paused by ops").await;
 
     // The settings form: typing pauses the live refresh (the value survives it), saving changes
     // the queue.
@@ -743,6 +745,47 @@ async fn dashboard_in_a_real_browser() {
     b.click("#settings button[type=submit]").await;
     settings(json!([null, null])).await;
     b.shot("queue.png").await;
+
+    // The audit log: the queue's link opens it filtered to the queue; the settings change shows
+    // each setting as before → after; the action filter narrows it.
+    b.click("#queue-audit").await;
+    b.find("#audit tr[data-audit-action='queue.pause']").await;
+    b.wait_text(
+        "#audit tr[data-audit-action='queue.settings'] li[data-setting=max_attempts]",
+        "→ 7",
+    )
+    .await;
+    let queues = b
+        .client
+        .execute(
+            "return [...document.querySelectorAll('#audit tbody tr td:nth-child(4)')].map(td => td.textContent);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        queues.as_array().unwrap().iter().all(|q| q == "emails"),
+        "{queues}"
+    );
+    b.client
+        .execute(
+            "document.querySelector('#audit-filter select[name=action]').value = 'queue.pause';
+             document.querySelector('#audit-filter button[type=submit]').click();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    b.wait_text("#audit-clear", "clear").await;
+    let actions = b
+        .client
+        .execute(
+            "return [...document.querySelectorAll('#audit tbody tr')].map(tr => tr.dataset.auditAction);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(actions, json!(["queue.pause"]));
+    b.shot("audit.png").await;
 
     // A kind filter: `?kind=` in the page's address (a kind in the table links to it) lists
     // that kind's jobs only, on every tab.
@@ -841,6 +884,9 @@ async fn dashboard_in_a_real_browser() {
         assert!(!b.exists(css).await, "a read token sees {css}");
     }
     b.shot("read-only-dead-letters.png").await;
+    // The audit log is there for a read token too.
+    b.goto("#/audit?action=queue.pause").await;
+    b.find("#audit tr[data-audit-action='queue.pause']").await;
     b.goto(&format!("#/jobs/{dead2}")).await;
     b.wait_text("#job-state", "dead").await;
     assert!(

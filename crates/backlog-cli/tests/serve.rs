@@ -137,6 +137,16 @@ fn serve_with_tokens_and_audit(engine: Engine) {
     assert_eq!(cli.as_array().unwrap().len(), 2);
     assert!(db.ok(&["audit"]).contains("queue.resume"));
     db.fails(&["audit", "--queue", "no such"], "invalid queue name");
+    // By actor and action; an action that is not one is refused with those there are.
+    let ops: Value = serde_json::from_str(&db.ok(&["audit", "--json", "--actor", "ops"])).unwrap();
+    assert_eq!(ops.as_array().unwrap().len(), 1, "{ops}");
+    assert_eq!(ops[0]["action"], "queue.resume");
+    let pauses: Value =
+        serde_json::from_str(&db.ok(&["audit", "--json", "--action", "queue.pause"])).unwrap();
+    assert_eq!(pauses.as_array().unwrap().len(), 1, "{pauses}");
+    assert!(pauses[0]["actor"].as_str().unwrap().starts_with("cli:"));
+    db.fails(&["audit", "--action", "queue.delete"], "queue.settings");
+    db.fails(&["audit", "--actor", ""], "--actor");
     // The server reads the database's time: its measured offset is on /metrics (this machine
     // and the database share a clock, so it is small).
     let metrics = ureq::get(&url("/metrics"))

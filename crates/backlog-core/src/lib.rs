@@ -43,7 +43,8 @@ pub use queue::{
     QueueStats, RateLimit, Retention,
 };
 pub use stat::{
-    AuditEntry, AuditListParams, StatCounts, StatDepth, StatRow, WAIT_BOUNDS_US, minute_of,
+    AUDIT_ACTIONS, AUDIT_ACTIONS_LIST, AuditEntry, AuditListParams, StatCounts, StatDepth, StatRow,
+    WAIT_BOUNDS_US, minute_of,
 };
 pub use state::{JobState, StateFilter};
 pub use trace::{MAX_TRACESTATE_LEN, TraceContext};

@@ -99,8 +99,7 @@ pub struct AuditEntry {
     pub at: i64,
     /// Who: a token's name, `local` for the open loopback server, `cli:USER` for the command.
     pub actor: String,
-    /// What: `job.retry`, `job.cancel`, `job.hold`, `job.release`, `queue.pause`,
-    /// `queue.resume`, `queue.settings`, `queue.redrive`.
+    /// What: one of [`AUDIT_ACTIONS`].
     pub action: String,
     /// The queue concerned, if any.
     pub queue: Option<String>,
@@ -110,6 +109,23 @@ pub struct AuditEntry {
     pub detail: String,
 }
 
+/// The actions the audit log records, as [`AuditEntry::action`] names them.
+pub const AUDIT_ACTIONS: &[&str] = &[
+    "job.cancel",
+    "job.hold",
+    "job.release",
+    "job.retry",
+    "job.run_now",
+    "queue.pause",
+    "queue.redrive",
+    "queue.resume",
+    "queue.settings",
+];
+
+/// [`AUDIT_ACTIONS`] as one string, for error messages.
+pub const AUDIT_ACTIONS_LIST: &str = "job.cancel, job.hold, job.release, job.retry, job.run_now, \
+     queue.pause, queue.redrive, queue.resume, queue.settings";
+
 /// Input of [`crate::Backend::audit_list`]: newest first.
 #[derive(Debug, Clone)]
 pub struct AuditListParams {
@@ -117,8 +133,25 @@ pub struct AuditListParams {
     pub before_id: i64,
     /// Only this queue's.
     pub queue: Option<crate::QueueName>,
+    /// Only this actor's (a token's name, `local`, `cli:USER`), exactly.
+    pub actor: Option<String>,
+    /// Only this action (one of [`AUDIT_ACTIONS`]).
+    pub action: Option<String>,
     /// At most this many.
     pub limit: u32,
+}
+
+impl AuditListParams {
+    /// The newest `limit` entries, of every queue, actor and action.
+    pub fn newest(limit: u32) -> Self {
+        AuditListParams {
+            before_id: i64::MAX,
+            queue: None,
+            actor: None,
+            action: None,
+            limit,
+        }
+    }
 }
 
 #[cfg(test)]

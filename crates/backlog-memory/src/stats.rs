@@ -103,6 +103,8 @@ impl State {
                 p.queue
                     .as_ref()
                     .is_none_or(|q| e.queue.as_deref() == Some(q.as_str()))
+                    && p.actor.as_ref().is_none_or(|a| &e.actor == a)
+                    && p.action.as_ref().is_none_or(|a| &e.action == a)
             })
             .take(p.limit as usize)
             .cloned()

@@ -491,11 +491,12 @@
       ? `/api/v1/queues/${enc(name)}/dead?limit=${PAGE_SIZE}${after}`
       : `/api/v1/jobs?queue=${enc(name)}&state=${route.state}${kindQ}&limit=${PAGE_SIZE}${after}`;
     const kindHash = route.kind ? `?kind=${enc(route.kind)}` : "";
-    let q, page, hist;
+    let q, page, hist, paused;
     try {
       [q, page, hist] = await Promise.all([
         api("GET", `/api/v1/queues/${enc(name)}`), api("GET", jobsPath), history(name),
       ]);
+      if (q.settings.paused) paused = await pausedBy(name);
     } catch (e) {
       // A name with neither settings nor jobs (a typo, or a link to a queue gone): said so,
       // with no action that would create it.
@@ -583,12 +584,15 @@
         }, "Next page →") : null));
 
     return [
-      h("div", { class: "crumbs" }, h("a", { href: "#/" }, "Overview"), " / ", name),
+      h("div", { class: "crumbs" }, h("a", { href: "#/" }, "Overview"), " / ", name,
+        h("a", { href: auditHash({ queue: name }), class: "crumb-aside", id: "queue-audit" }, "audit log")),
       h("div", { class: "page-head" },
         h("h1", {}, name, " ", s.paused
           ? h("span", { class: "badge paused", id: "queue-status" }, "paused")
           : h("span", { class: "badge active", id: "queue-status" }, "active")),
         actions),
+      s.paused && paused ? h("p", { class: "muted", id: "paused-by" },
+        "Paused by ", h("strong", {}, paused.actor), " ", when(paused.at), ".") : null,
       h("div", { class: "split" },
         h("section", { class: "card flush" }, tabs, route.kind ? h("p", { class: "filter", id: "kind-filter" },
           "Kind ", h("code", {}, route.kind), " only · ",
@@ -749,6 +753,107 @@
   }
 
   // ---------------------------------------------------------------------------------------
+  // The audit log: who did what, when; by queue, actor and action, newest first.
+
+  const AUDIT_ACTIONS = [
+    "job.cancel", "job.hold", "job.release", "job.retry", "job.run_now",
+    "queue.pause", "queue.redrive", "queue.resume", "queue.settings",
+  ];
+
+  const settingValue = (v) => (v === null || v === undefined ? "—" : typeof v === "object" ? JSON.stringify(v) : String(v));
+
+  // What an entry's detail says: a settings change as "setting: before → after", one per line;
+  // a redrive's count; a job action's resulting state; anything else as JSON.
+  function auditDetail(e) {
+    const d = e.detail || {};
+    if (e.action === "queue.settings" && d.changed && typeof d.changed === "object") {
+      return h("ul", { class: "changes" }, Object.entries(d.changed).map(([k, c]) =>
+        h("li", { "data-setting": k }, h("code", {}, k), ": ",
+          h("span", { class: "before" }, settingValue(c.before)), " → ",
+          h("span", { class: "after" }, settingValue(c.after)))));
+    }
+    if (e.action === "queue.redrive" && "redriven" in d) return `${fmtNum(d.redriven)} redriven`;
+    if (typeof d.state === "string") return h("span", {}, "now ", stateBadge(d.state));
+    const text = JSON.stringify(d);
+    return text === "{}" ? h("span", { class: "muted" }, "—") : h("span", { class: "mono clip", title: text }, preview(d));
+  }
+
+  function auditHash(f) {
+    const p = new URLSearchParams();
+    for (const k of ["queue", "actor", "action"]) if (f[k]) p.set(k, f[k]);
+    const q = p.toString();
+    return "#/audit" + (q ? "?" + q : "");
+  }
+
+  async function auditPage(route) {
+    const key = `audit?${route.queue || ""}&${route.actor || ""}&${route.action || ""}`;
+    if (app.cursor.key !== key) app.cursor = { key, stack: [], after: null };
+    const cur = app.cursor;
+    const p = new URLSearchParams({ limit: String(PAGE_SIZE) });
+    for (const k of ["queue", "actor", "action"]) if (route[k]) p.set(k, route[k]);
+    if (cur.after) p.set("before", cur.after);
+    const page = await api("GET", `/api/v1/audit?${p}`);
+
+    const field = (name, label, input) => h("label", {}, h("span", {}, label), input);
+    const form = h("form", { class: "card filters", id: "audit-filter" },
+      field("queue", "Queue", h("input", { name: "queue", value: route.queue || "", placeholder: "any", autocomplete: "off" })),
+      field("actor", "Actor", h("input", { name: "actor", value: route.actor || "", placeholder: "any", autocomplete: "off" })),
+      field("action", "Action", h("select", { name: "action" },
+        h("option", { value: "" }, "any"),
+        AUDIT_ACTIONS.map((a) => h("option", { value: a, selected: a === route.action ? "" : null }, a)))),
+      h("button", { type: "submit", class: "btn small" }, "Filter"),
+      route.queue || route.actor || route.action ? h("a", { href: "#/audit", id: "audit-clear" }, "clear") : null);
+    form.addEventListener("input", () => form.setAttribute("data-dirty", ""));
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const data = new FormData(form);
+      const f = {};
+      for (const k of ["queue", "actor", "action"]) f[k] = String(data.get(k) || "").trim();
+      form.removeAttribute("data-dirty");
+      location.hash = auditHash(f);
+    });
+
+    const rows = page.entries.map((e) => h("tr", { "data-audit": e.id, "data-audit-action": e.action },
+      h("td", {}, when(e.at)),
+      h("td", {}, h("a", { href: auditHash({ actor: e.actor }), title: "Only this actor's" }, e.actor)),
+      h("td", {}, h("a", { href: auditHash({ action: e.action }), class: "mono", title: "Only this action" }, e.action)),
+      h("td", {}, e.queue ? h("a", { href: `#/queues/${enc(e.queue)}` }, e.queue) : h("span", { class: "muted" }, "—")),
+      h("td", { class: "num" }, e.job_id ? h("a", { href: `#/jobs/${e.job_id}` }, `#${e.job_id}`) : h("span", { class: "muted" }, "—")),
+      h("td", {}, auditDetail(e))));
+    const table = page.entries.length === 0
+      ? h("p", { class: "empty" }, cur.after ? "No older entries." : "No recorded actions match.")
+      : h("table", { class: "grid-table", id: "audit" },
+        h("thead", {}, h("tr", {},
+          h("th", {}, "When"), h("th", {}, "Actor"), h("th", {}, "Action"), h("th", {}, "Queue"),
+          h("th", { class: "num" }, "Job"), h("th", {}, "Details"))),
+        h("tbody", {}, rows));
+    const pager = h("div", { class: "pager" },
+      h("span", { class: "muted" }, page.entries.length ? `Page ${cur.stack.length + 1}` : ""),
+      h("span", {},
+        cur.stack.length ? h("button", {
+          type: "button", class: "btn small", id: "prev-page",
+          onclick: () => { cur.after = cur.stack.pop(); render(false); },
+        }, "← Newer") : null,
+        page.next ? h("button", {
+          type: "button", class: "btn small", id: "next-page",
+          onclick: () => { cur.stack.push(cur.after); cur.after = page.next; render(false); },
+        }, "Older →") : null));
+    return [
+      h("div", { class: "page-head" }, h("h1", {}, "Audit log")),
+      h("p", { class: "muted" }, "Operators' actions from this dashboard, the API and the backlog command, newest first."),
+      form,
+      h("section", { class: "card flush" }, table, pager),
+    ];
+  }
+
+  // The newest pause of a paused queue, for "paused by … at …" (null when none is recorded:
+  // paused before the audit log kept pauses, or by plain SQL).
+  async function pausedBy(name) {
+    const r = await api("GET", `/api/v1/audit?queue=${enc(name)}&action=queue.pause&limit=1`);
+    return r.entries[0] || null;
+  }
+
+  // ---------------------------------------------------------------------------------------
   // Routing, rendering and the live refresh.
 
   function parseRoute() {
@@ -768,10 +873,17 @@
       };
     }
     if (parts[0] === "jobs" && /^\d+$/.test(parts[1] || "")) return { page: "job", id: parts[1] };
+    if (parts[0] === "audit") {
+      const action = params.get("action");
+      return {
+        page: "audit", queue: params.get("queue") || null, actor: params.get("actor") || null,
+        action: AUDIT_ACTIONS.includes(action) ? action : null,
+      };
+    }
     return { page: "overview" };
   }
 
-  const PAGES = { overview: overviewPage, queue: queuePage, job: jobPage };
+  const PAGES = { overview: overviewPage, queue: queuePage, job: jobPage, audit: auditPage };
 
   // True while the user is typing in a form of the page, or has unsaved edits in one.
   function editing() {

@@ -138,6 +138,11 @@ pub async fn history(
 pub struct AuditQuery {
     /// Only this queue's.
     pub queue: Option<String>,
+    /// Only this actor's (a token's name, `local`, `cli:USER`), exactly.
+    pub actor: Option<String>,
+    /// Only this action: `job.cancel`, `job.hold`, `job.release`, `job.retry`, `job.run_now`,
+    /// `queue.pause`, `queue.redrive`, `queue.resume` or `queue.settings`.
+    pub action: Option<String>,
     /// Only entries older than this id (the `next` of the previous page).
     pub before: Option<i64>,
     /// At most this many (1 to 1,000; default 100).
@@ -155,8 +160,8 @@ pub struct AuditView {
     pub at_rfc3339: String,
     /// Who: a token's name, `local`, or `cli:USER`.
     pub actor: String,
-    /// What: `job.retry`, `job.cancel`, `job.hold`, `job.release`, `queue.pause`,
-    /// `queue.resume`, `queue.settings`, `queue.redrive`.
+    /// What: `job.cancel`, `job.hold`, `job.release`, `job.retry`, `job.run_now`,
+    /// `queue.pause`, `queue.redrive`, `queue.resume`, `queue.settings`.
     pub action: String,
     /// The queue concerned.
     pub queue: Option<String>,
@@ -175,7 +180,7 @@ pub struct AuditPage {
     pub next: Option<i64>,
 }
 
-/// The operators' actions, newest first: who did what, when.
+/// The operators' actions, newest first: who did what, when; by queue, actor and action.
 #[utoipa::path(get, path = "/api/v1/audit", tag = "queues", params(AuditQuery),
     responses((status = 200, body = AuditPage), (status = 400, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -190,6 +195,8 @@ pub async fn audit(
         .audit_log(&AuditListParams {
             before_id: q.before.unwrap_or(i64::MAX),
             queue: q.queue.map(QueueName::new).transpose()?,
+            actor: q.actor,
+            action: q.action,
             limit,
         })
         .await?;

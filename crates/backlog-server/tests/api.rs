@@ -1424,6 +1424,59 @@ async fn counters_history_and_audit(engine: Engine) {
         "value_out_of_range",
     )
     .await;
+    // By action and by actor.
+    let only = |query: &'static str| {
+        let api = &api;
+        async move {
+            let page = api
+                .ok(Method::GET, &format!("/api/v1/audit?{query}"), None)
+                .await;
+            page["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{} {}",
+                        e["actor"].as_str().unwrap(),
+                        e["action"].as_str().unwrap()
+                    )
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        only("action=queue.redrive").await,
+        vec!["local queue.redrive"]
+    );
+    assert_eq!(
+        only("action=queue.settings&queue=h").await,
+        vec!["local queue.settings"]
+    );
+    assert_eq!(
+        only("actor=local&action=job.cancel").await,
+        vec!["local job.cancel"]
+    );
+    assert_eq!(only("actor=nobody").await, Vec::<String>::new());
+    // An action that is not one is an error naming those there are, not an empty page.
+    let body = api
+        .fails(
+            Method::GET,
+            "/api/v1/audit?action=queue.delete",
+            None,
+            StatusCode::BAD_REQUEST,
+            "option_invalid",
+        )
+        .await;
+    assert!(body.to_string().contains("queue.settings"), "{body}");
+    api.fails(
+        Method::GET,
+        "/api/v1/audit?actor=",
+        None,
+        StatusCode::BAD_REQUEST,
+        "option_invalid",
+    )
+    .await;
     api.done().await;
 }
 

@@ -957,7 +957,14 @@ macro_rules! sql_backend {
                 let queue = p.queue.as_ref().map(|q| q.as_str());
                 let rows = $crate::pooler::on_pool!(
                     self,
-                    $cat::audit_list(p.before_id, queue, p.limit as i64).query(),
+                    $cat::audit_list(
+                        p.before_id,
+                        queue,
+                        p.actor.as_deref(),
+                        p.action.as_deref(),
+                        p.limit as i64,
+                    )
+                    .query(),
                     fetch_all
                 )
                 .db()?;

@@ -1142,11 +1142,29 @@ impl Client {
             .await
     }
 
-    /// The audit log, newest first.
+    /// The audit log, newest first, filtered by queue, actor and action. An action that is not
+    /// one of [`backlog_core::AUDIT_ACTIONS`], or an empty actor, is an error (`OptionInvalid`),
+    /// not an empty page.
     pub async fn audit_log(
         &self,
         params: &backlog_core::AuditListParams,
     ) -> Result<Vec<backlog_core::AuditEntry>> {
+        if let Some(action) = &params.action
+            && !backlog_core::AUDIT_ACTIONS.contains(&action.as_str())
+        {
+            return Err(Error::OptionInvalid {
+                what: "audit action",
+                value: action.clone(),
+                expected: backlog_core::AUDIT_ACTIONS_LIST,
+            });
+        }
+        if params.actor.as_deref().is_some_and(|a| a.trim().is_empty()) {
+            return Err(Error::OptionInvalid {
+                what: "audit actor",
+                value: String::new(),
+                expected: "a token's name, local, or cli:USER",
+            });
+        }
         self.backend.audit_list(params).await
     }
 

@@ -125,10 +125,10 @@ pub mod view;
 mod worker;
 
 pub use backlog_core::{
-    AdminAction, AuditEntry, AuditListParams, Backend, BlockReason, BlockedGroup, Capabilities,
-    ClaimStrategy, ClaimedJob, Clock, CompleteClaimed, DEFAULT_PAYLOAD_LIMIT, DbErrorKind,
-    EnqueueOutcome, Error, ErrorRecord, GroupFailure, GroupKey, Job, JobRef, JobState, Kind,
-    ManualClock, NewJob, Ordering, Payload, QueueFlow, QueueInfo, QueueName, QueueSettings,
+    AUDIT_ACTIONS, AdminAction, AuditEntry, AuditListParams, Backend, BlockReason, BlockedGroup,
+    Capabilities, ClaimStrategy, ClaimedJob, Clock, CompleteClaimed, DEFAULT_PAYLOAD_LIMIT,
+    DbErrorKind, EnqueueOutcome, Error, ErrorRecord, GroupFailure, GroupKey, Job, JobRef, JobState,
+    Kind, ManualClock, NewJob, Ordering, Payload, QueueFlow, QueueInfo, QueueName, QueueSettings,
     QueueStats, RateLimit, Result, Retention, StatCounts, StatDepth, StatRow, StateFilter,
     SystemClock, TraceContext, TxClaim, TxFailure, TxFinish, UniqueKey, WAIT_BOUNDS_US,
     format_duration, minute_of, parse_duration,

@@ -282,11 +282,7 @@ async fn progress_and_audit_details_must_be_json() {
             ..
         })
     ));
-    let list = AuditListParams {
-        before_id: i64::MAX,
-        queue: None,
-        limit: 10,
-    };
+    let list = AuditListParams::newest(10);
     assert!(b.audit_list(&list).await.unwrap().is_empty());
 }
 

@@ -474,7 +474,7 @@ pub(crate) async fn stats_history_and_audit(db: Db) {
         let e = AuditEntry {
             id: 0,
             at: db.now + i as i64,
-            actor: "ops".into(),
+            actor: if i == 1 { "cli:ann" } else { "ops" }.into(),
             action: action.into(),
             queue: Some(queue.into()),
             job_id: (action == "job.retry").then_some(42),
@@ -487,6 +487,7 @@ pub(crate) async fn stats_history_and_audit(db: Db) {
         before_id,
         queue: queue.map(q),
         limit,
+        ..AuditListParams::newest(limit)
     };
     let newest = db.b.audit_list(&list(i64::MAX, None, 2)).await.unwrap();
     assert_eq!(
@@ -510,6 +511,30 @@ pub(crate) async fn stats_history_and_audit(db: Db) {
         a1.iter()
             .all(|e| e.queue.as_deref() == Some("a1") && e.actor == "ops")
     );
+    // By actor, by action, and both with a queue: each filter narrows the others.
+    let by = |actor: Option<&str>, action: Option<&str>, queue: Option<&str>| AuditListParams {
+        actor: actor.map(str::to_owned),
+        action: action.map(str::to_owned),
+        queue: queue.map(q),
+        ..AuditListParams::newest(10)
+    };
+    let ids_of = |entries: Vec<AuditEntry>| entries.iter().map(|e| e.id).collect::<Vec<_>>();
+    let ann =
+        db.b.audit_list(&by(Some("cli:ann"), None, None))
+            .await
+            .unwrap();
+    assert_eq!(ids_of(ann), vec![ids[1]]);
+    let ops = db.b.audit_list(&by(Some("ops"), None, None)).await.unwrap();
+    assert_eq!(ids_of(ops), vec![ids[2], ids[0]]);
+    let pauses =
+        db.b.audit_list(&by(None, Some("queue.pause"), None))
+            .await
+            .unwrap();
+    assert_eq!(ids_of(pauses), vec![ids[0]]);
+    let none = by(Some("cli:ann"), Some("queue.pause"), None);
+    assert!(db.b.audit_list(&none).await.unwrap().is_empty());
+    let none = by(None, Some("queue.settings"), Some("a2"));
+    assert!(db.b.audit_list(&none).await.unwrap().is_empty());
 }
 
 /// A session idle in a transaction is seen, with its age: it keeps completed jobs' rows from
