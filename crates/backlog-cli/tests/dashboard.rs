@@ -821,6 +821,102 @@ async fn dashboard_in_a_real_browser() {
         .unwrap();
     assert_eq!(tab, json!("#/queues/emails/dead?kind=digest"));
 
+    // Flow control on a queue's page: the limits in force, the jobs waiting for their group's
+    // turn, and the group held up by its rate limit (one start an hour), with the job that
+    // holds it. The jobs carry their group and trace context to their pages.
+    api(
+        port,
+        "PATCH",
+        "/api/v1/queues/ledger",
+        ADMIN,
+        Some(json!({"global_concurrency": 4, "rate_limit": "10/1s",
+                    "group_concurrency": 2, "group_rate_limit": "1/1h"})),
+    )
+    .await;
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let ledger: Vec<i64> = (0..3)
+        .map(|i| {
+            let payload = format!("{{\"entry\": {i}}}");
+            db.ok(&[
+                "enqueue",
+                "ledger",
+                &payload,
+                "--group",
+                "acct-1",
+                "--traceparent",
+                traceparent,
+            ])
+            .trim()
+            .parse()
+            .unwrap()
+        })
+        .collect();
+    b.goto("#/queues/ledger").await;
+    b.wait_text("#flow", "10/1s").await;
+    b.wait_text("#flow-waiting", "1 job in 1 group").await;
+    b.wait_text("#blocked tr[data-group=acct-1]", &format!("#{}", ledger[1]))
+        .await;
+    b.wait_text("#blocked tr[data-group=acct-1]", "rate limit")
+        .await;
+    b.shot("flow.png").await;
+    // The waiting job: its group, no past "run at", and it can be cancelled.
+    b.goto(&format!("#/jobs/{}", ledger[2])).await;
+    b.wait_text("#job-state", "waiting").await;
+    b.wait_text("#job-group", "acct-1").await;
+    b.wait_text("#job-trace", traceparent).await;
+    assert!(b.exists("[data-action=cancel]").await);
+    // The job its group's rate limit holds back is scheduled: it can be run now.
+    b.goto(&format!("#/jobs/{}", ledger[1])).await;
+    b.wait_text("#job-state", "scheduled").await;
+    assert!(b.exists("[data-action=run-now]").await);
+
+    // An archived job says so and offers no action; its queue counts it.
+    api(
+        port,
+        "PATCH",
+        "/api/v1/queues/vault",
+        ADMIN,
+        Some(json!({"retention": "archive"})),
+    )
+    .await;
+    let kept = api(
+        port,
+        "POST",
+        "/api/v1/jobs",
+        PRODUCE,
+        Some(json!({"queue": "vault", "payload": {"invoice": 9}})),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    let claimed = api(
+        port,
+        "POST",
+        "/api/v1/queues/vault/claim",
+        PRODUCE,
+        Some(json!({"worker": "test-worker"})),
+    )
+    .await;
+    assert_eq!(claimed["jobs"][0]["id"], kept);
+    let token = claimed["jobs"][0]["token"].clone();
+    api(
+        port,
+        "POST",
+        &format!("/api/v1/jobs/{kept}/complete"),
+        PRODUCE,
+        Some(json!({"token": token})),
+    )
+    .await;
+    b.goto(&format!("#/jobs/{kept}")).await;
+    b.wait_text("#job-archived", "archived").await;
+    b.find("#archived-note").await;
+    assert!(
+        !b.exists("[data-action]").await,
+        "an archived job offers an action"
+    );
+    b.goto("#/queues/vault/completed").await;
+    b.wait_text("#archived-count", "1 job archived").await;
+
     // The overview's charts: what the API and the worker did, per minute.
     b.goto("#/").await;
     for css in [

@@ -186,6 +186,9 @@ pub struct Job {
     pub trace_context: Option<TraceContext>,
     /// Its ordered group, if any.
     pub group: Option<String>,
+    /// Read from the archive (`backlog_job_archive`, retention `archive`): finished for good,
+    /// and no action changes it.
+    pub archived: bool,
 }
 
 impl Job {

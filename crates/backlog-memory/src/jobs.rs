@@ -189,6 +189,7 @@ impl State {
             cancel_requested_at: None,
             trace_context: job.trace_context,
             group: job.group.map(|g| g.as_str().to_owned()),
+            archived: false,
         });
     }
 

@@ -133,6 +133,7 @@ impl Table {
     pub fn move_to_archive(&mut self, id: i64, f: impl FnOnce(&mut Job)) {
         if let Some(mut job) = self.remove(id) {
             f(&mut job);
+            job.archived = true;
             self.archive.insert(id, job);
         }
     }

@@ -597,9 +597,46 @@
         h("section", { class: "card flush" }, tabs, route.kind ? h("p", { class: "filter", id: "kind-filter" },
           "Kind ", h("code", {}, route.kind), " only · ",
           h("a", { href: `#/queues/${enc(name)}/${route.state}` }, "all kinds")) : null, deadHead, table, pager),
-        h("aside", {}, settingsCard(name, s))),
+        h("aside", { class: "stack" }, flowCard(q), settingsCard(name, s),
+          q.stats.archived > 0 ? h("p", { class: "muted", id: "archived-count" },
+            `${fmtNum(q.stats.archived)} job${q.stats.archived === 1 ? "" : "s"} archived (backlog_job_archive).`) : null)),
       chartRow(hist),
     ];
+  }
+
+  // What flow control does in the queue now: the limits in force, the jobs waiting for their
+  // group's turn, and the groups held up (by which job, why, how many behind it). Null when
+  // the queue has neither limits nor waiting jobs.
+  function flowCard(q) {
+    const s = q.settings, f = q.flow;
+    if (!f) return null;
+    const limits = [];
+    if (s.global_concurrency !== null && s.global_concurrency !== undefined) {
+      limits.push(["Global concurrency", `${fmtNum(f.running)} running of ${fmtNum(s.global_concurrency)}, in every process`]);
+    }
+    if (s.rate_limit) limits.push(["Rate limit", s.rate_limit]);
+    if (s.group_rate_limit) limits.push(["Group rate limit", s.group_rate_limit]);
+    const grouped = f.waiting > 0 || f.blocked.length > 0;
+    if (limits.length === 0 && !grouped) return null;
+    if (grouped) limits.push(["Group concurrency", `${fmtNum(s.group_concurrency)} a group`]);
+    const why = (b) => b.reason === "retry"
+      ? ["failed; retries ", when(Date.parse(b.retry_at) * 1000)]
+      : ["held by the group's rate limit; starts ", when(Date.parse(b.retry_at) * 1000)];
+    return h("section", { class: "card flow", id: "flow" },
+      h("h2", {}, "Flow control"),
+      h("dl", { class: "facts" },
+        limits.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]),
+        h("dt", {}, "Waiting"),
+        h("dd", { id: "flow-waiting" }, f.waiting === 0 ? "none"
+          : `${fmtNum(f.waiting)} job${f.waiting === 1 ? "" : "s"} in ${fmtNum(f.waiting_groups)} group${f.waiting_groups === 1 ? "" : "s"}`)),
+      f.blocked.length === 0 ? null : h("table", { id: "blocked" },
+        h("thead", {}, h("tr", {}, h("th", {}, "Group held up"), h("th", {}, "By"), h("th", {}, "Why"),
+          h("th", { class: "num" }, "Behind"))),
+        h("tbody", {}, f.blocked.map((b) => h("tr", { "data-group": b.group },
+          h("td", {}, h("code", {}, b.group)),
+          h("td", {}, h("a", { href: `#/jobs/${b.job_id}` }, `#${b.job_id}`)),
+          h("td", {}, why(b)),
+          h("td", { class: "num" }, fmtNum(b.waiting)))))));
   }
 
   // Every queue setting: [key, label, input type or choices, what empty means for one that may
@@ -672,11 +709,12 @@
   // A job: everything about it, and the operator's actions its state allows.
 
   const JOB_ACTIONS = [
-    // [action, label, stored states that allow it, class]
+    // [action, label, states (as reported) that allow it, class]
     ["retry", "Retry now", ["dead", "cancelled", "completed"], "primary"],
+    ["run-now", "Run now", ["scheduled", "retrying"], "primary"],
     ["release", "Release", ["held"], "primary"],
-    ["hold", "Hold", ["available"], ""],
-    ["cancel", "Cancel", ["available", "held", "running"], "danger"],
+    ["hold", "Hold", ["available", "scheduled", "retrying"], ""],
+    ["cancel", "Cancel", ["available", "scheduled", "retrying", "waiting", "held", "running"], "danger"],
   ];
 
   // A queue's max attempts, for a job that takes the queue's: read with the queue (its counts
@@ -696,8 +734,9 @@
     const j = await api("GET", `/api/v1/jobs/${route.id}`);
     const max = j.max_attempts ?? await queueMaxAttempts(j.queue);
 
-    const actions = !isAdmin() ? null : h("div", { class: "actions" },
-      JOB_ACTIONS.filter(([a, , states]) => states.includes(j.state) &&
+    // An archived job is finished for good: nothing changes it.
+    const actions = !isAdmin() || j.archived ? null : h("div", { class: "actions" },
+      JOB_ACTIONS.filter(([a, , states]) => states.includes(j.reported_state) &&
         !(a === "cancel" && j.cancel_requested_at)).map(([a, label, , cls]) =>
         h("button", {
           type: "button", class: "btn " + cls, "data-action": a,
@@ -712,16 +751,21 @@
       fact("Queue", h("a", { href: `#/queues/${enc(j.queue)}` }, j.queue)),
       fact("Kind", j.kind || "—"),
       fact("State", [stateBadge(j.reported_state),
-        j.reported_state !== j.state ? h("span", { class: "muted" }, ` (stored: ${j.state})`) : null]),
+        j.reported_state !== j.state ? h("span", { class: "muted" }, ` (stored: ${j.state})`) : null,
+        j.archived ? [" ", h("span", { class: "badge archived", id: "job-archived" }, "archived")] : null]),
+      fact("Group", j.group ? h("span", { id: "job-group" }, h("code", {}, j.group),
+        j.state === "waiting" ? h("span", { class: "muted" }, " · waits for its turn in the group") : null) : "—"),
       fact("Attempt", max ? `${j.attempt} of ${max}` : String(j.attempt)),
       fact("Priority", String(j.priority)),
       fact("Unique key", j.unique_key ? h("code", {}, j.unique_key) : "—"),
       fact("Created", time(j.created_at)),
-      fact("Run at", time(j.run_at)),
+      fact("Run at", j.state === "waiting" ? "when its group's turn comes" : time(j.run_at)),
       fact("Last attempt", time(j.attempted_at)),
       fact("Finished", time(j.finished_at)),
       fact("Lease owner", j.lease_owner || "—"),
-      fact("Lease expires", time(j.lease_expires_at)));
+      fact("Lease expires", time(j.lease_expires_at)),
+      fact("Trace", j.traceparent ? h("code", { id: "job-trace", class: "wrap" }, j.traceparent) : "—"),
+      j.tracestate ? fact("Trace state", h("code", { class: "wrap" }, j.tracestate)) : null);
 
     const json = (title, v, id) => h("section", { class: "card" }, h("h2", {}, title),
       v === null || v === undefined ? h("p", { class: "muted" }, "none")
@@ -745,6 +789,8 @@
         actions),
       j.cancel_requested_at ? h("p", { class: "note" },
         "Cancellation was requested; the worker stops the job at its next heartbeat.") : null,
+      j.archived ? h("p", { class: "note", id: "archived-note" },
+        "This job was moved to the archive (the queue's retention is archive): it stays as it ended, and no action changes it.") : null,
       h("div", { class: "split" },
         h("div", { class: "stack" }, json("Payload", j.payload, "payload"),
           json("Result", j.result, "result"), json("Progress", j.progress, "progress"), errors),

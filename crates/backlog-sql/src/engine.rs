@@ -656,21 +656,28 @@ macro_rules! sql_backend {
             }
 
             async fn job_get(&self, id: i64) -> backlog_core::Result<Option<backlog_core::Job>> {
-                let mut row = $crate::pooler::on_pool!(
+                let row = $crate::pooler::on_pool!(
                     self,
                     $cat::job_get(id).query(),
                     fetch_optional
                 )
                 .db()?;
-                if row.is_none() {
-                    row = $crate::pooler::on_pool!(
-                        self,
-                        $cat::job_get_archived(id).query(),
-                        fetch_optional
-                    )
-                    .db()?;
+                if let Some(r) = row {
+                    return Ok(Some(job_from_row!(&r)));
                 }
-                row.map(|r| Ok(job_from_row!(&r))).transpose()
+                let row = $crate::pooler::on_pool!(
+                    self,
+                    $cat::job_get_archived(id).query(),
+                    fetch_optional
+                )
+                .db()?;
+                row.map(|r| {
+                    Ok(backlog_core::Job {
+                        archived: true,
+                        ..job_from_row!(&r)
+                    })
+                })
+                .transpose()
             }
 
             async fn job_list(

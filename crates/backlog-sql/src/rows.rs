@@ -92,6 +92,7 @@ macro_rules! job_from_row {
             cancel_requested_at: row.try_get("cancel_requested_at").db()?,
             trace_context: $crate::rows::trace_context(row.try_get("trace_context").db()?),
             group: row.try_get("group_key").db()?,
+            archived: false,
         }
     }};
 }

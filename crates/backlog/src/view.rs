@@ -104,6 +104,8 @@ pub struct JobView {
     pub traceparent: Option<String>,
     /// The W3C `tracestate` that came with it, if any.
     pub tracestate: Option<String>,
+    /// Moved to the archive by retention `archive`: finished for good, no action changes it.
+    pub archived: bool,
 }
 
 /// One failed attempt.
@@ -177,6 +179,7 @@ impl JobView {
                 .trace_context
                 .as_ref()
                 .and_then(|t| t.tracestate().map(str::to_owned)),
+            archived: j.archived,
         })
     }
 

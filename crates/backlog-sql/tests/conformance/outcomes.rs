@@ -37,6 +37,9 @@ pub(crate) async fn completion_retention(db: Db) {
     // Moved out of the hot table; `job_get` still finds it in the archive.
     assert_eq!(db.archived(id[2]).await, Some("completed".to_string()));
     assert_eq!(state_of(&db, id[2]).await, JobState::Completed);
+    let archived = db.b.job_get(id[2]).await.unwrap().unwrap();
+    assert!(archived.archived, "a job read from the archive says so");
+    assert!(!kept.archived, "a kept job is not archived");
     assert_eq!(pending(&db, &["r"]).await, 0);
     // A completed job is never handed out again.
     assert!(
