@@ -308,6 +308,37 @@ async fn report(client: &Client, action: &str, j: backlog::Job) {
     println!("job {} is now {}", j.id, j.state);
 }
 
+/// `workers`: the registered workers, longest running first.
+pub async fn workers(client: &Client, json: bool) -> anyhow::Result<ExitCode> {
+    let workers = client.workers().await?;
+    let now = client.now();
+    if json {
+        let rows: Vec<serde_json::Value> = workers
+            .iter()
+            .map(|w| {
+                serde_json::json!({
+                    "id": w.id,
+                    "host": w.host,
+                    "pid": w.pid,
+                    "version": w.version,
+                    "queues": serde_json::from_str::<serde_json::Value>(&w.queues)
+                        .unwrap_or(serde_json::Value::Null),
+                    "running": w.running,
+                    "started_at": w.started_at,
+                    "started_at_rfc3339": backlog::view::rfc3339(w.started_at),
+                    "seen_at": w.seen_at,
+                    "seen_at_rfc3339": backlog::view::rfc3339(w.seen_at),
+                    "expired": w.expires_at < now,
+                })
+            })
+            .collect();
+        print_json(&rows)?;
+    } else {
+        print!("{}", output::workers(&workers, now));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Which entries of the audit log `audit` prints.
 #[derive(Debug, Args)]
 pub struct AuditFilter {

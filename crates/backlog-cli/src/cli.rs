@@ -91,6 +91,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The workers registered in the database: every `backlog work` process and library worker,
+    /// with its queues, jobs running and last beat (every 5 s); "expired" is one that stopped
+    /// without saying so.
+    Workers {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Bearer tokens for `serve`.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -236,6 +244,7 @@ async fn one_shot(client: &Client, command: Command) -> anyhow::Result<ExitCode>
         Command::Dead(c) => admin::dead(client, c).await?,
         Command::Queue(c) => admin::queue(client, c).await?,
         Command::Audit { filter, json } => admin::audit_log(client, filter, json).await?,
+        Command::Workers { json } => admin::workers(client, json).await?,
         Command::Work(_)
         | Command::Demo { .. }
         | Command::Serve(_)

@@ -244,6 +244,42 @@ pub fn audit(entries: &[backlog::AuditEntry]) -> String {
     s
 }
 
+/// `workers`: one line per registered worker; `now` tells the expired ones.
+pub fn workers(workers: &[backlog::WorkerRegistration], now: i64) -> String {
+    let mut s = format!(
+        "{:<36} {:>8} {:>7}  {:<24} {:<24} {:<8} {}\n",
+        "WORKER", "PID", "RUNNING", "STARTED", "LAST SEEN", "STATE", "QUEUES"
+    );
+    for w in workers {
+        let queues: Vec<serde_json::Value> = serde_json::from_str(&w.queues).unwrap_or_default();
+        let queues: Vec<String> = queues
+            .iter()
+            .map(|q| {
+                format!(
+                    "{}×{}",
+                    q["queue"].as_str().unwrap_or("?"),
+                    q["concurrency"]
+                )
+            })
+            .collect();
+        s.push_str(&format!(
+            "{:<36} {:>8} {:>7}  {:<24} {:<24} {:<8} {}\n",
+            w.id,
+            w.pid,
+            w.running,
+            time(w.started_at),
+            time(w.seen_at),
+            if w.expires_at < now {
+                "expired"
+            } else {
+                "live"
+            },
+            queues.join(", ")
+        ));
+    }
+    s
+}
+
 /// `text` on one line (runs of whitespace made one space), cut at a word boundary to at most
 /// `width` characters with `…` when longer.
 fn clip(text: &str, width: usize) -> String {

@@ -821,6 +821,13 @@ async fn dashboard_in_a_real_browser() {
         .unwrap();
     assert_eq!(tab, json!("#/queues/emails/dead?kind=digest"));
 
+    // The workers: the `backlog work` process on thumbnails is there, live.
+    b.goto("#/workers").await;
+    b.find("#workers a[data-queue=thumbnails]").await;
+    b.wait_text("#workers-summary", "1 running").await;
+    b.wait_text("#workers tbody tr", "live").await;
+    b.shot("workers.png").await;
+
     // Flow control on a queue's page: the limits in force, the jobs waiting for their group's
     // turn, and the group held up by its rate limit (one start an hour), with the job that
     // holds it. The jobs carry their group and trace context to their pages.

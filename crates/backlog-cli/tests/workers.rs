@@ -465,8 +465,30 @@ fn graceful_shutdown(engine: Engine) {
         .spawn()
         .unwrap();
     wait_for("two running jobs", || db.stats()["g"]["running"] == 2);
+    // The running worker is registered with its queue (its jobs in flight are counted at each
+    // 5 s beat), and deletes its registration when it stops.
+    let pid = i64::from(w.id());
+    let workers =
+        || -> serde_json::Value { serde_json::from_str(&db.ok(&["workers", "--json"])).unwrap() };
+    wait_for("the worker's registration", || {
+        workers()
+            .as_array()
+            .is_some_and(|l| l.iter().any(|w| w["pid"] == pid))
+    });
+    let listed = workers();
+    assert_eq!(
+        listed[0]["queues"],
+        serde_json::json!([{"queue": "g", "concurrency": 2}])
+    );
+    assert_eq!(listed[0]["expired"], false);
+    assert!(db.ok(&["workers"]).contains("g×2"));
     let status = terminate(w);
     assert!(status.success(), "{status}");
+    assert_eq!(
+        workers(),
+        serde_json::json!([]),
+        "a worker that stops is gone"
+    );
     let stats = db.stats();
     assert_eq!(
         (

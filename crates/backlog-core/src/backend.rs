@@ -759,6 +759,14 @@ pub trait Backend: AsAny + Send + Sync + std::fmt::Debug + 'static {
     async fn leader_elect(&self, params: &LeaderParams) -> Result<Option<i64>>;
     /// Gives up the leadership of `name` if `holder` has it.
     async fn leader_resign(&self, name: &str, holder: &str) -> Result<()>;
+    /// Writes a running worker's registration (at its start and every beat).
+    async fn worker_beat(&self, worker: &crate::WorkerRegistration) -> Result<()>;
+    /// Deletes a worker's registration (it stopped).
+    async fn worker_gone(&self, id: &str) -> Result<()>;
+    /// Every registered worker, the longest running first (expired ones too).
+    async fn worker_list(&self) -> Result<Vec<crate::WorkerRegistration>>;
+    /// Deletes the registrations that expired before `before`; how many.
+    async fn worker_prune(&self, before: i64) -> Result<u64>;
     /// Enqueues a periodic job for a tick exactly once, however many processes try.
     async fn cron_fire(&self, params: CronFireParams) -> Result<Option<EnqueueOutcome>>;
     /// Subscribes (or unsubscribes) a queue to a topic.

@@ -44,7 +44,7 @@ pub use queue::{
 };
 pub use stat::{
     AUDIT_ACTIONS, AUDIT_ACTIONS_LIST, AuditEntry, AuditListParams, StatCounts, StatDepth, StatRow,
-    WAIT_BOUNDS_US, minute_of,
+    WAIT_BOUNDS_US, WorkerRegistration, minute_of,
 };
 pub use state::{JobState, StateFilter};
 pub use trace::{MAX_TRACESTATE_LEN, TraceContext};

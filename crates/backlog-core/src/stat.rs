@@ -109,6 +109,31 @@ pub struct AuditEntry {
     pub detail: String,
 }
 
+/// A worker as it registers itself while it runs (`backlog_worker`): the dashboard's and
+/// `backlog workers`' view of which processes work which queues.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerRegistration {
+    /// Unique per run: the lease owner (`host:pid` by default) and a random suffix.
+    pub id: String,
+    /// The machine it runs on.
+    pub host: String,
+    /// Its process id.
+    pub pid: i64,
+    /// The backlog version it runs.
+    pub version: String,
+    /// Its queues with their concurrency, as JSON: `[{"queue": "emails", "concurrency": 10}]`.
+    pub queues: String,
+    /// Jobs it was running (past their handler's first poll) at its last beat.
+    pub running: i64,
+    /// When it started (µs).
+    pub started_at: i64,
+    /// Its last beat (µs).
+    pub seen_at: i64,
+    /// When its registration runs out unless it beats again: past it, the worker stopped
+    /// without saying so (killed, cut off, its machine gone).
+    pub expires_at: i64,
+}
+
 /// The actions the audit log records, as [`AuditEntry::action`] names them.
 pub const AUDIT_ACTIONS: &[&str] = &[
     "job.cancel",

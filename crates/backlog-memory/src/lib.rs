@@ -236,6 +236,39 @@ impl Backend for MemoryBackend {
         Ok(())
     }
 
+    async fn worker_beat(&self, w: &backlog_core::WorkerRegistration) -> Result<()> {
+        self.with(|s| {
+            // worker_beat.sql: the id, host, pid, version and start of a row stay as written.
+            let row = s.workers.entry(w.id.clone()).or_insert_with(|| w.clone());
+            row.queues = w.queues.clone();
+            row.running = w.running;
+            row.seen_at = w.seen_at;
+            row.expires_at = w.expires_at;
+        });
+        Ok(())
+    }
+
+    async fn worker_gone(&self, id: &str) -> Result<()> {
+        self.with(|s| s.workers.remove(id));
+        Ok(())
+    }
+
+    async fn worker_list(&self) -> Result<Vec<backlog_core::WorkerRegistration>> {
+        Ok(self.with(|s| {
+            let mut all: Vec<_> = s.workers.values().cloned().collect();
+            all.sort_by(|a, b| (a.started_at, &a.id).cmp(&(b.started_at, &b.id)));
+            all
+        }))
+    }
+
+    async fn worker_prune(&self, before: i64) -> Result<u64> {
+        Ok(self.with(|s| {
+            let n = s.workers.len();
+            s.workers.retain(|_, w| w.expires_at >= before);
+            (n - s.workers.len()) as u64
+        }))
+    }
+
     async fn cron_fire(&self, p: CronFireParams) -> Result<Option<EnqueueOutcome>> {
         self.with(|s| s.cron_fire(p))
     }

@@ -24,6 +24,8 @@ pub(crate) struct State {
     pub stats: BTreeMap<(i64, String), StatRow>,
     /// `backlog_audit`, by id.
     pub audit: BTreeMap<i64, AuditEntry>,
+    /// `backlog_worker`, by id.
+    pub workers: BTreeMap<String, backlog_core::WorkerRegistration>,
     /// Who [`crate::MemoryBackend::listen`]s.
     pub wakes: Vec<WakeFn>,
     /// Queues that got due jobs during the operation under way: woken once the lock is let go.

@@ -892,6 +892,39 @@
     ];
   }
 
+  // The workers: every `backlog work` process and library worker registers itself every 5 s
+  // while it runs and deletes its registration when it stops; one that stopped without saying
+  // so (killed, cut off) shows as expired for an hour.
+  async function workersPage() {
+    const { workers } = await api("GET", "/api/v1/workers");
+    const live = workers.filter((w) => !w.expired);
+    const table = workers.length === 0
+      ? h("p", { class: "empty" }, "No worker is running. Start one with backlog work QUEUE -- COMMAND, or a library Worker.")
+      : h("table", { class: "grid-table", id: "workers" },
+        h("thead", {}, h("tr", {},
+          h("th", {}, "Worker"), h("th", {}, "Queues"), h("th", { class: "num" }, "Running"),
+          h("th", {}, "Started"), h("th", {}, "Last seen"), h("th", {}, "State"), h("th", {}, "Version"))),
+        h("tbody", {}, workers.map((w) => h("tr", { "data-worker": w.id, class: w.expired ? "expired" : "" },
+          h("td", {}, h("div", { class: "strong" }, w.host), h("div", { class: "muted mono" }, `pid ${w.pid} · ${w.id}`)),
+          h("td", {}, w.queues.map((q, i) => [i ? ", " : "",
+            h("a", { href: `#/queues/${enc(q.queue)}`, "data-queue": q.queue }, q.queue),
+            h("span", { class: "muted" }, ` ×${q.concurrency}`)])),
+          h("td", { class: "num" }, fmtNum(w.running)),
+          h("td", {}, when(Date.parse(w.started_at) * 1000)),
+          h("td", {}, when(w.seen_at)),
+          h("td", {}, w.expired
+            ? h("span", { class: "badge paused", title: "No beat for 30 s: it stopped without saying so" }, "expired")
+            : h("span", { class: "badge active" }, "live")),
+          h("td", { class: "mono" }, w.version)))));
+    return [
+      h("div", { class: "page-head" }, h("h1", {}, "Workers")),
+      h("p", { class: "muted", id: "workers-summary" },
+        `${live.length} running` + (workers.length > live.length ? ` · ${workers.length - live.length} expired` : "") +
+        ". Each writes what it runs every 5 seconds."),
+      h("section", { class: "card flush" }, table),
+    ];
+  }
+
   // The newest pause of a paused queue, for "paused by … at …" (null when none is recorded:
   // paused before the audit log kept pauses, or by plain SQL).
   async function pausedBy(name) {
@@ -919,6 +952,7 @@
       };
     }
     if (parts[0] === "jobs" && /^\d+$/.test(parts[1] || "")) return { page: "job", id: parts[1] };
+    if (parts[0] === "workers") return { page: "workers" };
     if (parts[0] === "audit") {
       const action = params.get("action");
       return {
@@ -929,7 +963,9 @@
     return { page: "overview" };
   }
 
-  const PAGES = { overview: overviewPage, queue: queuePage, job: jobPage, audit: auditPage };
+  const PAGES = {
+    overview: overviewPage, queue: queuePage, job: jobPage, audit: auditPage, workers: workersPage,
+  };
 
   // True while the user is typing in a form of the page, or has unsaved edits in one.
   function editing() {

@@ -1,6 +1,7 @@
-//! `/api/v1/history` (what happened per minute, for the dashboard's charts) and
-//! `/api/v1/audit` (who did what). Both are read from the database, so every `serve` process
-//! answers the same, and both survive restarts.
+//! `/api/v1/history` (what happened per minute, for the dashboard's charts),
+//! `/api/v1/audit` (who did what) and `/api/v1/workers` (which processes work which queues).
+//! All are read from the database, so every `serve` process answers the same, and all survive
+//! restarts.
 
 use std::collections::BTreeMap;
 
@@ -218,6 +219,77 @@ pub async fn audit(
             })
             .collect(),
         next,
+    }))
+}
+
+/// A queue a worker works, with its concurrency there.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct WorkerQueueView {
+    /// The queue.
+    pub queue: String,
+    /// The worker's concurrency on it.
+    pub concurrency: u64,
+}
+
+/// A worker as it registered itself.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkerView {
+    /// Unique per run: `host:pid:random`.
+    pub id: String,
+    /// Its machine.
+    pub host: String,
+    /// Its process id.
+    pub pid: i64,
+    /// The backlog version it runs.
+    pub version: String,
+    /// Its queues.
+    pub queues: Vec<WorkerQueueView>,
+    /// Jobs it was running (past their handler's first poll) at its last beat.
+    pub running: i64,
+    /// When it started (RFC 3339).
+    pub started_at: String,
+    /// Its last beat (µs).
+    pub seen_at: i64,
+    /// Its last beat (RFC 3339).
+    pub seen_at_rfc3339: String,
+    /// Whether its registration ran out: it stopped without saying so (killed, cut off).
+    pub expired: bool,
+}
+
+/// The registered workers.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkersPage {
+    /// The longest running first; expired ones are kept an hour.
+    pub workers: Vec<WorkerView>,
+}
+
+/// Which processes work which queues: every `backlog work` process and library worker writes
+/// its registration every 5 s and deletes it when it stops.
+#[utoipa::path(get, path = "/api/v1/workers", tag = "queues",
+    responses((status = 200, body = WorkersPage)),
+    security(("bearer" = [])))]
+pub async fn workers(
+    State(state): State<AppState>,
+    _who: Reader,
+) -> ApiResult<ApiJson<WorkersPage>> {
+    let now = state.client.now();
+    let workers = state.client.workers().await?;
+    Ok(ApiJson(WorkersPage {
+        workers: workers
+            .into_iter()
+            .map(|w| WorkerView {
+                queues: serde_json::from_str(&w.queues).unwrap_or_default(),
+                started_at: rfc3339(w.started_at),
+                seen_at_rfc3339: rfc3339(w.seen_at),
+                expired: w.expires_at < now,
+                id: w.id,
+                host: w.host,
+                pid: w.pid,
+                version: w.version,
+                running: w.running,
+                seen_at: w.seen_at,
+            })
+            .collect(),
     }))
 }
 

@@ -187,6 +187,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(queues::stats))
         .routes(routes!(history::history))
         .routes(routes!(history::audit))
+        .routes(routes!(history::workers))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))

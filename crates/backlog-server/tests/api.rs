@@ -1693,7 +1693,80 @@ async fn flow_control_metrics(engine: Engine) {
     );
 }
 
+/// A running worker is listed with its queues, host and process; once stopped it is gone. A
+/// registration left by a worker that was killed shows as expired.
+async fn workers_are_listed_while_they_run(engine: Engine) {
+    let api = Api::new(engine).await;
+    assert_eq!(
+        api.ok(Method::GET, "/api/v1/workers", None).await,
+        json!({"workers": []})
+    );
+    let worker = backlog::Worker::builder(api.db.client.clone())
+        .queue("mail", 3)
+        .fallback_handler(|_: backlog::JobContext| async { Ok(backlog::Outcome::Complete) })
+        .configure(|c| c.maintenance = None)
+        .build()
+        .unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let run = tokio::spawn({
+        let stop = stop.clone();
+        async move { worker.run(stop).await }
+    });
+    let mut listed = json!([]);
+    for _ in 0..50 {
+        listed = api.ok(Method::GET, "/api/v1/workers", None).await["workers"].clone();
+        if listed.as_array().is_some_and(|w| !w.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let w = &listed[0];
+    assert_eq!(
+        w["queues"],
+        json!([{"queue": "mail", "concurrency": 3}]),
+        "{listed}"
+    );
+    assert_eq!(w["pid"], json!(std::process::id()));
+    assert_eq!(w["expired"], json!(false));
+    assert_eq!(w["version"], json!(env!("CARGO_PKG_VERSION")));
+    stop.cancel();
+    run.await.unwrap().unwrap();
+    assert_eq!(
+        api.ok(Method::GET, "/api/v1/workers", None).await,
+        json!({"workers": []}),
+        "a worker that stops deletes its registration"
+    );
+    // A worker killed leaves its row, which runs out.
+    let now = api.db.client.now();
+    api.db
+        .client
+        .backend()
+        .worker_beat(&backlog::WorkerRegistration {
+            id: "gone:1:ab".into(),
+            host: "gone".into(),
+            pid: 1,
+            version: "0.1.0".into(),
+            queues: "[]".into(),
+            running: 2,
+            started_at: now - 90_000_000,
+            seen_at: now - 60_000_000,
+            expires_at: now - 30_000_000,
+        })
+        .await
+        .unwrap();
+    let listed = api.ok(Method::GET, "/api/v1/workers", None).await;
+    assert_eq!(
+        (
+            &listed["workers"][0]["id"],
+            &listed["workers"][0]["expired"]
+        ),
+        (&json!("gone:1:ab"), &json!(true))
+    );
+    api.done().await;
+}
+
 per_backend!(
+    workers_are_listed_while_they_run,
     flow_control_metrics,
     every_documented_route_answers,
     trace_context_from_headers,

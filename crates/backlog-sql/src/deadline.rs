@@ -256,6 +256,18 @@ impl Backend for Deadline {
     async fn leader_resign(&self, name: &str, holder: &str) -> Result<()> {
         self.within(self.inner.leader_resign(name, holder)).await
     }
+    async fn worker_beat(&self, worker: &backlog_core::WorkerRegistration) -> Result<()> {
+        self.within(self.inner.worker_beat(worker)).await
+    }
+    async fn worker_gone(&self, id: &str) -> Result<()> {
+        self.within(self.inner.worker_gone(id)).await
+    }
+    async fn worker_list(&self) -> Result<Vec<backlog_core::WorkerRegistration>> {
+        self.within(self.inner.worker_list()).await
+    }
+    async fn worker_prune(&self, before: i64) -> Result<u64> {
+        self.within(self.inner.worker_prune(before)).await
+    }
     async fn cron_fire(&self, params: CronFireParams) -> Result<Option<EnqueueOutcome>> {
         self.within(self.inner.cron_fire(params)).await
     }

@@ -978,6 +978,65 @@ macro_rules! sql_backend {
                 rows.iter().map(|r| Ok(audit_from_row!(r))).collect()
             }
 
+            async fn worker_beat(
+                &self,
+                w: &backlog_core::WorkerRegistration,
+            ) -> backlog_core::Result<()> {
+                $crate::pooler::on_pool!(
+                    self,
+                    $cat::worker_beat(
+                        &w.id,
+                        &w.host,
+                        w.pid,
+                        &w.version,
+                        &w.queues,
+                        w.running,
+                        w.started_at,
+                        w.seen_at,
+                        w.expires_at,
+                    )
+                    .query(),
+                    execute
+                )
+                .db()
+                .map(drop)
+            }
+
+            async fn worker_gone(&self, id: &str) -> backlog_core::Result<()> {
+                $crate::pooler::on_pool!(self, $cat::worker_gone(id).query(), execute)
+                    .db()
+                    .map(drop)
+            }
+
+            async fn worker_list(
+                &self,
+            ) -> backlog_core::Result<Vec<backlog_core::WorkerRegistration>> {
+                let rows = $crate::pooler::on_pool!(self, $cat::worker_list().query(), fetch_all)
+                    .db()?;
+                rows.iter()
+                    .map(|r| {
+                        use sqlx::Row as _;
+                        Ok(backlog_core::WorkerRegistration {
+                            id: r.try_get("id").db()?,
+                            host: r.try_get("host").db()?,
+                            pid: r.try_get("pid").db()?,
+                            version: r.try_get("version").db()?,
+                            queues: r.try_get("queues").db()?,
+                            running: r.try_get("running").db()?,
+                            started_at: r.try_get("started_at").db()?,
+                            seen_at: r.try_get("seen_at").db()?,
+                            expires_at: r.try_get("expires_at").db()?,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn worker_prune(&self, before: i64) -> backlog_core::Result<u64> {
+                $crate::pooler::on_pool!(self, $cat::worker_prune(before).query(), execute)
+                    .db()
+                    .map(|r| r.rows_affected())
+            }
+
             async fn close(&self) {
                 self.pool.close().await;
             }

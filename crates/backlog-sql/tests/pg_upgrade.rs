@@ -28,7 +28,8 @@ async fn count(c: &mut PgConnection, sql: &str) -> i64 {
 /// Back to version 14: what 0015_job_done.sql and 0016_job_done_ring.sql made, gone.
 const BACK_TO_14: &str = "DROP VIEW backlog_job_all; DROP TABLE backlog_job_done; \
     DROP FUNCTION backlog_job_done_slot(bigint); DROP FUNCTION backlog_job_done_empty(integer); \
-    DROP TABLE backlog_job_done_ring; DELETE FROM backlog_migration WHERE version >= 15";
+    DROP TABLE backlog_job_done_ring; DROP TABLE backlog_worker; \
+    DELETE FROM backlog_migration WHERE version >= 15";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_in_every_state_survive_the_upgrades_to_versions_15_and_16() {
@@ -87,7 +88,7 @@ async fn jobs_in_every_state_survive_the_upgrades_to_versions_15_and_16() {
     );
 
     let report = b.migrate().await.unwrap();
-    assert_eq!((report.applied, report.current), (vec![15, 16, 17], 17));
+    assert_eq!((report.applied, report.current), (vec![15, 16, 17, 18], 18));
     let at_15 = rows("backlog_job_all").fetch_all(&mut c).await.unwrap();
     assert_eq!(at_15, at_14, "every job as it was");
     let before = b.job_list(list.clone()).await.unwrap();
@@ -170,7 +171,7 @@ async fn completed_jobs_kept_at_version_15_move_into_the_ring() {
     assert_eq!(at_15.len(), 2);
 
     let report = b.migrate().await.unwrap();
-    assert_eq!((report.applied, report.current), (vec![16, 17], 17));
+    assert_eq!((report.applied, report.current), (vec![16, 17, 18], 18));
     let at_16: Vec<String> = sqlx::query_scalar(jobs).fetch_all(&mut c).await.unwrap();
     assert_eq!(at_16, at_15, "every job as it was");
     // Each in the partition of its finish time's slot (two-hour periods).

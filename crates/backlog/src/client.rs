@@ -1168,6 +1168,13 @@ impl Client {
         self.backend.audit_list(params).await
     }
 
+    /// The workers registered in the database (`backlog_worker`), the longest running first:
+    /// each run of a [`crate::Worker`] writes its row every 5 s and deletes it when it stops; a
+    /// row past its `expires_at` is a worker that stopped without saying so (killed, cut off).
+    pub async fn workers(&self) -> Result<Vec<backlog_core::WorkerRegistration>> {
+        self.backend.worker_list().await
+    }
+
     /// The oldest transaction another session holds open, where the database keeps row versions
     /// for it (PostgreSQL, MySQL): the usual reason dead rows pile up on disk.
     pub async fn oldest_transaction(&self) -> Result<Option<backlog_core::OldestTransaction>> {

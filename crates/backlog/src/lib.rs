@@ -131,7 +131,7 @@ pub use backlog_core::{
     Kind, ManualClock, NewJob, Ordering, Payload, QueueFlow, QueueInfo, QueueName, QueueSettings,
     QueueStats, RateLimit, Result, Retention, StatCounts, StatDepth, StatRow, StateFilter,
     SystemClock, TraceContext, TxClaim, TxFailure, TxFinish, UniqueKey, WAIT_BOUNDS_US,
-    format_duration, minute_of, parse_duration,
+    WorkerRegistration, format_duration, minute_of, parse_duration,
 };
 /// For tests that need no database: `Client::from_backend(Arc::new(MemoryBackend::new()))`.
 ///

@@ -133,6 +133,7 @@ harness::conformance!(
     schema_version_and_oldest_due,
     stats_history_and_audit,
     oldest_open_transaction,
+    worker_registrations,
     concurrent_claimers_never_share_a_job,
     sharded_claims_take_every_job_once,
     lowering_a_queues_shards_strands_no_job,

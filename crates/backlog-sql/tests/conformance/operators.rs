@@ -706,3 +706,65 @@ pub(crate) async fn run_now_makes_a_job_due(db: Db) {
             .unwrap();
     assert_eq!(c.iter().map(|c| c.id).collect::<Vec<_>>(), vec![g[0]]);
 }
+
+/// Workers' registrations: written at start and at each beat (the id, host, pid, version and
+/// start stay as first written), listed longest running first, deleted when a worker stops, and
+/// pruned once expired before a time.
+pub(crate) async fn worker_registrations(db: Db) {
+    let reg = |id: &str, started_at: i64| WorkerRegistration {
+        id: id.into(),
+        host: "box-1".into(),
+        pid: 4242,
+        version: "0.1.0".into(),
+        queues: r#"[{"queue": "emails", "concurrency": 10}]"#.into(),
+        running: 0,
+        started_at,
+        seen_at: started_at,
+        expires_at: started_at + 30 * SEC,
+    };
+    assert!(db.b.worker_list().await.unwrap().is_empty());
+    let (a, b) = (
+        reg("box-1:4242:aa", db.now),
+        reg("box-1:4243:bb", db.now + SEC),
+    );
+    db.b.worker_beat(&b).await.unwrap();
+    db.b.worker_beat(&a).await.unwrap();
+    // A beat: what it runs and when it was seen change; where and since when do not.
+    let beat = WorkerRegistration {
+        host: "elsewhere".into(),
+        started_at: db.now + 99 * SEC,
+        queues: r#"[{"queue": "emails", "concurrency": 20}]"#.into(),
+        running: 7,
+        seen_at: db.now + 5 * SEC,
+        expires_at: db.now + 35 * SEC,
+        ..a.clone()
+    };
+    db.b.worker_beat(&beat).await.unwrap();
+    let list = db.b.worker_list().await.unwrap();
+    assert_eq!(
+        list.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(),
+        ["box-1:4242:aa", "box-1:4243:bb"],
+        "longest running first"
+    );
+    let got = &list[0];
+    assert_eq!(
+        (got.host.as_str(), got.pid, got.started_at, got.running),
+        ("box-1", 4242, db.now, 7)
+    );
+    assert_eq!(
+        (got.seen_at, got.expires_at),
+        (db.now + 5 * SEC, db.now + 35 * SEC)
+    );
+    let queues: serde_json::Value = serde_json::from_str(&got.queues).unwrap();
+    assert_eq!(
+        queues,
+        serde_json::json!([{"queue": "emails", "concurrency": 20}])
+    );
+    // b expired at now + 31 s: pruning before then keeps it, after removes it alone.
+    assert_eq!(db.b.worker_prune(db.now + 31 * SEC).await.unwrap(), 0);
+    assert_eq!(db.b.worker_prune(db.now + 32 * SEC).await.unwrap(), 1);
+    // A worker that stops deletes its row; deleting again changes nothing.
+    db.b.worker_gone("box-1:4242:aa").await.unwrap();
+    db.b.worker_gone("box-1:4242:aa").await.unwrap();
+    assert!(db.b.worker_list().await.unwrap().is_empty());
+}

@@ -23,6 +23,7 @@ mod maintenance;
 mod metrics;
 mod outcome;
 mod plan;
+mod presence;
 mod run;
 mod schedule;
 mod state;

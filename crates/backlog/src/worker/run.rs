@@ -61,6 +61,12 @@ pub(crate) async fn run(
 
     let hb =
         tokio::spawn(Heartbeater::new(client.clone(), inflight.clone()).run(background.clone()));
+    let presence = tokio::spawn(super::presence::run(
+        client.clone(),
+        super::presence::registration(&inner.config.owner, &inner.queues, client.now()),
+        inflight.clone(),
+        background.clone(),
+    ));
     let maint = inner.config.maintenance.clone().map(|cfg| {
         tokio::spawn(super::maintenance::run(
             client.clone(),
@@ -148,6 +154,7 @@ pub(crate) async fn run(
     }
     background.cancel();
     let _ = hb.await;
+    let _ = presence.await;
     if let Some(m) = maint {
         let _ = m.await;
     }
