@@ -308,6 +308,32 @@ async fn report(client: &Client, action: &str, j: backlog::Job) {
     println!("job {} is now {}", j.id, j.state);
 }
 
+/// `cron`: the periodic schedules, by name.
+pub async fn cron(client: &Client, json: bool) -> anyhow::Result<ExitCode> {
+    let schedules = client.cron_schedules().await?;
+    if json {
+        let time = |t: i64| serde_json::json!(backlog::view::rfc3339(t));
+        let rows: Vec<serde_json::Value> = schedules
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "name": c.name,
+                    "schedule": c.schedule,
+                    "queue": c.queue,
+                    "kind": c.kind,
+                    "last_run": (c.last_tick > 0).then(|| time(c.last_tick)),
+                    "next_run": c.next_tick.map(time),
+                    "declared_at": c.declared_at.map(time),
+                })
+            })
+            .collect();
+        print_json(&rows)?;
+    } else {
+        print!("{}", output::cron(&schedules));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `workers`: the registered workers, longest running first.
 pub async fn workers(client: &Client, json: bool) -> anyhow::Result<ExitCode> {
     let workers = client.workers().await?;

@@ -99,6 +99,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The periodic schedules: what each is, its jobs' queue and kind, its last and next run.
+    Cron {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Bearer tokens for `serve`.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -245,6 +251,7 @@ async fn one_shot(client: &Client, command: Command) -> anyhow::Result<ExitCode>
         Command::Queue(c) => admin::queue(client, c).await?,
         Command::Audit { filter, json } => admin::audit_log(client, filter, json).await?,
         Command::Workers { json } => admin::workers(client, json).await?,
+        Command::Cron { json } => admin::cron(client, json).await?,
         Command::Work(_)
         | Command::Demo { .. }
         | Command::Serve(_)

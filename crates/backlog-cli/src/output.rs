@@ -244,6 +244,29 @@ pub fn audit(entries: &[backlog::AuditEntry]) -> String {
     s
 }
 
+/// `cron`: one line per periodic schedule.
+pub fn cron(schedules: &[backlog::CronSchedule]) -> String {
+    let mut s = format!(
+        "{:<24} {:<18} {:<16} {:<24} {:<24}\n",
+        "NAME", "SCHEDULE", "QUEUE", "LAST RUN", "NEXT RUN"
+    );
+    for c in schedules {
+        s.push_str(&format!(
+            "{:<24} {:<18} {:<16} {:<24} {:<24}\n",
+            c.name,
+            c.schedule.as_deref().unwrap_or("-"),
+            c.queue.as_deref().unwrap_or("-"),
+            if c.last_tick > 0 {
+                time(c.last_tick)
+            } else {
+                "never".into()
+            },
+            c.next_tick.map_or("-".into(), time)
+        ));
+    }
+    s
+}
+
 /// `workers`: one line per registered worker; `now` tells the expired ones.
 pub fn workers(workers: &[backlog::WorkerRegistration], now: i64) -> String {
     let mut s = format!(

@@ -828,6 +828,45 @@ async fn dashboard_in_a_real_browser() {
     b.wait_text("#workers tbody tr", "live").await;
     b.shot("workers.png").await;
 
+    // The schedules: one a leader declared and fired, one declared only.
+    let lib = backlog::Client::connect(&db.url).await.unwrap();
+    let now = lib.now();
+    let declared = |name: &str| backlog::CronSchedule {
+        name: name.into(),
+        schedule: Some("every 1h".into()),
+        queue: Some("reports".into()),
+        kind: None,
+        last_tick: 0,
+        next_tick: Some(now + 3_600_000_000),
+        declared_at: Some(now),
+    };
+    lib.backend()
+        .cron_declare(&[declared("hourly-report"), declared("never-yet")])
+        .await
+        .unwrap();
+    lib.backend()
+        .cron_fire(backlog_core::CronFireParams {
+            name: "hourly-report".into(),
+            tick: now - 60_000_000,
+            job: lib.new_job("reports", &json!({"hourly": true})).unwrap(),
+            now,
+        })
+        .await
+        .unwrap();
+    lib.close().await;
+    b.goto("#/cron").await;
+    b.wait_text("#cron tr[data-cron=hourly-report]", "every 1h")
+        .await;
+    b.wait_text("#cron tr[data-cron=hourly-report]", "1m ago")
+        .await;
+    b.wait_text("#cron tr[data-cron=never-yet]", "never").await;
+    b.shot("schedules.png").await;
+    let cli = db.ok(&["cron"]);
+    assert!(
+        cli.contains("hourly-report") && cli.contains("never"),
+        "{cli}"
+    );
+
     // Flow control on a queue's page: the limits in force, the jobs waiting for their group's
     // turn, and the group held up by its rate limit (one start an hour), with the job that
     // holds it. The jobs carry their group and trace context to their pages.

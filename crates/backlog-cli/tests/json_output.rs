@@ -318,6 +318,50 @@ fn json_shapes(engine: Engine) {
         assert_documented("backlog stats", counts);
     }
     assert_eq!(stats["fragile"]["dead"], 1, "{stats}");
+
+    // `workers` and `cron`, with a registration and a schedule written as a worker and its
+    // leader write them.
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let lib = backlog::Client::connect(&db.url).await.unwrap();
+        let now = lib.now();
+        let b = lib.backend();
+        b.worker_beat(&backlog::WorkerRegistration {
+            id: "box-1:4242:9f1c22d0".into(),
+            host: "box-1".into(),
+            pid: 4242,
+            version: "0.1.0".into(),
+            queues: r#"[{"queue": "emails", "concurrency": 10}]"#.into(),
+            running: 3,
+            started_at: now,
+            seen_at: now,
+            expires_at: now + 30_000_000,
+        })
+        .await
+        .unwrap();
+        b.cron_declare(&[backlog::CronSchedule {
+            name: "nightly-report".into(),
+            schedule: Some("0 3 * * *".into()),
+            queue: Some("reports".into()),
+            kind: Some("pdf".into()),
+            last_tick: 0,
+            next_tick: Some(now + 3_600_000_000),
+            declared_at: Some(now),
+        }])
+        .await
+        .unwrap();
+        lib.close().await;
+    });
+    let workers: serde_json::Value = serde_json::from_str(&db.ok(&["workers", "--json"])).unwrap();
+    assert_eq!(workers[0]["queues"][0]["concurrency"], 10, "{workers}");
+    assert_eq!(workers[0]["expired"], false);
+    assert_documented("backlog workers", &workers);
+    let cron: serde_json::Value = serde_json::from_str(&db.ok(&["cron", "--json"])).unwrap();
+    assert_eq!(
+        (&cron[0]["schedule"], &cron[0]["last_run"]),
+        (&serde_json::json!("0 3 * * *"), &serde_json::Value::Null),
+        "{cron}"
+    );
+    assert_documented("backlog cron", &cron);
 }
 
 #[test]

@@ -290,7 +290,7 @@ fn demo_runs_on_the_sqlite_default() {
     );
     assert!(
         text.contains(
-            "demo                              0          0        0        0         29        1"
+            "demo                              0          0         0        0        0         29        1"
         ),
         "{text}"
     );

@@ -759,6 +759,10 @@ pub trait Backend: AsAny + Send + Sync + std::fmt::Debug + 'static {
     async fn leader_elect(&self, params: &LeaderParams) -> Result<Option<i64>>;
     /// Gives up the leadership of `name` if `holder` has it.
     async fn leader_resign(&self, name: &str, holder: &str) -> Result<()>;
+    /// Writes what the leader runs of periodic schedules (their last tick fired is left as is).
+    async fn cron_declare(&self, schedules: &[crate::CronSchedule]) -> Result<()>;
+    /// Every periodic schedule, by name.
+    async fn cron_list(&self) -> Result<Vec<crate::CronSchedule>>;
     /// Writes a running worker's registration (at its start and every beat).
     async fn worker_beat(&self, worker: &crate::WorkerRegistration) -> Result<()>;
     /// Deletes a worker's registration (it stopped).

@@ -43,8 +43,8 @@ pub use queue::{
     QueueStats, RateLimit, Retention,
 };
 pub use stat::{
-    AUDIT_ACTIONS, AUDIT_ACTIONS_LIST, AuditEntry, AuditListParams, StatCounts, StatDepth, StatRow,
-    WAIT_BOUNDS_US, WorkerRegistration, minute_of,
+    AUDIT_ACTIONS, AUDIT_ACTIONS_LIST, AuditEntry, AuditListParams, CronSchedule, StatCounts,
+    StatDepth, StatRow, WAIT_BOUNDS_US, WorkerRegistration, minute_of,
 };
 pub use state::{JobState, StateFilter};
 pub use trace::{MAX_TRACESTATE_LEN, TraceContext};

@@ -134,6 +134,28 @@ pub struct WorkerRegistration {
     pub expires_at: i64,
 }
 
+/// A periodic schedule (`backlog_cron`): what its leader declared of it, and the last tick it
+/// fired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CronSchedule {
+    /// Its name, unique across processes.
+    pub name: String,
+    /// What it is: `every 30s`, or its cron expression (`None` until a leader of schema
+    /// version 18 declared it).
+    pub schedule: Option<String>,
+    /// The queue its jobs go to.
+    pub queue: Option<String>,
+    /// Its jobs' kind, if any.
+    pub kind: Option<String>,
+    /// The last tick fired (µs; 0: none yet).
+    pub last_tick: i64,
+    /// Its next tick (µs) when last declared.
+    pub next_tick: Option<i64>,
+    /// When its leader last declared it (µs): a schedule no worker runs any more keeps an old
+    /// one.
+    pub declared_at: Option<i64>,
+}
+
 /// The actions the audit log records, as [`AuditEntry::action`] names them.
 pub const AUDIT_ACTIONS: &[&str] = &[
     "job.cancel",

@@ -236,6 +236,44 @@ impl Backend for MemoryBackend {
         Ok(())
     }
 
+    async fn cron_declare(&self, schedules: &[backlog_core::CronSchedule]) -> Result<()> {
+        self.with(|s| {
+            for c in schedules {
+                s.cron.entry(c.name.clone()).or_insert(0);
+                s.cron_declared.insert(c.name.clone(), c.clone());
+            }
+        });
+        Ok(())
+    }
+
+    async fn cron_list(&self) -> Result<Vec<backlog_core::CronSchedule>> {
+        Ok(self.with(|s| {
+            let mut names: Vec<&String> = s.cron.keys().collect();
+            names.sort();
+            names
+                .into_iter()
+                .map(|name| {
+                    let last_tick = s.cron[name];
+                    match s.cron_declared.get(name) {
+                        Some(c) => backlog_core::CronSchedule {
+                            last_tick,
+                            ..c.clone()
+                        },
+                        None => backlog_core::CronSchedule {
+                            name: name.clone(),
+                            schedule: None,
+                            queue: None,
+                            kind: None,
+                            last_tick,
+                            next_tick: None,
+                            declared_at: None,
+                        },
+                    }
+                })
+                .collect()
+        }))
+    }
+
     async fn worker_beat(&self, w: &backlog_core::WorkerRegistration) -> Result<()> {
         self.with(|s| {
             // worker_beat.sql: the id, host, pid, version and start of a row stay as written.

@@ -24,6 +24,8 @@ pub(crate) struct State {
     pub stats: BTreeMap<(i64, String), StatRow>,
     /// `backlog_audit`, by id.
     pub audit: BTreeMap<i64, AuditEntry>,
+    /// `backlog_cron`'s declared columns (schedule, queue, kind, next tick), by name.
+    pub cron_declared: HashMap<String, backlog_core::CronSchedule>,
     /// `backlog_worker`, by id.
     pub workers: BTreeMap<String, backlog_core::WorkerRegistration>,
     /// Who [`crate::MemoryBackend::listen`]s.

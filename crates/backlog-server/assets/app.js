@@ -925,6 +925,30 @@
     ];
   }
 
+  // The periodic schedules, as their leader declares them.
+  async function cronPage() {
+    const { schedules } = await api("GET", "/api/v1/cron");
+    const at = (t) => (t ? when(Date.parse(t) * 1000) : h("span", { class: "muted" }, "never"));
+    const table = schedules.length === 0
+      ? h("p", { class: "empty" }, "No periodic schedule. A worker's periodic jobs show here once its leader runs them.")
+      : h("table", { class: "grid-table", id: "cron" },
+        h("thead", {}, h("tr", {},
+          h("th", {}, "Name"), h("th", {}, "Schedule"), h("th", {}, "Queue"), h("th", {}, "Kind"),
+          h("th", {}, "Last run"), h("th", {}, "Next run"))),
+        h("tbody", {}, schedules.map((c) => h("tr", { "data-cron": c.name },
+          h("td", { class: "strong" }, c.name),
+          h("td", { class: "mono" }, c.schedule || "—"),
+          h("td", {}, c.queue ? h("a", { href: `#/queues/${enc(c.queue)}` }, c.queue) : "—"),
+          h("td", {}, c.kind || h("span", { class: "muted" }, "—")),
+          h("td", {}, at(c.last_run)),
+          h("td", {}, c.next_run ? at(c.next_run) : h("span", { class: "muted" }, "—"))))));
+    return [
+      h("div", { class: "page-head" }, h("h1", {}, "Schedules")),
+      h("p", { class: "muted" }, "Periodic jobs: each tick is enqueued once, by the workers' elected leader."),
+      h("section", { class: "card flush" }, table),
+    ];
+  }
+
   // The newest pause of a paused queue, for "paused by … at …" (null when none is recorded:
   // paused before the audit log kept pauses, or by plain SQL).
   async function pausedBy(name) {
@@ -953,6 +977,7 @@
     }
     if (parts[0] === "jobs" && /^\d+$/.test(parts[1] || "")) return { page: "job", id: parts[1] };
     if (parts[0] === "workers") return { page: "workers" };
+    if (parts[0] === "cron") return { page: "cron" };
     if (parts[0] === "audit") {
       const action = params.get("action");
       return {
@@ -965,6 +990,7 @@
 
   const PAGES = {
     overview: overviewPage, queue: queuePage, job: jobPage, audit: auditPage, workers: workersPage,
+    cron: cronPage,
   };
 
   // True while the user is typing in a form of the page, or has unsaved edits in one.

@@ -293,6 +293,56 @@ pub async fn workers(
     }))
 }
 
+/// A periodic schedule.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CronView {
+    /// Its name.
+    pub name: String,
+    /// What it is: `every 30s`, or its cron expression (null until a leader of schema version
+    /// 18 declared it).
+    pub schedule: Option<String>,
+    /// The queue its jobs go to.
+    pub queue: Option<String>,
+    /// Its jobs' kind.
+    pub kind: Option<String>,
+    /// The last tick fired (RFC 3339); null when none has.
+    pub last_run: Option<String>,
+    /// Its next tick (RFC 3339), as last declared.
+    pub next_run: Option<String>,
+    /// When its leader last declared it (RFC 3339): one no worker runs any more keeps an old one.
+    pub declared_at: Option<String>,
+}
+
+/// The periodic schedules.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CronPage {
+    /// By name.
+    pub schedules: Vec<CronView>,
+}
+
+/// The periodic schedules: what each is, its jobs' queue and kind, its last and next run. The
+/// leader declares them every minute, and each one again when it fires.
+#[utoipa::path(get, path = "/api/v1/cron", tag = "queues",
+    responses((status = 200, body = CronPage)),
+    security(("bearer" = [])))]
+pub async fn cron(State(state): State<AppState>, _who: Reader) -> ApiResult<ApiJson<CronPage>> {
+    let schedules = state.client.cron_schedules().await?;
+    Ok(ApiJson(CronPage {
+        schedules: schedules
+            .into_iter()
+            .map(|c| CronView {
+                last_run: (c.last_tick > 0).then(|| rfc3339(c.last_tick)),
+                next_run: c.next_tick.map(rfc3339),
+                declared_at: c.declared_at.map(rfc3339),
+                name: c.name,
+                schedule: c.schedule,
+                queue: c.queue,
+                kind: c.kind,
+            })
+            .collect(),
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

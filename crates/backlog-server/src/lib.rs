@@ -188,6 +188,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(history::history))
         .routes(routes!(history::audit))
         .routes(routes!(history::workers))
+        .routes(routes!(history::cron))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))

@@ -1765,7 +1765,61 @@ async fn workers_are_listed_while_they_run(engine: Engine) {
     api.done().await;
 }
 
+/// The periodic schedules as their leader declared them, with their last and next run.
+async fn cron_schedules_are_listed(engine: Engine) {
+    let api = Api::new(engine).await;
+    assert_eq!(
+        api.ok(Method::GET, "/api/v1/cron", None).await,
+        json!({"schedules": []})
+    );
+    let b = api.db.client.backend();
+    let schedule = |name: &str, kind: Option<&str>| backlog::CronSchedule {
+        name: name.into(),
+        schedule: Some("0 3 * * *".into()),
+        queue: Some("nightly".into()),
+        kind: kind.map(str::to_owned),
+        last_tick: 0,
+        next_tick: Some(1_800_000_000_000_000),
+        declared_at: Some(1_700_000_000_000_000),
+    };
+    b.cron_declare(&[schedule("report", Some("pdf")), schedule("backup", None)])
+        .await
+        .unwrap();
+    let fired = b
+        .cron_fire(backlog_core::CronFireParams {
+            name: "backup".into(),
+            tick: 1_790_000_000_000_000,
+            job: api.db.client.new_job("nightly", &json!({})).unwrap(),
+            now: api.db.client.now(),
+        })
+        .await
+        .unwrap();
+    assert!(fired.is_some());
+    let page = api.ok(Method::GET, "/api/v1/cron", None).await;
+    let s = &page["schedules"];
+    assert_eq!(
+        (&s[0]["name"], &s[1]["name"]),
+        (&json!("backup"), &json!("report"))
+    );
+    assert_eq!(s[0]["schedule"], "0 3 * * *");
+    assert_eq!(s[0]["queue"], "nightly");
+    assert!(
+        s[0]["last_run"].as_str().unwrap().starts_with("2026-09-21"),
+        "{page}"
+    );
+    assert!(
+        s[0]["next_run"].as_str().unwrap().starts_with("2027-01-15"),
+        "{page}"
+    );
+    assert_eq!(
+        (&s[1]["last_run"], &s[1]["kind"]),
+        (&json!(null), &json!("pdf"))
+    );
+    api.done().await;
+}
+
 per_backend!(
+    cron_schedules_are_listed,
     workers_are_listed_while_they_run,
     flow_control_metrics,
     every_documented_route_answers,

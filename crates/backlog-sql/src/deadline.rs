@@ -256,6 +256,12 @@ impl Backend for Deadline {
     async fn leader_resign(&self, name: &str, holder: &str) -> Result<()> {
         self.within(self.inner.leader_resign(name, holder)).await
     }
+    async fn cron_declare(&self, schedules: &[backlog_core::CronSchedule]) -> Result<()> {
+        self.within(self.inner.cron_declare(schedules)).await
+    }
+    async fn cron_list(&self) -> Result<Vec<backlog_core::CronSchedule>> {
+        self.within(self.inner.cron_list()).await
+    }
     async fn worker_beat(&self, worker: &backlog_core::WorkerRegistration) -> Result<()> {
         self.within(self.inner.worker_beat(worker)).await
     }

@@ -978,6 +978,47 @@ macro_rules! sql_backend {
                 rows.iter().map(|r| Ok(audit_from_row!(r))).collect()
             }
 
+            async fn cron_declare(
+                &self,
+                schedules: &[backlog_core::CronSchedule],
+            ) -> backlog_core::Result<()> {
+                let mut tx = self.tx().await.db()?;
+                for c in schedules {
+                    $cat::cron_declare(
+                        &c.name,
+                        c.schedule.as_deref().unwrap_or(""),
+                        c.queue.as_deref().unwrap_or(""),
+                        c.kind.as_deref(),
+                        c.next_tick,
+                        c.declared_at.unwrap_or(0),
+                    )
+                    .query()
+                    .execute(&mut *tx)
+                    .await
+                    .db()?;
+                }
+                tx.commit().await.db()
+            }
+
+            async fn cron_list(&self) -> backlog_core::Result<Vec<backlog_core::CronSchedule>> {
+                let rows = $crate::pooler::on_pool!(self, $cat::cron_list().query(), fetch_all)
+                    .db()?;
+                rows.iter()
+                    .map(|r| {
+                        use sqlx::Row as _;
+                        Ok(backlog_core::CronSchedule {
+                            name: r.try_get("name").db()?,
+                            last_tick: r.try_get("last_tick").db()?,
+                            schedule: r.try_get("schedule").db()?,
+                            queue: r.try_get("queue").db()?,
+                            kind: r.try_get("kind").db()?,
+                            next_tick: r.try_get("next_tick").db()?,
+                            declared_at: r.try_get("declared_at").db()?,
+                        })
+                    })
+                    .collect()
+            }
+
             async fn worker_beat(
                 &self,
                 w: &backlog_core::WorkerRegistration,

@@ -1168,6 +1168,13 @@ impl Client {
         self.backend.audit_list(params).await
     }
 
+    /// The periodic schedules (`backlog_cron`), by name: what each is, its jobs' queue and
+    /// kind, the last tick fired and the next, as the leader declared them (every minute, and
+    /// each one when it fired).
+    pub async fn cron_schedules(&self) -> Result<Vec<backlog_core::CronSchedule>> {
+        self.backend.cron_list().await
+    }
+
     /// The workers registered in the database (`backlog_worker`), the longest running first:
     /// each run of a [`crate::Worker`] writes its row every 5 s and deletes it when it stops; a
     /// row past its `expires_at` is a worker that stopped without saying so (killed, cut off).

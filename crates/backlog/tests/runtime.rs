@@ -720,10 +720,25 @@ async fn periodic_jobs_fire_once_per_tick(engine: Engine) {
         run_ats.iter().all(|t| t % 300_000 == 0),
         "ticks are multiples of the interval"
     );
+    // The leader declared the schedule: what it is, its queue, its last tick (the newest job's)
+    // and the next one.
+    let declared = c.cron_schedules().await.unwrap();
+    assert_eq!(declared.len(), 1, "{declared:?}");
+    let d = &declared[0];
+    assert_eq!(
+        (d.name.as_str(), d.schedule.as_deref(), d.queue.as_deref()),
+        ("every-300ms", Some("every 300ms"), Some("ticks"))
+    );
+    assert_eq!(d.last_tick, *run_ats.last().unwrap());
+    let next = d.next_tick.expect("a next tick");
+    // (Declared again just after each fire: a stop in between leaves the one before it.)
+    assert!(next >= d.last_tick && next % 300_000 == 0, "{d:?}");
     assert!(Schedule::cron("not a cron").is_err());
     let nightly = Schedule::cron("0 3 * * *").unwrap();
     let t = nightly.last_tick(1_700_000_000_000_000).unwrap();
     assert_eq!(t % (24 * 3600 * 1_000_000), 3 * 3600 * 1_000_000);
+    assert_eq!(nightly.next_tick(t), Some(t + 24 * 3600 * 1_000_000));
+    assert_eq!(nightly.describe(), "0 3 * * *");
     db.drop_db().await;
 }
 

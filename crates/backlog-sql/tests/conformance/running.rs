@@ -229,6 +229,51 @@ pub(crate) async fn cron_ticks_fire_once(db: Db) {
     assert_eq!(fired, 1, "one tick fired more than once");
     let stats = db.b.queue_stats(Some(&q("cron")), now).await.unwrap();
     assert_eq!(stats[0].1.available, 3);
+
+    // Declared schedules: what each is sits beside its last tick, which a declaration never
+    // moves; a schedule declared before it ever fired has fired none, and then fires.
+    let declared = |name: &str, next_tick| CronSchedule {
+        name: name.into(),
+        schedule: Some("every 1m".into()),
+        queue: Some("cron".into()),
+        kind: None,
+        last_tick: 999_999,
+        next_tick: Some(next_tick),
+        declared_at: Some(now),
+    };
+    db.b.cron_declare(&[declared("nightly", 400), declared("hourly", 60)])
+        .await
+        .unwrap();
+    db.b.cron_declare(&[CronSchedule {
+        kind: Some("report".into()),
+        ..declared("hourly", 120)
+    }])
+    .await
+    .unwrap();
+    let list = db.b.cron_list().await.unwrap();
+    assert_eq!(
+        list.iter()
+            .map(|c| (c.name.as_str(), c.last_tick, c.next_tick, c.kind.as_deref()))
+            .collect::<Vec<_>>(),
+        [
+            ("hourly", 0, Some(120), Some("report")),
+            ("nightly", 300, Some(400), None)
+        ]
+    );
+    assert_eq!(
+        (
+            list[1].schedule.as_deref(),
+            list[1].queue.as_deref(),
+            list[1].declared_at
+        ),
+        (Some("every 1m"), Some("cron"), Some(now))
+    );
+    let hourly = CronFireParams {
+        name: "hourly".into(),
+        ..fire(60)
+    };
+    assert!(db.b.cron_fire(hourly).await.unwrap().is_some());
+    assert_eq!(db.b.cron_list().await.unwrap()[0].last_tick, 60);
 }
 
 pub(crate) async fn topic_subscriptions(db: Db) {

@@ -14,8 +14,8 @@ use super::PeriodicJob;
 use super::schedule::Fired;
 use crate::{Client, EnqueueOutcome, JobState, QueueInfo, QueueStats, Result, Retention};
 use backlog_core::{
-    CronFireParams, JobDoneTurnParams, JobPruneParams, JobVacuumParams, JobVacuumed, LeaderParams,
-    OldestTransaction, StatDepth, minute_of,
+    CronFireParams, CronSchedule, JobDoneTurnParams, JobPruneParams, JobVacuumParams, JobVacuumed,
+    LeaderParams, OldestTransaction, StatDepth, minute_of,
 };
 
 /// How long a compaction of the job table waits for its lock before it gives up until the next
@@ -135,6 +135,10 @@ pub(crate) trait MaintenanceOps: Send + Sync + 'static {
         &self,
         params: JobVacuumParams,
     ) -> impl Future<Output = Result<Option<JobVacuumed>>> + Send;
+    /// Writes what this leader runs of periodic schedules (`backlog_cron`).
+    fn cron_declare(&self, schedules: Vec<CronSchedule>)
+    -> impl Future<Output = Result<()>> + Send;
+
     /// Enqueues a periodic job for a tick, once across processes.
     fn cron_fire(
         &self,
@@ -193,6 +197,10 @@ impl MaintenanceOps for Client {
         self.backend().job_vacuum(params).await
     }
 
+    async fn cron_declare(&self, schedules: Vec<CronSchedule>) -> Result<()> {
+        self.backend().cron_declare(&schedules).await
+    }
+
     async fn cron_fire(&self, params: CronFireParams) -> Result<Option<EnqueueOutcome>> {
         self.backend().cron_fire(params).await
     }
@@ -218,6 +226,22 @@ impl Every {
     /// It ran (or, for the vacuum, finished) at `now`.
     fn done(&mut self, now: i64) {
         self.next = now + self.every.as_micros() as i64;
+    }
+}
+
+/// How often the leader declares its periodic schedules again.
+const DECLARE_EVERY: Duration = Duration::from_secs(60);
+
+/// A periodic job's schedule as the leader declares it at `now`.
+fn declared(p: &PeriodicJob, now: i64) -> CronSchedule {
+    CronSchedule {
+        name: p.name.clone(),
+        schedule: Some(p.schedule.describe()),
+        queue: Some(p.job.queue.as_str().to_owned()),
+        kind: p.job.kind.as_ref().map(|k| k.as_str().to_owned()),
+        last_tick: 0,
+        next_tick: p.schedule.next_tick(now),
+        declared_at: Some(now),
     }
 }
 
@@ -262,6 +286,8 @@ struct Maintainer<O> {
     rescue: Every,
     prune: Every,
     sample: Every,
+    /// When the periodic schedules are declared again (their next ticks move on).
+    declare: Every,
     /// Counts from when the last vacuum finished.
     vacuum: Option<Every>,
     vacuuming: Option<tokio::task::JoinHandle<()>>,
@@ -282,6 +308,7 @@ impl<O: MaintenanceOps> Maintainer<O> {
             rescue: Every::new(cfg.rescue_every),
             prune: Every::new(cfg.prune_every),
             sample: Every::new(cfg.sample_every),
+            declare: Every::new(DECLARE_EVERY),
             vacuum: cfg.vacuum_every.map(Every::new),
             cfg,
             periodic,
@@ -380,8 +407,15 @@ impl<O: MaintenanceOps> Maintainer<O> {
         }));
     }
 
-    /// Enqueues each periodic job whose tick is due, once per tick.
+    /// Enqueues each periodic job whose tick is due, once per tick; declares the schedules
+    /// (what each is, its next tick) when it starts to lead, every [`DECLARE_EVERY`], and each
+    /// one again when it fired.
     async fn fire_periodic(&mut self, now: i64) -> Result<()> {
+        if !self.periodic.is_empty() && self.declare.due(now) {
+            let all = self.periodic.iter().map(|p| declared(p, now)).collect();
+            self.ops.cron_declare(all).await?;
+            self.declare.done(now);
+        }
         for p in &self.periodic {
             let Some(tick) = self.fired.due(p, now) else {
                 continue;
@@ -403,6 +437,7 @@ impl<O: MaintenanceOps> Maintainer<O> {
                     p.name,
                     out.id
                 );
+                self.ops.cron_declare(vec![declared(p, now)]).await?;
             }
             self.fired.fired(p, tick);
         }
@@ -625,6 +660,10 @@ mod tests {
             self.call("job_vacuum");
             tokio::time::sleep(self.vacuum_takes).await;
             Ok(None)
+        }
+
+        async fn cron_declare(&self, _: Vec<CronSchedule>) -> Result<()> {
+            Ok(())
         }
 
         async fn cron_fire(&self, p: CronFireParams) -> Result<Option<EnqueueOutcome>> {

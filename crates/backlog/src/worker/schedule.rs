@@ -28,6 +28,30 @@ impl Schedule {
             })
     }
 
+    /// What it is, for people: `every 30s`, or the cron expression as given.
+    pub fn describe(&self) -> String {
+        match self {
+            Schedule::Every(d) => format!("every {}", crate::format_duration(*d)),
+            Schedule::Cron(c) => c.as_str().to_owned(),
+        }
+    }
+
+    /// The first tick after `now` (µs), if there is one.
+    pub fn next_tick(&self, now: i64) -> Option<i64> {
+        match self {
+            Schedule::Every(d) => {
+                let d = d.as_micros().max(1) as i64;
+                Some((now.div_euclid(d) + 1) * d)
+            }
+            Schedule::Cron(c) => {
+                let t = chrono::DateTime::from_timestamp_micros(now)?;
+                c.find_next_occurrence(&t, false)
+                    .ok()
+                    .map(|t| t.timestamp_micros())
+            }
+        }
+    }
+
     /// The latest tick at or before `now` (microseconds since the epoch).
     pub fn last_tick(&self, now: i64) -> Option<i64> {
         match self {
