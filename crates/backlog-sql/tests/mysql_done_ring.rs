@@ -285,12 +285,14 @@ async fn kept_jobs_of_a_queue_that_now_archives_are_archived_before_their_table_
     db.cleanup().run().await;
 }
 
-/// Back to version 16: what 0017_job_done_ring.sql made, gone.
+/// Back to version 16: what 0017_mysql_done_ring.sql and 0018_operator_views.sql made, gone.
 fn back_to_16() -> String {
     let tables: Vec<String> = (0..16).map(|k| format!("backlog_job_done_{k}")).collect();
     format!(
         "DROP VIEW backlog_job_all, backlog_job_done, backlog_job_done_current; \
          DROP TABLE {}, backlog_job_done_ring, backlog_worker; \
+         ALTER TABLE backlog_cron DROP COLUMN schedule, DROP COLUMN queue, DROP COLUMN kind, \
+             DROP COLUMN next_tick, DROP COLUMN declared_at; \
          CREATE VIEW backlog_job_all AS SELECT * FROM backlog_job; \
          DELETE FROM backlog_migration WHERE version >= 17",
         tables.join(", ")

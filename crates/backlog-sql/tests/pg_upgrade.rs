@@ -29,6 +29,8 @@ async fn count(c: &mut PgConnection, sql: &str) -> i64 {
 const BACK_TO_14: &str = "DROP VIEW backlog_job_all; DROP TABLE backlog_job_done; \
     DROP FUNCTION backlog_job_done_slot(bigint); DROP FUNCTION backlog_job_done_empty(integer); \
     DROP TABLE backlog_job_done_ring; DROP TABLE backlog_worker; \
+    ALTER TABLE backlog_cron DROP COLUMN schedule, DROP COLUMN queue, DROP COLUMN kind, \
+        DROP COLUMN next_tick, DROP COLUMN declared_at; \
     DELETE FROM backlog_migration WHERE version >= 15";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
