@@ -27,8 +27,20 @@ use args::{BenchArgs, Cli, Process};
 use baseline::Baseline;
 use util::progress;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let code = runtime.block_on(main_async());
+    // Not a plain drop, which waits for every worker thread: a task that never yields keeps it
+    // waiting for good. sqlx 0.9's pool maintenance did so after its pool was closed (it walked
+    // an idle count that had wrapped below zero), and a worker process hung at exit; CI saw it.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    code
+}
+
+async fn main_async() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
