@@ -26,7 +26,8 @@ fn main() -> ExitCode {
     let code = runtime.block_on(main_async());
     // Not a plain drop, which waits for every worker thread: a task that never yields keeps it
     // waiting for good. sqlx 0.9's pool maintenance did so after its pool was closed (it walked
-    // an idle count that had wrapped below zero), and a worker process hung at exit; CI saw it.
+    // an idle count that had wrapped below zero: sqlx issue 3645, fixed upstream by pull request
+    // 4289 but in no release yet), and a worker process hung at exit; CI saw it.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     code
 }
