@@ -644,6 +644,13 @@ async fn dashboard_in_a_real_browser() {
     b.click("#redrive").await;
     b.banner("1,500 dead jobs of bulk redriven").await;
     b.wait_text("#main", "No dead jobs.").await;
+    // The 1,500 are available now, 50 a page: on to the next page and back.
+    b.goto("#/queues/bulk/available").await;
+    b.wait_text(".pager", "Page 1 · 50 jobs").await;
+    b.click("#next-page").await;
+    b.wait_text(".pager", "Page 2 · 50 jobs").await;
+    b.click("#prev-page").await;
+    b.wait_text(".pager", "Page 1 · 50 jobs").await;
     b.goto(&format!("#/jobs/{dead}")).await;
     b.wait_text("#job-state", "available").await;
     assert!(b.exists("button[data-action=hold]").await);

@@ -448,10 +448,29 @@
   // A queue: its jobs by state (the dead tab is the dead-letter view), pause and resume,
   // redrive, settings, and its charts.
 
-  function pageCursor(route) {
-    const key = `${route.queue}/${route.state}?${route.kind || ""}`;
+  // The paging cursor of the list `key` names: a new list starts at its first page.
+  function cursorFor(key) {
     if (app.cursor.key !== key) app.cursor = { key, stack: [], after: null };
     return app.cursor;
+  }
+
+  function pageCursor(route) {
+    return cursorFor(`${route.queue}/${route.state}?${route.kind || ""}`);
+  }
+
+  // A list's pager: `summary`, and buttons back to the page before and on to `next`.
+  function pager(cur, next, summary, [back, on]) {
+    return h("div", { class: "pager" },
+      h("span", { class: "muted" }, summary),
+      h("span", {},
+        cur.stack.length ? h("button", {
+          type: "button", class: "btn small", id: "prev-page",
+          onclick: () => { cur.after = cur.stack.pop(); render(false); },
+        }, back) : null,
+        next ? h("button", {
+          type: "button", class: "btn small", id: "next-page",
+          onclick: () => { cur.stack.push(cur.after); cur.after = next; render(false); },
+        }, on) : null));
   }
 
   async function act(what, fn, done) {
@@ -570,18 +589,9 @@
           errorCol ? h("th", {}, "Last error") : null)),
         h("tbody", {}, rows));
 
-    const pager = h("div", { class: "pager" },
-      h("span", { class: "muted" }, page.jobs.length
-        ? `Page ${cur.stack.length + 1} · ${page.jobs.length} job${page.jobs.length === 1 ? "" : "s"}` : ""),
-      h("span", {},
-        cur.stack.length ? h("button", {
-          type: "button", class: "btn small", id: "prev-page",
-          onclick: () => { cur.after = cur.stack.pop(); render(false); },
-        }, "← Previous") : null,
-        page.next ? h("button", {
-          type: "button", class: "btn small", id: "next-page",
-          onclick: () => { cur.stack.push(cur.after); cur.after = page.next; render(false); },
-        }, "Next page →") : null));
+    const pages = pager(cur, page.next, page.jobs.length
+      ? `Page ${cur.stack.length + 1} · ${page.jobs.length} job${page.jobs.length === 1 ? "" : "s"}` : "",
+    ["← Previous", "Next page →"]);
 
     return [
       h("div", { class: "crumbs" }, h("a", { href: "#/" }, "Overview"), " / ", name,
@@ -596,7 +606,7 @@
       h("div", { class: "split" },
         h("section", { class: "card flush" }, tabs, route.kind ? h("p", { class: "filter", id: "kind-filter" },
           "Kind ", h("code", {}, route.kind), " only · ",
-          h("a", { href: `#/queues/${enc(name)}/${route.state}` }, "all kinds")) : null, deadHead, table, pager),
+          h("a", { href: `#/queues/${enc(name)}/${route.state}` }, "all kinds")) : null, deadHead, table, pages),
         h("aside", { class: "stack" }, flowCard(q), settingsCard(name, s),
           q.stats.archived > 0 ? h("p", { class: "muted", id: "archived-count" },
             `${fmtNum(q.stats.archived)} job${q.stats.archived === 1 ? "" : "s"} archived (backlog_job_archive).`) : null)),
@@ -832,9 +842,7 @@
   }
 
   async function auditPage(route) {
-    const key = `audit?${route.queue || ""}&${route.actor || ""}&${route.action || ""}`;
-    if (app.cursor.key !== key) app.cursor = { key, stack: [], after: null };
-    const cur = app.cursor;
+    const cur = cursorFor(`audit?${route.queue || ""}&${route.actor || ""}&${route.action || ""}`);
     const p = new URLSearchParams({ limit: String(PAGE_SIZE) });
     for (const k of ["queue", "actor", "action"]) if (route[k]) p.set(k, route[k]);
     if (cur.after) p.set("before", cur.after);
@@ -873,22 +881,13 @@
           h("th", {}, "When"), h("th", {}, "Actor"), h("th", {}, "Action"), h("th", {}, "Queue"),
           h("th", { class: "num" }, "Job"), h("th", {}, "Details"))),
         h("tbody", {}, rows));
-    const pager = h("div", { class: "pager" },
-      h("span", { class: "muted" }, page.entries.length ? `Page ${cur.stack.length + 1}` : ""),
-      h("span", {},
-        cur.stack.length ? h("button", {
-          type: "button", class: "btn small", id: "prev-page",
-          onclick: () => { cur.after = cur.stack.pop(); render(false); },
-        }, "← Newer") : null,
-        page.next ? h("button", {
-          type: "button", class: "btn small", id: "next-page",
-          onclick: () => { cur.stack.push(cur.after); cur.after = page.next; render(false); },
-        }, "Older →") : null));
+    const pages = pager(cur, page.next, page.entries.length ? `Page ${cur.stack.length + 1}` : "",
+      ["← Newer", "Older →"]);
     return [
       h("div", { class: "page-head" }, h("h1", {}, "Audit log")),
       h("p", { class: "muted" }, "Operators' actions from this dashboard, the API and the backlog command, newest first."),
       form,
-      h("section", { class: "card flush" }, table, pager),
+      h("section", { class: "card flush" }, table, pages),
     ];
   }
 
