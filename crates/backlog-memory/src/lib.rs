@@ -73,7 +73,7 @@ pub use crate::tx::MemoryTx;
 
 /// The schema version whose contract this backend follows: the SQL backends' `SCHEMA_VERSION`
 /// (the conformance suite checks that the two agree).
-pub const SCHEMA_VERSION: i64 = 18;
+pub const SCHEMA_VERSION: i64 = 19;
 
 /// A backend that keeps everything in memory, behind one lock: what a database holds lasts as
 /// long as the value. Every operation behaves as on the SQL backends (the conformance suite runs

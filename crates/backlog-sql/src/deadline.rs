@@ -343,6 +343,16 @@ impl Backend for Deadline {
     ) -> Result<Vec<(String, QueueStats)>> {
         self.within(self.inner.queue_stats(queue, now)).await
     }
+    async fn queue_stats_scan(
+        &self,
+        queue: Option<&QueueName>,
+        now: i64,
+    ) -> Result<Vec<(String, QueueStats)>> {
+        self.within(self.inner.queue_stats_scan(queue, now)).await
+    }
+    async fn count_fold(&self, now: i64) -> Result<u64> {
+        self.within(self.inner.count_fold(now)).await
+    }
     async fn stat_add(&self, rows: &[StatRow]) -> Result<()> {
         self.within(self.inner.stat_add(rows)).await
     }

@@ -104,6 +104,9 @@ pub(crate) trait Dialect: Send + Sync + 'static {
         async { Ok(0) }
     }
 
+    /// Folds the counts the database keeps (`Backend::count_fold`).
+    fn count_fold(&self, now: i64) -> impl Future<Output = Result<u64>> + Send;
+
     fn job_count_pending(
         &self,
         params: &JobCountPendingParams,
@@ -851,28 +854,21 @@ macro_rules! sql_backend {
                 queue: Option<&backlog_core::QueueName>,
                 now: i64,
             ) -> backlog_core::Result<Vec<(String, backlog_core::QueueStats)>> {
-                // queue, state, future (0 due, 1 later, 2 retrying), archived (0 or 1), count.
-                let rows: Vec<(String, String, i64, i64, i64)> =
-                    $crate::pooler::on_pool!(
-                        self,
-                        $cat::queue_stats(now, queue.map(|q| q.as_str())).as_(),
-                        fetch_all
-                    )
-                    .db()?;
-                let counts = rows
-                    .into_iter()
-                    .map(|(q, state, future, archived, n)| (q, state, future, archived != 0, n))
-                    .collect();
-                let names = match queue {
-                    Some(q) => vec![q.as_str().to_owned()],
-                    None => $crate::pooler::on_pool!(
-                        self,
-                        $cat::queue_names().scalar(),
-                        fetch_all
-                    )
-                    .db()?,
-                };
-                $crate::shared::fold_stats(names, counts)
+                let stmt = $cat::queue_stats(now, queue.map(|q| q.as_str()));
+                $crate::engine::stats_from!(self, $cat, queue, stmt)
+            }
+
+            async fn queue_stats_scan(
+                &self,
+                queue: Option<&backlog_core::QueueName>,
+                now: i64,
+            ) -> backlog_core::Result<Vec<(String, backlog_core::QueueStats)>> {
+                let stmt = $cat::queue_stats_scan(now, queue.map(|q| q.as_str()));
+                $crate::engine::stats_from!(self, $cat, queue, stmt)
+            }
+
+            async fn count_fold(&self, now: i64) -> backlog_core::Result<u64> {
+                $crate::engine::Dialect::count_fold(self, now).await
             }
 
             async fn stat_add(&self, rows: &[backlog_core::StatRow]) -> backlog_core::Result<()> {
@@ -1203,6 +1199,27 @@ pub(crate) use conn_ops;
 /// `whole`: a file runs as one multi-statement text; `split`: statement by statement (MySQL,
 /// whose driver runs one at a time). Evaluates to the versions applied; `?` returns errors
 /// from the enclosing function.
+/// Per-queue counts from a statement of rows (queue, state, future: 0 due, 1 later, 2 retrying,
+/// archived: 0 or 1, count), with every named queue present (`queue`, or all of them).
+macro_rules! stats_from {
+    ($self:ident, $cat:ident, $queue:ident, $stmt:expr) => {{
+        let rows: Vec<(String, String, i64, i64, i64)> =
+            $crate::pooler::on_pool!($self, $stmt.as_(), fetch_all).db()?;
+        let counts = rows
+            .into_iter()
+            .map(|(q, state, future, archived, n)| (q, state, future, archived != 0, n))
+            .collect();
+        let names = match $queue {
+            Some(q) => vec![q.as_str().to_owned()],
+            None => {
+                $crate::pooler::on_pool!($self, $cat::queue_names().scalar(), fetch_all).db()?
+            }
+        };
+        $crate::shared::fold_stats(names, counts)
+    }};
+}
+pub(crate) use stats_from;
+
 macro_rules! apply_migrations {
     ($cat:ident, $conn:expr, $how:ident) => {{
         sqlx::raw_sql($cat::MIGRATION_TABLE)

@@ -57,6 +57,10 @@ const DONE_TABLE: VacuumTarget = VacuumTarget {
     compact: None,
 };
 /// How long the leader's compaction and emptying wait for a lock, in milliseconds (at least 1).
+/// How long the counts' fold waits for a slot's lock (a writer still in it) before it passes
+/// over the slot until the next fold: short, since writers that come meanwhile queue behind it.
+const COUNT_FOLD_LOCK_WAIT_MS: i32 = 20;
+
 fn lock_wait_ms(p: &JobVacuumParams) -> i32 {
     p.compact_lock_wait.as_millis().clamp(1, i32::MAX as u128) as i32
 }
@@ -1276,6 +1280,12 @@ impl Dialect for PgBackend {
                 ..v.unwrap_or_default()
             }),
         })
+    }
+
+    async fn count_fold(&self, _now: i64) -> Result<u64> {
+        let stmt = cat::count_fold(COUNT_FOLD_LOCK_WAIT_MS);
+        let folded: i32 = on_pool!(self, stmt.scalar(), fetch_one).db()?;
+        Ok(folded.max(0) as u64)
     }
 
     async fn job_reshard(&self) -> Result<u64> {

@@ -586,6 +586,22 @@ impl Dialect for SqliteBackend {
         Ok(Box::new(SqlTx(self.begin_tx().await?)))
     }
 
+    async fn count_fold(&self, now: i64) -> Result<u64> {
+        let mut tx = self.begin_tx().await?;
+        cat::count_fold_due(now)
+            .query()
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        let dropped = cat::count_fold_drop(now)
+            .query()
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        tx.commit().await.db()?;
+        Ok(dropped.rows_affected())
+    }
+
     async fn migrate(&self) -> Result<MigrateReport> {
         // A schema already current is read without the write lock: the `backlog` command
         // migrates the embedded database before every command, and should not queue behind a

@@ -12,10 +12,12 @@ pub(crate) struct Migration {
 }
 
 /// Splits a migration file into statements at lines ending in `;` (for drivers that run one
-/// statement at a time).
+/// statement at a time). A compound body, from a line `BEGIN` on, ends only at a line `END;`:
+/// the statements inside a trigger's body end in `;` too.
 pub(crate) fn split_statements(sql: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
+    let mut compound = false;
     for line in sql.lines() {
         let trimmed = line.trim();
         if trimmed.starts_with("--") || trimmed.is_empty() {
@@ -23,7 +25,16 @@ pub(crate) fn split_statements(sql: &str) -> Vec<String> {
         }
         cur.push_str(line);
         cur.push('\n');
-        if trimmed.ends_with(';') {
+        if trimmed == "BEGIN" {
+            compound = true;
+        }
+        let ends = if compound {
+            trimmed == "END;"
+        } else {
+            trimmed.ends_with(';')
+        };
+        if ends {
+            compound = false;
             out.push(std::mem::take(&mut cur));
         }
     }
@@ -42,5 +53,14 @@ mod tests {
         let s = split_statements("-- c\nCREATE TABLE a (x INT);\n\nCREATE TABLE b (\n y INT\n);\n");
         assert_eq!(s.len(), 2);
         assert!(s[1].contains("y INT"));
+    }
+
+    #[test]
+    fn a_trigger_body_stays_one_statement() {
+        let sql = "CREATE TRIGGER t AFTER INSERT ON a FOR EACH ROW\nBEGIN\n    DECLARE x INT;\n    \
+                   SET x = 1;\nEND;\nCREATE TABLE b (y INT);\n";
+        let s = split_statements(sql);
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert!(s[0].contains("SET x = 1;") && s[0].trim_end().ends_with("END;"));
     }
 }

@@ -21,12 +21,8 @@ const SCANS: &[(&str, &str)] = &[
         "the oldest due job per queue for /metrics: reads the claim index, not the table",
     ),
     (
-        "queue_pending",
-        "pending jobs per queue for the queue list of an operator",
-    ),
-    (
-        "queue_stats",
-        "counts of every queue and state for an operator",
+        "queue_stats_scan",
+        "counts of every queue and state by a scan, to check the kept ones (backlog_count)",
     ),
 ];
 

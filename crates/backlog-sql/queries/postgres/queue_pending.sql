@@ -1,3 +1,7 @@
--- COUNT(*) FILTER: a BIGINT count per queue, zero for queues holding only finished jobs.
-SELECT queue, COUNT(*) FILTER (WHERE state IN ('available', 'running', 'held', 'waiting')) AS pending
-FROM backlog_job GROUP BY queue
+-- Per queue with jobs, how many are pending (available, scheduled, retrying, running, held or
+-- waiting), from the counts the database keeps (backlog_count, schema version 19).
+SELECT queue,
+       COALESCE(SUM(n) FILTER (WHERE state IN ('available', 'scheduled', 'retrying', 'running', 'held', 'waiting')), 0)::int8
+           AS pending
+FROM backlog_count GROUP BY queue
+HAVING SUM(n) <> 0

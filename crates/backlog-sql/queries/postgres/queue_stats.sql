@@ -1,24 +1,19 @@
--- future is 0 for a due (or not available) job, 1 for one due later that never failed
--- (attempt 0: scheduled), 2 for one due later after a failed attempt (retrying); archived is 0 or 1; as
--- in the other dialects. $2 is cast because it may be NULL.
--- The second half counts the jobs `archive` retention moved to backlog_job_archive: one
--- statement, so a job moving there while this runs is counted once, in one place. The same holds
--- for completed jobs kept in backlog_job_done (version 15), counted with the job table's.
+-- Job counts per queue, state and whether not yet due, of one queue or all (`queue` NULL), from
+-- the counts the database keeps (backlog_count, schema version 19): the sums of each key's
+-- rows, O(queues × keys) whatever the jobs. A `scheduled` or `retrying` key whose `due` has
+-- passed is available; `archived` counts apart (as `completed`, archived 1).
+-- future: 0 due (or not available), 1 due later and never failed (attempt 0: scheduled), 2 due later
+-- after a failed attempt (retrying).
 -- @param now: i64
 -- @param queue: Option<&str>
-SELECT queue, state,
-       CASE WHEN state = 'available' AND run_at > $1 THEN (CASE WHEN attempt = 0 THEN 1 ELSE 2 END) ELSE 0 END::int8 AS future,
-       0::int8 AS archived, COUNT(*) AS n
-FROM backlog_job
+SELECT queue,
+       CASE WHEN state IN ('scheduled', 'retrying') THEN 'available'
+            WHEN state = 'archived' THEN 'completed' ELSE state END AS state,
+       CASE WHEN state = 'scheduled' AND due > $1 THEN 1
+            WHEN state = 'retrying' AND due > $1 THEN 2 ELSE 0 END::int8 AS future,
+       CASE WHEN state = 'archived' THEN 1 ELSE 0 END::int8 AS archived,
+       SUM(n)::int8 AS n
+FROM backlog_count
 WHERE ($2::text IS NULL OR queue = $2::text)
-GROUP BY queue, state, future
-UNION ALL
-SELECT queue, state, 0::int8, 1::int8, COUNT(*)
-FROM backlog_job_archive
-WHERE ($2::text IS NULL OR queue = $2::text)
-GROUP BY queue, state
-UNION ALL
-SELECT queue, state, 0::int8, 0::int8, COUNT(*)
-FROM backlog_job_done
-WHERE ($2::text IS NULL OR queue = $2::text)
-GROUP BY queue, state
+GROUP BY 1, 2, 3, 4
+HAVING SUM(n) <> 0

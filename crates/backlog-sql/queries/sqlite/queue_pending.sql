@@ -1,3 +1,6 @@
--- Per queue with jobs, how many are pending (available, running or held).
-SELECT queue, SUM(CASE WHEN state IN ('available', 'running', 'held', 'waiting') THEN 1 ELSE 0 END) AS pending
-FROM backlog_job GROUP BY queue
+-- Per queue with jobs, how many are pending (available, scheduled, retrying, running, held or
+-- waiting), from the counts the database keeps (backlog_count, schema version 19).
+SELECT queue,
+       SUM(CASE WHEN state IN ('available', 'scheduled', 'retrying', 'running', 'held', 'waiting') THEN n ELSE 0 END) AS pending
+FROM backlog_count GROUP BY queue
+HAVING SUM(n) <> 0

@@ -11,6 +11,7 @@ mod harness;
 
 mod claims;
 mod concurrency;
+mod counts;
 mod enqueue;
 mod operators;
 mod outcomes;
@@ -27,6 +28,7 @@ use harness::Db;
 // The tests of each area, for the list below.
 use claims::*;
 use concurrency::*;
+use counts::*;
 use enqueue::*;
 use operators::*;
 use outcomes::*;
@@ -129,6 +131,7 @@ harness::conformance!(
     rescue_and_redrive_stay_within_their_limit,
     redrive_skips_taken_unique_keys,
     stats_and_lists,
+    kept_counts_equal_a_scan,
     queue_settings_round_trip,
     schema_version_and_oldest_due,
     stats_history_and_audit,

@@ -127,6 +127,8 @@ pub(crate) trait MaintenanceOps: Send + Sync + 'static {
         minute: i64,
         depths: Vec<(String, StatDepth)>,
     ) -> impl Future<Output = Result<()>> + Send;
+    /// Folds the counts the database keeps (a few rows per key again).
+    fn count_fold(&self, now: i64) -> impl Future<Output = Result<u64>> + Send;
     /// Empties the tables of completed jobs past their window and turns where completions
     /// write (MySQL's ring); how many tables it emptied.
     fn job_done_turn(&self, params: JobDoneTurnParams) -> impl Future<Output = Result<u64>> + Send;
@@ -189,6 +191,10 @@ impl MaintenanceOps for Client {
         self.backend().stat_snapshot(minute, &depths).await
     }
 
+    async fn count_fold(&self, now: i64) -> Result<u64> {
+        self.backend().count_fold(now).await
+    }
+
     async fn job_done_turn(&self, params: JobDoneTurnParams) -> Result<u64> {
         self.backend().job_done_turn(params).await
     }
@@ -228,6 +234,10 @@ impl Every {
         self.next = now + self.every.as_micros() as i64;
     }
 }
+
+/// How often the leader folds the counts the database keeps: what writers added since is read
+/// row by row until then (PostgreSQL writes a row per statement and key).
+const COUNT_FOLD_EVERY: Duration = Duration::from_secs(5);
 
 /// How often the leader declares its periodic schedules again.
 const DECLARE_EVERY: Duration = Duration::from_secs(60);
@@ -286,6 +296,7 @@ struct Maintainer<O> {
     rescue: Every,
     prune: Every,
     sample: Every,
+    fold: Every,
     /// When the periodic schedules are declared again (their next ticks move on).
     declare: Every,
     /// Counts from when the last vacuum finished.
@@ -308,6 +319,7 @@ impl<O: MaintenanceOps> Maintainer<O> {
             rescue: Every::new(cfg.rescue_every),
             prune: Every::new(cfg.prune_every),
             sample: Every::new(cfg.sample_every),
+            fold: Every::new(COUNT_FOLD_EVERY),
             declare: Every::new(DECLARE_EVERY),
             vacuum: cfg.vacuum_every.map(Every::new),
             cfg,
@@ -348,6 +360,13 @@ impl<O: MaintenanceOps> Maintainer<O> {
                 tracing::info!("rescued {n} job(s) with expired leases");
             }
             self.rescue.done(now);
+        }
+        if self.fold.due(now) {
+            // Not a reason to skip the other tasks: the counts stay exact unfolded.
+            if let Err(e) = self.ops.count_fold(now).await {
+                tracing::warn!("folding the job counts failed: {e}");
+            }
+            self.fold.done(now);
         }
         if self.prune.due(now) {
             self.prune(now).await?;
@@ -649,6 +668,10 @@ mod tests {
             assert_eq!(minute, minute_of(self.clock.now()));
             self.call(format!("stat_snapshot of {} queue(s)", depths.len()));
             Ok(())
+        }
+
+        async fn count_fold(&self, _: i64) -> Result<u64> {
+            Ok(0)
         }
 
         async fn job_done_turn(&self, _: JobDoneTurnParams) -> Result<u64> {
