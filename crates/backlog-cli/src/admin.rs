@@ -60,6 +60,30 @@ pub enum JobCommand {
         /// Job id.
         id: i64,
     },
+    /// Retries, cancels, holds, releases or runs now every job of a queue that the filters
+    /// match, a thousand at a time, each as its one-job command would (jobs in a state the
+    /// action does not apply to are passed over). Without --yes, says how many jobs match and
+    /// changes nothing.
+    Bulk {
+        /// retry, cancel, hold, release or run-now.
+        #[arg(value_parser = ["retry", "cancel", "hold", "release", "run-now"])]
+        action: String,
+        /// Queue name.
+        queue: String,
+        /// Only jobs in this state: available, scheduled, retrying, running, completed, dead,
+        /// cancelled, held or waiting.
+        #[arg(long)]
+        state: Option<String>,
+        /// Only jobs of this kind.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only jobs created longer ago than this, e.g. 1h, 7d.
+        #[arg(long, value_parser = parse_duration)]
+        older_than: Option<Duration>,
+        /// Do it: without, nothing changes.
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -266,6 +290,42 @@ pub async fn job(client: &Client, cmd: JobCommand) -> anyhow::Result<ExitCode> {
         JobCommand::Hold { id } => report(client, "job.hold", client.hold(id).await?).await,
         JobCommand::Release { id } => report(client, "job.release", client.unhold(id).await?).await,
         JobCommand::RunNow { id } => report(client, "job.run_now", client.run_now(id).await?).await,
+        JobCommand::Bulk {
+            action,
+            queue,
+            state,
+            kind,
+            older_than,
+            yes,
+        } => {
+            let act: backlog::AdminAction = action.parse()?;
+            let filter = backlog::JobFilter {
+                queue: known_queue(client, &queue).await?,
+                state: state
+                    .as_deref()
+                    .map(str::parse::<StateFilter>)
+                    .transpose()?,
+                kind: kind.map(backlog::Kind::new).transpose()?,
+                created_before: older_than.map(|d| now - d.as_micros() as i64),
+            };
+            if !yes {
+                let n = client.bulk_matching(&filter).await?;
+                println!("{n} job(s) of {queue} match; add --yes to {action} them");
+                return Ok(ExitCode::SUCCESS);
+            }
+            let selection = backlog::JobSelection::Filter(filter);
+            let done = client
+                .bulk(act, &selection, |p| {
+                    eprintln!("{} job(s) seen, {} changed", p.seen, p.changed)
+                })
+                .await?;
+            let detail = serde_json::json!({
+                "action": action, "state": state, "older_than": older_than.map(|d| d.as_secs()),
+                "seen": done.seen, "changed": done.changed,
+            });
+            audit(client, "job.bulk", &queue, None, detail).await;
+            println!("{action}: {} of {} job(s) changed", done.changed, done.seen);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -231,6 +231,34 @@ fn bad_input_is_refused_and_changes_nothing() {
         &["job", "list", "q", "--state", "bogus"],
         "available, scheduled, retrying, waiting, running",
     );
+
+    // Bulk: bad input refused; without --yes only counted; with it, done and audited.
+    db.fails(&["job", "bulk", "explode", "q"], "invalid value 'explode'");
+    db.fails(
+        &["job", "bulk", "hold", "nope", "--yes"],
+        "no such queue: nope",
+    );
+    db.fails(
+        &["job", "bulk", "hold", "q", "--state", "bogus", "--yes"],
+        "available, scheduled, retrying",
+    );
+    db.fails(
+        &["job", "bulk", "hold", "q", "--older-than", "soon", "--yes"],
+        "invalid duration",
+    );
+    let held = "SELECT COUNT(*) FROM backlog_job WHERE state = 'held'";
+    let before = db.sql(held);
+    assert!(
+        db.ok(&["job", "bulk", "hold", "q", "--state", "available"])
+            .contains("1 job(s) of q match; add --yes to hold them")
+    );
+    assert_eq!(db.sql(held), before, "without --yes nothing changes");
+    let out = db.ok(&["job", "bulk", "hold", "q", "--state", "available", "--yes"]);
+    assert!(out.contains("hold: 1 of 1 job(s) changed"), "{out}");
+    let out = db.ok(&["job", "bulk", "release", "q", "--yes"]);
+    assert!(out.contains("release: 2 of 2 job(s) changed"), "{out}");
+    let audit = db.ok(&["audit", "--action", "job.bulk"]);
+    assert_eq!(audit.matches("job.bulk").count(), 2, "{audit}");
 }
 
 /// A server database's schema is its owner's: without it every command says to migrate, and

@@ -173,13 +173,21 @@ impl Browser {
         }
     }
 
-    /// Clicks, finding the element again if a re-render replaced it in between.
+    /// Clicks, finding the element again if a re-render replaced it in between, and scrolling
+    /// it to the middle of the window if the sticky header covered it.
     async fn click(&self, css: &str) {
         for _ in 0..5 {
             match self.find(css).await.click().await {
                 Ok(()) => return,
                 Err(CmdError::Standard(e))
                     if e.error == fantoccini::error::ErrorStatus::StaleElementReference => {}
+                Err(CmdError::Standard(e))
+                    if e.error == fantoccini::error::ErrorStatus::ElementClickIntercepted =>
+                {
+                    let center = "document.querySelector(arguments[0])\
+                                  .scrollIntoView({block: 'center'});";
+                    self.client.execute(center, vec![json!(css)]).await.unwrap();
+                }
                 Err(e) => panic!("click {css}: {e}"),
             }
         }
@@ -650,6 +658,30 @@ async fn dashboard_in_a_real_browser() {
     b.click("#next-page").await;
     b.wait_text(".pager", "Page 2 · 50 jobs").await;
     b.click("#prev-page").await;
+    b.wait_text(".pager", "Page 1 · 50 jobs").await;
+    // Bulk actions, each after a confirmation: the checked jobs, then all of the tab.
+    b.click("#jobs tbody tr:first-child input.pick").await;
+    b.click("#bulk-hold-checked").await;
+    b.client.accept_alert().await.unwrap();
+    b.banner("Hold: 1 of 1 checked jobs changed").await;
+    b.wait_text("#bulk-hold-all", "Hold all 1,499").await;
+    b.click("#bulk-hold-all").await;
+    b.client.dismiss_alert().await.unwrap();
+    b.wait_text("#bulk-hold-all", "Hold all 1,499").await;
+    b.click("#bulk-hold-all").await;
+    b.client.accept_alert().await.unwrap();
+    b.banner("Hold: 1,499 of 1,499 available jobs changed")
+        .await;
+    b.goto("#/queues/bulk/held").await;
+    b.wait_text(".tabs a.on", "1,500").await;
+    assert!(b.exists("#bulk-release-all").await && !b.exists("#bulk-retry-all").await);
+    b.click("#bulk-release-all").await;
+    b.client.accept_alert().await.unwrap();
+    b.banner("Release: 1,500 of 1,500 held jobs changed").await;
+    b.goto("#/audit?action=job.bulk").await;
+    b.wait_text("#audit", "Release (held): 1,500 of 1,500 changed")
+        .await;
+    b.goto("#/queues/bulk/available").await;
     b.wait_text(".pager", "Page 1 · 50 jobs").await;
     b.goto(&format!("#/jobs/{dead}")).await;
     b.wait_text("#job-state", "available").await;

@@ -450,6 +450,29 @@ pub enum AdminAction {
     RunNow,
 }
 
+impl std::str::FromStr for AdminAction {
+    type Err = crate::Error;
+
+    /// The action's name as the API and the command spell it: `retry`, `cancel`, `hold`,
+    /// `release`, `run_now` (or `run-now`).
+    fn from_str(s: &str) -> crate::Result<Self> {
+        Ok(match s {
+            "retry" => AdminAction::Retry,
+            "cancel" => AdminAction::Cancel,
+            "hold" => AdminAction::Hold,
+            "release" => AdminAction::Release,
+            "run_now" | "run-now" => AdminAction::RunNow,
+            _ => {
+                return Err(crate::Error::OptionInvalid {
+                    what: "action",
+                    value: s.to_owned(),
+                    expected: "retry, cancel, hold, release, run_now",
+                });
+            }
+        })
+    }
+}
+
 impl AdminAction {
     /// The states the action applies to.
     pub fn from_states(self) -> &'static [JobState] {

@@ -500,6 +500,46 @@
     return { redriven };
   }
 
+  // The actions a bulk bar offers on a state's tab: those that apply to jobs in that state.
+  const BULK_ACTIONS = {
+    available: ["hold", "cancel"], scheduled: ["run_now", "hold", "cancel"],
+    retrying: ["run_now", "hold", "cancel"], waiting: ["cancel"], held: ["release", "cancel"],
+    dead: ["retry"], cancelled: ["retry"], completed: ["retry"], running: ["cancel"],
+  };
+  const BULK_LABEL = { retry: "Retry", cancel: "Cancel", hold: "Hold", release: "Release", run_now: "Run now" };
+
+  // Applies `action` to the jobs checked on the page, or to every job of the tab (its state,
+  // and kind filter) after a confirmation that names the count: one request, audited as one
+  // action (job.bulk) with what it changed.
+  function bulkBar(name, route, count) {
+    const acts = BULK_ACTIONS[route.state] || [];
+    if (!isAdmin() || acts.length === 0 || count === 0) return null;
+    const checked = () => [...document.querySelectorAll("#jobs input.pick:checked")].map((c) => Number(c.value));
+    const run = (action, body, what) => act(`bulk-${action}`, () => api("POST", "/api/v1/jobs/bulk", { action, ...body }),
+      (r) => `${BULK_LABEL[action]}: ${fmtNum(r.changed)} of ${fmtNum(r.seen)} ${what} changed`);
+    const kindNote = route.kind ? ` of kind ${route.kind}` : "";
+    return h("div", { class: "bulk", id: "bulk" },
+      h("span", { class: "muted" }, "Checked jobs, or all of this tab:"),
+      acts.map((a) => [
+        h("button", {
+          type: "button", class: "btn small", id: `bulk-${a}-checked`,
+          onclick: () => {
+            const ids = checked();
+            if (ids.length === 0) return banner("error", "Check some jobs first.");
+            if (!confirm(`${BULK_LABEL[a]} ${ids.length} checked job${ids.length === 1 ? "" : "s"} of ${name}?`)) return;
+            run(a, { ids }, "checked jobs");
+          },
+        }, `${BULK_LABEL[a]} checked`),
+        h("button", {
+          type: "button", class: "btn small danger", id: `bulk-${a}-all`,
+          onclick: () => {
+            if (!confirm(`${BULK_LABEL[a]} all ${fmtNum(count)} ${route.state} jobs${kindNote} of ${name}?`)) return;
+            run(a, { queue: name, state: route.state, kind: route.kind || undefined }, `${route.state} jobs`);
+          },
+        }, `${BULK_LABEL[a]} all ${route.kind ? "of this kind" : fmtNum(count)}`),
+      ]));
+  }
+
   async function queuePage(route) {
     const name = route.queue;
     const cur = pageCursor(route);
@@ -562,10 +602,14 @@
       held: ["Created", "created_at"],
     }[route.state] || ["Finished", "finished_at"];
     const errorCol = ["dead", "retrying", "cancelled"].includes(route.state);
+    const tabCount = q.stats[route.state] ?? page.jobs.length;
+    const bulk = bulkBar(name, route, tabCount);
+    const pickable = bulk !== null;
 
     const rows = page.jobs.map((j) => {
       const last = j.errors.length ? j.errors[j.errors.length - 1].error : "";
       return h("tr", { "data-job": j.id },
+        pickable ? h("td", {}, h("input", { type: "checkbox", class: "pick", value: j.id, "aria-label": `Job ${j.id}` })) : null,
         h("td", { class: "num" }, h("a", { href: `#/jobs/${j.id}`, class: "strong" }, `#${j.id}`)),
         h("td", {}, j.kind
           ? h("a", { href: `#/queues/${enc(name)}/${route.state}?kind=${enc(j.kind)}`, title: "Only this kind" }, j.kind)
@@ -583,6 +627,10 @@
       ? h("p", { class: "empty" }, cur.after ? "No more jobs." : `No ${route.state} jobs.`)
       : h("table", { class: "grid-table", id: "jobs" },
         h("thead", {}, h("tr", {},
+          pickable ? h("th", {}, h("input", {
+            type: "checkbox", id: "pick-all", "aria-label": "Every job of this page",
+            onchange: (e) => document.querySelectorAll("#jobs input.pick").forEach((c) => { c.checked = e.target.checked; }),
+          })) : null,
           h("th", { class: "num" }, "Job"), h("th", {}, "Kind"), h("th", {}, "State"),
           h("th", { class: "num" }, "Attempt"), h("th", { class: "num" }, "Prio"),
           h("th", {}, "Created"), h("th", {}, timeCol[0]), h("th", {}, "Payload"),
@@ -606,7 +654,7 @@
       h("div", { class: "split" },
         h("section", { class: "card flush" }, tabs, route.kind ? h("p", { class: "filter", id: "kind-filter" },
           "Kind ", h("code", {}, route.kind), " only · ",
-          h("a", { href: `#/queues/${enc(name)}/${route.state}` }, "all kinds")) : null, deadHead, table, pages),
+          h("a", { href: `#/queues/${enc(name)}/${route.state}` }, "all kinds")) : null, deadHead, bulk, table, pages),
         h("aside", { class: "stack" }, flowCard(q), settingsCard(name, s),
           q.stats.archived > 0 ? h("p", { class: "muted", id: "archived-count" },
             `${fmtNum(q.stats.archived)} job${q.stats.archived === 1 ? "" : "s"} archived (backlog_job_archive).`) : null)),
@@ -812,7 +860,7 @@
   // The audit log: who did what, when; by queue, actor and action, newest first.
 
   const AUDIT_ACTIONS = [
-    "job.cancel", "job.hold", "job.release", "job.retry", "job.run_now",
+    "job.bulk", "job.cancel", "job.hold", "job.release", "job.retry", "job.run_now",
     "queue.pause", "queue.redrive", "queue.resume", "queue.settings",
   ];
 
@@ -829,6 +877,11 @@
           h("span", { class: "after" }, settingValue(c.after)))));
     }
     if (e.action === "queue.redrive" && "redriven" in d) return `${fmtNum(d.redriven)} redriven`;
+    if (e.action === "job.bulk" && "changed" in d) {
+      const which = [d.state, d.kind && `kind ${d.kind}`, d.older_than && `older than ${d.older_than}`, d.ids && `${fmtNum(d.ids)} ids`]
+        .filter(Boolean).join(", ");
+      return `${BULK_LABEL[d.action] || d.action}${which ? ` (${which})` : ""}: ${fmtNum(d.changed)} of ${fmtNum(d.seen)} changed`;
+    }
     if (typeof d.state === "string") return h("span", {}, "now ", stateBadge(d.state));
     const text = JSON.stringify(d);
     return text === "{}" ? h("span", { class: "muted" }, "—") : h("span", { class: "mono clip", title: text }, preview(d));

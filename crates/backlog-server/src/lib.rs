@@ -166,6 +166,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(jobs::enqueue, jobs::list))
         .routes(routes!(jobs::enqueue_batch))
+        .routes(routes!(jobs::bulk))
         .routes(routes!(jobs::show))
         .routes(routes!(jobs::retry))
         .routes(routes!(jobs::cancel))

@@ -46,7 +46,7 @@ pub async fn list(State(state): State<AppState>, _who: Reader) -> ApiResult<ApiJ
 
 /// The queue named, if it exists ([`backlog::Client::queue_known`]): 404 `queue_not_found`
 /// otherwise, so that an action on a mistyped name creates nothing.
-async fn known(state: &AppState, queue: String) -> ApiResult<QueueName> {
+pub(crate) async fn known(state: &AppState, queue: String) -> ApiResult<QueueName> {
     let name = QueueName::new(queue)?;
     if !state.client.queue_known(&name).await? {
         return Err(crate::error::ApiError::new(

@@ -642,6 +642,57 @@ async fn queue_administration(engine: Engine) {
         (&stats["dl"]["available"], &stats["dl"]["dead"]),
         (&json!(3), &json!(0))
     );
+
+    // Bulk actions: every job a filter matches, or the ids given; audited as one action.
+    let r = api
+        .ok(
+            Method::POST,
+            "/api/v1/jobs/bulk",
+            Some(json!({"action": "hold", "queue": "dl", "state": "available"})),
+        )
+        .await;
+    assert_eq!((&r["seen"], &r["changed"]), (&json!(3), &json!(3)));
+    let held = api
+        .ok(Method::GET, "/api/v1/jobs?queue=dl&state=held", None)
+        .await;
+    let ids: Vec<i64> = held["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    let r = api
+        .ok(
+            Method::POST,
+            "/api/v1/jobs/bulk",
+            Some(json!({"action": "release", "ids": [ids[0], ids[1], 424242]})),
+        )
+        .await;
+    assert_eq!(
+        (&r["seen"], &r["changed"]),
+        (&json!(3), &json!(2)),
+        "an id that is no job is passed over"
+    );
+    let r = api
+        .ok(
+            Method::POST,
+            "/api/v1/jobs/bulk",
+            Some(json!({"action": "cancel", "queue": "dl", "older_than": "1h"})),
+        )
+        .await;
+    assert_eq!(r["seen"], 0, "no job of dl is an hour old");
+    let stats = api.ok(Method::GET, "/api/v1/stats?queue=dl", None).await;
+    assert_eq!(
+        (&stats["dl"]["available"], &stats["dl"]["held"]),
+        (&json!(2), &json!(1))
+    );
+    let audit = api
+        .ok(Method::GET, "/api/v1/audit?action=job.bulk", None)
+        .await;
+    let entries = audit["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 3, "{audit}");
+    assert_eq!(entries[1]["detail"]["changed"], 2);
     api.done().await;
 }
 
@@ -666,6 +717,62 @@ async fn bad_input_changes_nothing(engine: Engine) {
     let before_settings = api.ok(Method::GET, "/api/v1/queues/q", None).await;
     use StatusCode as S;
     let cases: Vec<(Method, &str, Value, S, &str)> = vec![
+        (
+            Method::POST,
+            "/api/v1/jobs/bulk",
+            json!({"action": "explode", "queue": "q"}),
+            S::BAD_REQUEST,
+            "option_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs/bulk",
+            json!({"action": "retry"}),
+            S::BAD_REQUEST,
+            "bulk_selection_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs/bulk",
+            json!({"action": "retry", "ids": [1], "queue": "q"}),
+            S::BAD_REQUEST,
+            "bulk_selection_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs/bulk",
+            json!({"action": "retry", "ids": []}),
+            S::BAD_REQUEST,
+            "bulk_selection_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs/bulk",
+            json!({"action": "retry", "ids": [1], "state": "dead"}),
+            S::BAD_REQUEST,
+            "bulk_selection_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs/bulk",
+            json!({"action": "retry", "queue": "q", "state": "gone"}),
+            S::BAD_REQUEST,
+            "state_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs/bulk",
+            json!({"action": "retry", "queue": "q", "older_than": "soon"}),
+            S::BAD_REQUEST,
+            "duration_invalid",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs/bulk",
+            json!({"action": "retry", "queue": "no-such-queue"}),
+            S::NOT_FOUND,
+            "queue_not_found",
+        ),
         (
             Method::POST,
             "/api/v1/jobs",

@@ -17,10 +17,6 @@ const SCANS: &[(&str, &str)] = &[
          not per claim",
     ),
     (
-        "queue_oldest_due",
-        "the oldest due job per queue for /metrics: reads the claim index, not the table",
-    ),
-    (
         "queue_stats_scan",
         "counts of every queue and state by a scan, to check the kept ones (backlog_count)",
     ),

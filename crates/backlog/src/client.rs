@@ -106,6 +106,42 @@ pub struct JobListOpts {
     pub limit: u32,
 }
 
+/// Jobs a bulk action pages through at a time ([`Client::bulk`]).
+pub const BULK_PAGE: u32 = 1_000;
+/// The most job ids one bulk action names; more are taken by a filter.
+pub const BULK_MAX_IDS: usize = 10_000;
+
+/// The jobs a bulk action takes ([`Client::bulk`]).
+#[derive(Debug, Clone)]
+pub enum JobSelection {
+    /// These jobs (1 to [`BULK_MAX_IDS`]).
+    Ids(Vec<i64>),
+    /// Every job of a queue that the filter matches, as listed when the action reaches it.
+    Filter(JobFilter),
+}
+
+/// Which jobs of a queue a bulk action takes.
+#[derive(Debug, Clone)]
+pub struct JobFilter {
+    /// The queue.
+    pub queue: QueueName,
+    /// Only this state.
+    pub state: Option<StateFilter>,
+    /// Only this kind.
+    pub kind: Option<Kind>,
+    /// Only jobs created before this time (µs since the epoch): older than an age.
+    pub created_before: Option<i64>,
+}
+
+/// How far a bulk action got ([`Client::bulk`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct BulkProgress {
+    /// Jobs the selection took so far.
+    pub seen: u64,
+    /// Jobs the action changed (the others were in a state it does not apply to, or gone).
+    pub changed: u64,
+}
+
 /// The default lease owner: `host:pid`.
 pub fn default_owner() -> String {
     let host = std::env::var("HOSTNAME")
@@ -1031,6 +1067,107 @@ impl Client {
         self.backend
             .job_admin(id, AdminAction::RunNow, self.now())
             .await
+    }
+
+    /// Applies an operator's action to many jobs: those of `selection`, a page of
+    /// [`BULK_PAGE`] at a time, each job as its own action would change it (a running job asked
+    /// to stop by `Cancel`). A job the action does not apply to (its state), or one gone
+    /// meanwhile, is passed over and not counted as changed; any other error ends the action
+    /// with it, the pages before it done. `progress` hears after each page how many jobs were
+    /// seen and changed so far. Each job is its own short statement, so workers' claims never
+    /// wait on a bulk action.
+    pub async fn bulk(
+        &self,
+        action: AdminAction,
+        selection: &JobSelection,
+        mut progress: impl FnMut(BulkProgress),
+    ) -> Result<BulkProgress> {
+        let mut done = BulkProgress::default();
+        match selection {
+            JobSelection::Ids(ids) => {
+                if ids.is_empty() || ids.len() > BULK_MAX_IDS {
+                    return Err(Error::ValueOutOfRange {
+                        what: "the job ids of a bulk action",
+                        value: ids.len() as i64,
+                        min: 1,
+                        max: BULK_MAX_IDS as i64,
+                    });
+                }
+                for page in ids.chunks(BULK_PAGE as usize) {
+                    for &id in page {
+                        done.seen += 1;
+                        done.changed += u64::from(self.bulk_one(action, id).await?);
+                    }
+                    progress(done);
+                }
+            }
+            JobSelection::Filter(f) => {
+                let mut after_id = Some(0);
+                while let Some(after) = after_id {
+                    let (ids, next) = self.filter_page(f, after).await?;
+                    for id in ids {
+                        done.seen += 1;
+                        done.changed += u64::from(self.bulk_one(action, id).await?);
+                    }
+                    progress(done);
+                    after_id = next;
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    /// How many jobs a filter matches now: what a bulk action would take (read a page of
+    /// [`BULK_PAGE`] at a time, as the action reads them).
+    pub async fn bulk_matching(&self, filter: &JobFilter) -> Result<u64> {
+        let (mut n, mut after_id) = (0, Some(0));
+        while let Some(after) = after_id {
+            let (ids, next) = self.filter_page(filter, after).await?;
+            n += ids.len() as u64;
+            after_id = next;
+        }
+        Ok(n)
+    }
+
+    /// The ids of one page of the jobs `filter` matches past `after_id`, and the cursor of the
+    /// next page (`None` at the end).
+    async fn filter_page(
+        &self,
+        filter: &JobFilter,
+        after_id: i64,
+    ) -> Result<(Vec<i64>, Option<i64>)> {
+        let page = self
+            .job_list(&JobListOpts {
+                queue: Some(filter.queue.clone()),
+                state: filter.state,
+                kind: filter.kind.clone(),
+                unique_key: None,
+                after_id,
+                limit: BULK_PAGE,
+            })
+            .await?;
+        let next = (page.len() == BULK_PAGE as usize)
+            .then(|| page.last().map(|j| j.id))
+            .flatten();
+        let ids = page
+            .iter()
+            .filter(|j| filter.created_before.is_none_or(|t| j.created_at < t))
+            .map(|j| j.id)
+            .collect();
+        Ok((ids, next))
+    }
+
+    /// One job of [`Client::bulk`]: whether the action changed it.
+    async fn bulk_one(&self, action: AdminAction, id: i64) -> Result<bool> {
+        let res = match action {
+            AdminAction::Cancel => self.cancel(id).await,
+            action => self.backend.job_admin(id, action, self.now()).await,
+        };
+        match res {
+            Ok(_) => Ok(true),
+            Err(Error::JobStateConflict { .. } | Error::JobNotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Moves up to `limit` of a queue's dead jobs back to available.

@@ -379,10 +379,34 @@ pub(crate) async fn schema_version_and_oldest_due(db: Db) {
         .await
         .unwrap();
     assert_eq!(running.len(), 1);
+    // The oldest is found whatever priority and shard it lies on (the index is probed per
+    // shard and priority, not read whole): here at priority 5, behind a due job of 0 and a
+    // later one of -3.
+    let mut settings = QueueSettings::defaults(q("lag_d"));
+    settings.shards = 4;
+    db.b.queue_upsert(&settings, now).await.unwrap();
+    let at = |priority: i16, run_at: i64| {
+        let mut j = job("lag_d", "{}");
+        j.priority = priority;
+        j.run_at = Some(run_at);
+        j
+    };
+    #[rustfmt::skip]
+    let lag_d = vec![
+        at(-3, now + 30 * SEC), at(0, now - 3 * SEC), at(5, now - 7 * SEC), at(5, now - SEC),
+        at(5, now - 2 * SEC), at(9, now - 4 * SEC),
+    ];
+    ids(&db, lag_d, now - 8 * SEC).await;
     let mut oldest = db.b.queue_oldest_due(now).await.unwrap();
     oldest.sort();
     // lag_b's only job is not due and lag_c's is running: neither is behind.
-    assert_eq!(oldest, vec![("lag_a".to_owned(), now - 5 * SEC)]);
+    assert_eq!(
+        oldest,
+        vec![
+            ("lag_a".to_owned(), now - 5 * SEC),
+            ("lag_d".to_owned(), now - 7 * SEC)
+        ]
+    );
 }
 
 pub(crate) async fn stats_history_and_audit(db: Db) {
