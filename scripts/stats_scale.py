@@ -5,9 +5,10 @@ JOBS jobs over 20 queues by plain SQL (the triggers of schema version 19 count t
 (REQUESTS each, one at a time) and `backlog stats --json` (whole command, 20 runs); then the
 scan the counts replaced, once, for contrast.
 
-    scripts/stats_scale.py URL [JOBS] [REQUESTS]   # postgres://… or mysql://…; 10000000, 100
+    scripts/stats_scale.py URL [JOBS] [REQUESTS]   # postgres://, mysql:// or sqlite://; 10000000, 100
 
-Needs the release build (`cargo build --release -p backlog-cli`), psql or mysql on the PATH, and
+Needs the release build (`cargo build --release -p backlog-cli`), psql, mysql or sqlite3 on the
+PATH, and
 a database of its own (it adds jobs to it; `--keep` is not needed to run again: it loads only
 up to JOBS)."""
 import pathlib
@@ -29,6 +30,8 @@ STATE = ("CASE i % 20 WHEN 1 THEN 'dead' WHEN 2 THEN 'completed' WHEN 3 THEN 'he
 
 def client(url):
     u = urllib.parse.urlparse(url)
+    if u.scheme == "sqlite":
+        return ["sqlite3", url[len("sqlite://"):]]
     if u.scheme.startswith("postgres"):
         return ["psql", url, "-v", "ON_ERROR_STOP=1", "-qAt"]
     return ["mysql", "-h", u.hostname, "-P", str(u.port or 3306), "-u", u.username or "root",
@@ -37,13 +40,17 @@ def client(url):
 
 def sql(url, text):
     pg = urllib.parse.urlparse(url).scheme.startswith("postgres")
+    if urllib.parse.urlparse(url).scheme == "sqlite":
+        return subprocess.run(client(url) + [text], text=True, check=True,
+                              capture_output=True).stdout.strip()
     cmd = client(url) + (["-c", text] if pg else [])
     return subprocess.run(cmd, input=None if pg else text, text=True, check=True,
                           capture_output=True).stdout.strip()
 
 
 def load(url, jobs):
-    pg = urllib.parse.urlparse(url).scheme.startswith("postgres")
+    scheme = urllib.parse.urlparse(url).scheme
+    pg = scheme.startswith("postgres")
     have = int(sql(url, "SELECT COUNT(*) FROM backlog_job") or 0)
     now = int(time.time() * 1_000_000)
     for start in range(have, jobs, CHUNK):
@@ -51,6 +58,9 @@ def load(url, jobs):
         run_at = f"CASE WHEN i % 20 = 5 THEN {now + 3_600_000_000} ELSE {now} END"
         if pg:
             rows = f"generate_series({start}, {end - 1}) AS g(i)"
+            queue = "'q' || (i % 20)"
+        elif scheme == "sqlite":
+            rows = f"(SELECT value AS i FROM generate_series({start}, {end - 1})) AS g"
             queue = "'q' || (i % 20)"
         else:
             rows = f"(SELECT seq AS i FROM seq_{start}_to_{end - 1}) AS g"

@@ -107,6 +107,13 @@ pub(crate) trait Dialect: Send + Sync + 'static {
     /// Folds the counts the database keeps (`Backend::count_fold`).
     fn count_fold(&self, now: i64) -> impl Future<Output = Result<u64>> + Send;
 
+    /// The counts taken by a scan of the jobs (`Backend::queue_stats_scan`).
+    fn queue_stats_scan(
+        &self,
+        queue: Option<&backlog_core::QueueName>,
+        now: i64,
+    ) -> impl Future<Output = Result<Vec<(String, backlog_core::QueueStats)>>> + Send;
+
     fn job_count_pending(
         &self,
         params: &JobCountPendingParams,
@@ -863,8 +870,7 @@ macro_rules! sql_backend {
                 queue: Option<&backlog_core::QueueName>,
                 now: i64,
             ) -> backlog_core::Result<Vec<(String, backlog_core::QueueStats)>> {
-                let stmt = $cat::queue_stats_scan(now, queue.map(|q| q.as_str()));
-                $crate::engine::stats_from!(self, $cat, queue, stmt)
+                $crate::engine::Dialect::queue_stats_scan(self, queue, now).await
             }
 
             async fn count_fold(&self, now: i64) -> backlog_core::Result<u64> {

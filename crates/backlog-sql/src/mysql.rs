@@ -48,8 +48,6 @@ pub struct MySqlBackend {
     /// The server refused `TRUNCATE … NOWAIT` (MySQL 8): the ring's tables are emptied with a
     /// wait of at most a second instead (`job_done_turn`).
     truncate_waits: Arc<std::sync::atomic::AtomicBool>,
-    /// When this process last folded the counts (`count_fold`), by the client's clock.
-    count_folded: Arc<std::sync::atomic::AtomicI64>,
 }
 
 /// The ring of completed jobs' tables (schema version 17): `backlog_job_done_0` …
@@ -225,11 +223,6 @@ async fn read_shards(conn: &mut MySqlConnection, queue: &str) -> Result<u16> {
         .db()?;
     Ok(n.clamp(1, 256) as u16)
 }
-
-/// How often the leader folds every connection's counts into shard 0 (`count_fold`).
-const COUNT_FOLD_EVERY: Duration = Duration::from_secs(30);
-/// The most counter rows one fold takes.
-const COUNT_FOLD_ROWS: i64 = 10_000;
 
 /// A shard at random below `n`.
 fn random_shard(n: u16) -> i16 {
@@ -421,7 +414,6 @@ impl MySqlBackend {
             shards: Arc::default(),
             compaction: Arc::default(),
             truncate_waits: Arc::default(),
-            count_folded: Arc::default(),
         }
     }
 
@@ -1442,54 +1434,18 @@ impl Dialect for MySqlBackend {
     /// turns completions to the next table once the period has passed, if it is empty. DDL,
     /// each statement on a connection of its own that is closed after (DDL commits whatever a
     /// pooled session had open, and the waits are set per session).
-    async fn count_fold(&self, now: i64) -> Result<u64> {
-        use std::sync::atomic::Ordering::Relaxed;
-        // Every connection's rows move: not at every pass of the leader, since each move leaves
-        // delete-marked rows that a held snapshot keeps from the purge.
-        let last = self.count_folded.load(Relaxed);
-        if now - last < COUNT_FOLD_EVERY.as_micros() as i64 {
-            return Ok(0);
-        }
-        let mut tx = self.tx().await.db()?;
-        let rows: Vec<(i64, String, String, i64, i64)> = cat::count_fold_rows(now, COUNT_FOLD_ROWS)
-            .as_()
-            .fetch_all(&mut *tx)
-            .await
-            .db()?;
-        if rows.is_empty() {
-            tx.rollback().await.db()?;
-            self.count_folded.store(now, Relaxed);
-            return Ok(0);
-        }
-        let mut sums: std::collections::BTreeMap<(&str, &str, i64), i64> = Default::default();
-        for (_, queue, state, due, n) in &rows {
-            let key = match state.as_str() {
-                "scheduled" | "retrying" if *due <= now => (queue.as_str(), "available", 0),
-                state => (queue.as_str(), state, *due),
-            };
-            *sums.entry(key).or_default() += n;
-        }
-        let keys: Vec<_> = rows.iter().map(|(s, q, st, d, _)| (s, q, st, d)).collect();
-        let sums: Vec<_> = sums
-            .into_iter()
-            .filter(|(_, n)| *n != 0)
-            .map(|((q, st, d), n)| (q, st, d, n))
-            .collect();
-        let keys = serde_json::to_string(&keys).expect("keys serialize");
-        let sums = serde_json::to_string(&sums).expect("sums serialize");
-        cat::count_fold_drop(&keys)
-            .query()
-            .execute(&mut *tx)
-            .await
-            .db()?;
-        cat::count_fold_add(&sums)
-            .query()
-            .execute(&mut *tx)
-            .await
-            .db()?;
-        tx.commit().await.db()?;
-        self.count_folded.store(now, Relaxed);
-        Ok(rows.len() as u64)
+    async fn count_fold(&self, _now: i64) -> Result<u64> {
+        // MySQL/MariaDB keep no counts (migrations/mysql/0019_counts.sql): nothing to fold.
+        Ok(0)
+    }
+
+    async fn queue_stats_scan(
+        &self,
+        queue: Option<&backlog_core::QueueName>,
+        now: i64,
+    ) -> Result<Vec<(String, backlog_core::QueueStats)>> {
+        // The counts are a scan here already.
+        backlog_core::Backend::queue_stats(self, queue, now).await
     }
 
     async fn job_done_turn(&self, p: backlog_core::JobDoneTurnParams) -> Result<u64> {
@@ -1529,17 +1485,6 @@ impl Dialect for MySqlBackend {
                 empty[slot as usize] = true;
             }
         }
-        // The counts of completed jobs in tables now empty (version 19): TRUNCATE fires no
-        // trigger. Not the table completions write, which may be empty a moment only.
-        let empties: Vec<u8> = (0..DONE_TABLES)
-            .filter(|&slot| slot != current && empty[slot as usize])
-            .collect();
-        let empties = serde_json::to_string(&empties).expect("numbers serialize");
-        cat::count_done_drop(&empties)
-            .query()
-            .execute(&self.pool)
-            .await
-            .db()?;
         let next = (current + 1) % DONE_TABLES;
         if p.now - turned_at >= period && empty[next as usize] {
             let mut conn = self.pool.acquire().await.db()?.detach();

@@ -1282,6 +1282,15 @@ impl Dialect for PgBackend {
         })
     }
 
+    async fn queue_stats_scan(
+        &self,
+        queue: Option<&backlog_core::QueueName>,
+        now: i64,
+    ) -> Result<Vec<(String, backlog_core::QueueStats)>> {
+        let stmt = cat::queue_stats_scan(now, queue.map(|q| q.as_str()));
+        crate::engine::stats_from!(self, cat, queue, stmt)
+    }
+
     async fn count_fold(&self, _now: i64) -> Result<u64> {
         let stmt = cat::count_fold(COUNT_FOLD_LOCK_WAIT_MS);
         let folded: i32 = on_pool!(self, stmt.scalar(), fetch_one).db()?;

@@ -586,6 +586,15 @@ impl Dialect for SqliteBackend {
         Ok(Box::new(SqlTx(self.begin_tx().await?)))
     }
 
+    async fn queue_stats_scan(
+        &self,
+        queue: Option<&backlog_core::QueueName>,
+        now: i64,
+    ) -> Result<Vec<(String, backlog_core::QueueStats)>> {
+        let stmt = cat::queue_stats_scan(now, queue.map(|q| q.as_str()));
+        crate::engine::stats_from!(self, cat, queue, stmt)
+    }
+
     async fn count_fold(&self, now: i64) -> Result<u64> {
         let mut tx = self.begin_tx().await?;
         cat::count_fold_due(now)

@@ -106,15 +106,10 @@ async fn a_worker_keeps_its_plans_through_a_compaction() {
 /// Starts a worker on the (empty) queue `plans`, lets it plan its claims, then drains
 /// [`JOBS`] jobs: no statement may scan the whole table, and index reads stay a few per job.
 async fn drain_never_scans(db: &TestDb, client: &Arc<Client>) {
-    // The leader's prune pass (which lists the queues with their pending counts) and its
-    // per-minute depth sample still count the whole table (issue 45 replaces them with kept
-    // counts): under load the drain outlasted their periods and they were counted here. They
-    // are set apart; the leader still rescues.
-    let worker = CountingWorker::start_with(client, "plans", 100, |c| {
-        let m = c.maintenance.get_or_insert_with(Default::default);
-        m.prune_every = Duration::from_secs(3600);
-        m.sample_every = Duration::from_secs(3600);
-    });
+    // The leader runs every task at its default cadence: its prune pass lists the queues with
+    // their pending counts and its per-minute sample reads every queue's counts, both from the
+    // counts the database keeps (schema version 19), not the jobs.
+    let worker = CountingWorker::start(client, "plans", 100);
     // The worker's claim loops poll the empty queue: their connections plan the claim now.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let before = settled_scans(db).await;

@@ -1,14 +1,14 @@
 -- Per queue, the run_at of its oldest due available job: how far behind its workers are. Index
--- probes, not a scan of the queue's jobs: for each queue with jobs to run (the kept counts,
--- backlog_count), each shard, and each priority present (a loose scan of the claim index, one
+-- probes, not a scan of the queue's jobs: for each queue with jobs (a loose index scan of the
+-- claim index's first column), each shard, and each priority present (a loose scan, one
 -- probe per priority), the head's run_at, which is the priority's oldest; the queue's oldest is
 -- the least of them. O(queues × shards × priorities) probes whatever the depth.
 -- @param now: i64
 WITH RECURSIVE q AS (
-    SELECT c.queue, COALESCE(MAX(bq.shards), 1) AS shards
-    FROM backlog_count c LEFT JOIN backlog_queue bq ON bq.name = c.queue
-    WHERE c.state IN ('available', 'scheduled', 'retrying')
-    GROUP BY c.queue HAVING SUM(c.n) > 0
+    SELECT j.queue, COALESCE(MAX(bq.shards), 1) AS shards
+    FROM (SELECT DISTINCT queue FROM backlog_job) AS j
+    LEFT JOIN backlog_queue bq ON bq.name = j.queue
+    GROUP BY j.queue
 ), s AS (
     SELECT 0 AS i UNION ALL SELECT i + 1 FROM s WHERE i < 255
 ), heads AS (
