@@ -22,9 +22,10 @@ import urllib.request
 root = pathlib.Path(__file__).resolve().parent.parent
 backlog = str(root / "target/release/backlog")
 CHUNK = 500_000
-# One job in 20 of each of these states but available (the rest): dead, completed, held,
-# cancelled, and due an hour later.
-STATE = ("CASE i % 20 WHEN 1 THEN 'dead' WHEN 2 THEN 'completed' WHEN 3 THEN 'held' "
+# Job i goes to queue i % 20; one in 20 of each queue's jobs is in each of these states
+# (chosen by i / 20), and the rest available: dead, completed, held, cancelled, and due an hour
+# later.
+STATE = ("CASE {g} % 20 WHEN 1 THEN 'dead' WHEN 2 THEN 'completed' WHEN 3 THEN 'held' "
          "WHEN 4 THEN 'cancelled' ELSE 'available' END")
 
 
@@ -55,7 +56,8 @@ def load(url, jobs):
     now = int(time.time() * 1_000_000)
     for start in range(have, jobs, CHUNK):
         end = min(jobs, start + CHUNK)
-        run_at = f"CASE WHEN i % 20 = 5 THEN {now + 3_600_000_000} ELSE {now} END"
+        g = "(i / 20)" if pg or scheme == "sqlite" else "(i DIV 20)"
+        run_at = f"CASE WHEN {g} % 20 = 5 THEN {now + 3_600_000_000} ELSE {now} END"
         if pg:
             rows = f"generate_series({start}, {end - 1}) AS g(i)"
             queue = "'q' || (i % 20)"
@@ -66,8 +68,8 @@ def load(url, jobs):
             rows = f"(SELECT seq AS i FROM seq_{start}_to_{end - 1}) AS g"
             queue = "CONCAT('q', i % 20)"
         sql(url, f"INSERT INTO backlog_job (queue, payload, state, run_at, created_at, "
-                 f"finished_at) SELECT {queue}, '{{}}', {STATE}, {run_at}, {now}, "
-                 f"CASE WHEN i % 20 IN (1, 2, 4) THEN {now} END FROM {rows}")
+                 f"finished_at) SELECT {queue}, '{{}}', {STATE.format(g=g)}, {run_at}, {now}, "
+                 f"CASE WHEN {g} % 20 IN (1, 2, 4) THEN {now} END FROM {rows}")
         print(f"loaded {end:,} jobs", flush=True)
 
 
