@@ -596,6 +596,14 @@ impl Dialect for SqliteBackend {
     }
 
     async fn count_fold(&self, now: i64) -> Result<u64> {
+        let pending: bool = cat::count_fold_pending(now)
+            .scalar()
+            .fetch_one(&self.pool)
+            .await
+            .db()?;
+        if !pending {
+            return Ok(0);
+        }
         let mut tx = self.begin_tx().await?;
         cat::count_fold_due(now)
             .query()
