@@ -60,13 +60,18 @@ pub enum JobCommand {
         /// Job id.
         id: i64,
     },
-    /// Retries, cancels, holds, releases or runs now every job of a queue that the filters
-    /// match, a thousand at a time, each as its one-job command would (jobs in a state the
-    /// action does not apply to are passed over). Without --yes, says how many jobs match and
-    /// changes nothing.
+    /// Deletes a job that is not running, wherever it is kept (an archived one too).
+    Delete {
+        /// Job id.
+        id: i64,
+    },
+    /// Retries, cancels, holds, releases, runs now or deletes every job of a queue that the
+    /// filters match, a thousand at a time, each as its one-job command would (jobs in a state
+    /// the action does not apply to are passed over). Without --yes, says how many jobs match
+    /// and changes nothing.
     Bulk {
-        /// retry, cancel, hold, release or run-now.
-        #[arg(value_parser = ["retry", "cancel", "hold", "release", "run-now"])]
+        /// retry, cancel, hold, release, run-now or delete.
+        #[arg(value_parser = ["retry", "cancel", "hold", "release", "run-now", "delete"])]
         action: String,
         /// Queue name.
         queue: String,
@@ -290,6 +295,12 @@ pub async fn job(client: &Client, cmd: JobCommand) -> anyhow::Result<ExitCode> {
         JobCommand::Hold { id } => report(client, "job.hold", client.hold(id).await?).await,
         JobCommand::Release { id } => report(client, "job.release", client.unhold(id).await?).await,
         JobCommand::RunNow { id } => report(client, "job.run_now", client.run_now(id).await?).await,
+        JobCommand::Delete { id } => {
+            let j = client.delete(id).await?;
+            let detail = serde_json::json!({"state": j.state.as_str(), "kind": j.kind});
+            audit(client, "job.delete", &j.queue, Some(id), detail).await;
+            println!("job {id} ({}, {}) deleted", j.queue, j.state);
+        }
         JobCommand::Bulk {
             action,
             queue,
@@ -298,7 +309,7 @@ pub async fn job(client: &Client, cmd: JobCommand) -> anyhow::Result<ExitCode> {
             older_than,
             yes,
         } => {
-            let act: backlog::AdminAction = action.parse()?;
+            let act: backlog::BulkAction = action.parse()?;
             let filter = backlog::JobFilter {
                 queue: known_queue(client, &queue).await?,
                 state: state

@@ -259,6 +259,38 @@ fn bad_input_is_refused_and_changes_nothing() {
     assert!(out.contains("release: 2 of 2 job(s) changed"), "{out}");
     let audit = db.ok(&["audit", "--action", "job.bulk"]);
     assert_eq!(audit.matches("job.bulk").count(), 2, "{audit}");
+
+    // Delete: an unknown job and a running one are refused, a held one goes.
+    db.fails(&["job", "delete", "424242"], "no job with id 424242");
+    db.fails(&["job", "delete", "x"], "invalid value 'x'");
+    let out = db.ok(&["job", "delete", &later]);
+    assert!(
+        out.contains(&format!("job {later} (q, available) deleted")),
+        "{out}"
+    );
+    db.fails(&["job", "show", &later], "no job with id");
+    let running = db.ok(&["enqueue", "r", "{}"]).trim().to_owned();
+    db.sql(&format!(
+        "UPDATE backlog_job SET state = 'running' WHERE id = {running}"
+    ));
+    db.fails(
+        &["job", "delete", &running],
+        &format!("cannot delete job {running}: it is running"),
+    );
+    let n = db.sql("SELECT COUNT(*) FROM backlog_job_all WHERE queue = 'q'");
+    let out = db.ok(&["job", "bulk", "delete", "q", "--yes"]);
+    let n = n.trim();
+    assert!(
+        out.contains(&format!("delete: {n} of {n} job(s) changed")),
+        "{out}"
+    );
+    assert_eq!(
+        db.sql("SELECT COUNT(*) FROM backlog_job WHERE queue = 'q'")
+            .trim(),
+        "0"
+    );
+    let audit = db.ok(&["audit", "--action", "job.delete"]);
+    assert_eq!(audit.matches("job.delete").count(), 1, "{audit}");
 }
 
 /// A server database's schema is its owner's: without it every command says to migrate, and

@@ -683,6 +683,30 @@ async fn dashboard_in_a_real_browser() {
         .await;
     b.goto("#/queues/bulk/available").await;
     b.wait_text(".pager", "Page 1 · 50 jobs").await;
+    // Delete one job from its page (after a confirmation), then all of the tab, with progress.
+    let one = db.sql("SELECT MIN(id) FROM backlog_job WHERE queue = 'bulk'");
+    let one = one.trim();
+    b.goto(&format!("#/jobs/{one}")).await;
+    b.click("button[data-action=delete]").await;
+    b.client.dismiss_alert().await.unwrap();
+    b.wait_text("#job-state", "available").await;
+    b.click("button[data-action=delete]").await;
+    b.client.accept_alert().await.unwrap();
+    b.banner(&format!("Job {one} deleted")).await;
+    b.wait_text(".tabs a.on", "1,499").await;
+    b.goto("#/queues/bulk/available").await;
+    b.wait_text("#bulk-delete-all", "Delete all 1,499").await;
+    b.click("#bulk-delete-all").await;
+    b.client.accept_alert().await.unwrap();
+    b.banner("Delete: 1,499 of 1,499 available jobs changed")
+        .await;
+    assert_eq!(
+        db.sql("SELECT COUNT(*) FROM backlog_job WHERE queue = 'bulk'")
+            .trim(),
+        "0"
+    );
+    b.goto("#/audit?action=job.delete").await;
+    b.wait_text("#audit", "deleted, was").await;
     b.goto(&format!("#/jobs/{dead}")).await;
     b.wait_text("#job-state", "available").await;
     assert!(b.exists("button[data-action=hold]").await);
@@ -996,9 +1020,10 @@ async fn dashboard_in_a_real_browser() {
     b.wait_text("#job-archived", "archived").await;
     b.find("#archived-note").await;
     assert!(
-        !b.exists("[data-action]").await,
-        "an archived job offers an action"
+        !b.exists("[data-action]:not([data-action=delete])").await,
+        "an archived job offers an action other than delete"
     );
+    assert!(b.exists("[data-action=delete]").await);
     b.goto("#/queues/vault/completed").await;
     b.wait_text("#archived-count", "1 job archived").await;
 

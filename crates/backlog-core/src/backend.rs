@@ -833,6 +833,11 @@ pub trait Backend: AsAny + Send + Sync + std::fmt::Debug + 'static {
     async fn job_list(&self, params: JobListParams) -> Result<Vec<Job>>;
     /// An operator's action on a job that is not running.
     async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job>;
+    /// Deletes a job that is not running, wherever it is kept (the job table, the completed
+    /// jobs kept apart, the archive), and returns it as it was. `JobNotFound` when there is
+    /// none, `JobStateConflict` when it is running (cancel it first). A unique key it held is
+    /// free at once; an ordered group it held goes on at the leader's next sweep.
+    async fn job_delete(&self, id: i64, now: i64) -> Result<Job>;
     /// Jobs of the queues and kinds that are available (due, scheduled or waiting to retry) or
     /// running: what a worker of those queues and kinds has left to do.
     async fn job_count_pending(&self, params: &JobCountPendingParams) -> Result<i64>;

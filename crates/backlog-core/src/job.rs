@@ -202,6 +202,16 @@ impl Job {
         }
     }
 
+    /// The error for `action`, which this job's state does not allow.
+    pub fn conflict(&self, action: &'static str) -> crate::Error {
+        crate::Error::JobStateConflict {
+            job_id: self.id,
+            state: self.state,
+            reported: self.reported_state(crate::now_micros()),
+            action,
+        }
+    }
+
     /// When it runs, if it is available (the rule the counts and state filters share).
     pub fn due(&self, now: i64) -> crate::Due {
         crate::Due::of(self.run_at > now, self.attempt > 0)

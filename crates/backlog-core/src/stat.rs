@@ -160,6 +160,7 @@ pub struct CronSchedule {
 pub const AUDIT_ACTIONS: &[&str] = &[
     "job.bulk",
     "job.cancel",
+    "job.delete",
     "job.hold",
     "job.release",
     "job.retry",
@@ -171,7 +172,7 @@ pub const AUDIT_ACTIONS: &[&str] = &[
 ];
 
 /// [`AUDIT_ACTIONS`] as one string, for error messages.
-pub const AUDIT_ACTIONS_LIST: &str = "job.bulk, job.cancel, job.hold, job.release, job.retry, job.run_now, \
+pub const AUDIT_ACTIONS_LIST: &str = "job.bulk, job.cancel, job.delete, job.hold, job.release, job.retry, job.run_now, \
      queue.pause, queue.redrive, queue.resume, queue.settings";
 
 /// Input of [`crate::Backend::audit_list`]: newest first.

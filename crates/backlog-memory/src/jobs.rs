@@ -452,6 +452,19 @@ impl State {
         self.admin_result(id, action, true)
     }
 
+    /// `job_delete.sql`: a job that is not running, from the table or the archive.
+    pub fn job_delete(&mut self, id: i64) -> Result<Job> {
+        match self.jobs.get_or_archived(id) {
+            None => Err(Error::JobNotFound { job_id: id }),
+            Some(j) if j.state == JobState::Running && !j.archived => Err(j.conflict("delete")),
+            Some(_) => self
+                .jobs
+                .remove(id)
+                .or_else(|| self.jobs.remove_archived(id))
+                .ok_or(Error::JobNotFound { job_id: id }),
+        }
+    }
+
     /// [`AdminAction::outcome`] with the job as it is now.
     fn admin_result(&self, id: i64, action: AdminAction, changed: bool) -> Result<Job> {
         action.outcome(id, changed, self.jobs.get_or_archived(id).cloned())

@@ -359,6 +359,10 @@ impl Backend for MemoryBackend {
         self.with(|s| s.job_admin(id, action, now))
     }
 
+    async fn job_delete(&self, id: i64, _now: i64) -> Result<Job> {
+        self.with(|s| s.job_delete(id))
+    }
+
     async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {
         Ok(self.with(|s| s.job_count_pending(p)))
     }

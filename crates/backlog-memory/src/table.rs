@@ -129,6 +129,11 @@ impl Table {
         Some(job)
     }
 
+    /// Deletes a row of the archive.
+    pub fn remove_archived(&mut self, id: i64) -> Option<Job> {
+        self.archive.remove(&id)
+    }
+
     /// Moves a row of the job table to the archive, changed by `f` on the way.
     pub fn move_to_archive(&mut self, id: i64, f: impl FnOnce(&mut Job)) {
         if let Some(mut job) = self.remove(id) {

@@ -28,6 +28,7 @@
 
   const app = {
     me: null, // {name, scope} once signed in
+    flash: null, // what the next page shows once an action moved there
     window: 60, // minutes of history on charts
     cursor: { key: "", stack: [], after: null }, // paging of the job table
     busy: 0, // actions in flight: no refresh meanwhile
@@ -502,11 +503,26 @@
 
   // The actions a bulk bar offers on a state's tab: those that apply to jobs in that state.
   const BULK_ACTIONS = {
-    available: ["hold", "cancel"], scheduled: ["run_now", "hold", "cancel"],
-    retrying: ["run_now", "hold", "cancel"], waiting: ["cancel"], held: ["release", "cancel"],
-    dead: ["retry"], cancelled: ["retry"], completed: ["retry"], running: ["cancel"],
+    available: ["hold", "cancel", "delete"], scheduled: ["run_now", "hold", "cancel", "delete"],
+    retrying: ["run_now", "hold", "cancel", "delete"], waiting: ["cancel", "delete"],
+    held: ["release", "cancel", "delete"], dead: ["retry", "delete"], cancelled: ["retry", "delete"],
+    completed: ["retry", "delete"], running: ["cancel"],
   };
-  const BULK_LABEL = { retry: "Retry", cancel: "Cancel", hold: "Hold", release: "Release", run_now: "Run now" };
+  const BULK_LABEL = { retry: "Retry", cancel: "Cancel", hold: "Hold", release: "Release", run_now: "Run now", delete: "Delete" };
+  const BULK_POLL_MS = 500;
+
+  // Starts a bulk action on the server and follows it to its end, showing how far it got
+  // (`total`: the count the button named), then answers its final counts.
+  async function runBulk(action, body, total, what) {
+    let s = await api("POST", "/api/v1/jobs/bulk", { action, ...body, wait: false });
+    while (!s.done) {
+      banner("info", `${BULK_LABEL[action]}: ${fmtNum(s.seen)} of ${fmtNum(total)} ${what} done, ${fmtNum(s.changed)} changed…`);
+      await new Promise((r) => setTimeout(r, BULK_POLL_MS));
+      s = await api("GET", `/api/v1/jobs/bulk/${s.id}`);
+    }
+    if (s.error) throw new Error(`stopped after ${fmtNum(s.seen)} jobs: ${s.error}`);
+    return s;
+  }
 
   // Applies `action` to the jobs checked on the page, or to every job of the tab (its state,
   // and kind filter) after a confirmation that names the count: one request, audited as one
@@ -515,7 +531,7 @@
     const acts = BULK_ACTIONS[route.state] || [];
     if (!isAdmin() || acts.length === 0 || count === 0) return null;
     const checked = () => [...document.querySelectorAll("#jobs input.pick:checked")].map((c) => Number(c.value));
-    const run = (action, body, what) => act(`bulk-${action}`, () => api("POST", "/api/v1/jobs/bulk", { action, ...body }),
+    const run = (action, body, total, what) => act(`bulk-${action}`, () => runBulk(action, body, total, what),
       (r) => `${BULK_LABEL[action]}: ${fmtNum(r.changed)} of ${fmtNum(r.seen)} ${what} changed`);
     const kindNote = route.kind ? ` of kind ${route.kind}` : "";
     return h("div", { class: "bulk", id: "bulk" },
@@ -527,14 +543,14 @@
             const ids = checked();
             if (ids.length === 0) return banner("error", "Check some jobs first.");
             if (!confirm(`${BULK_LABEL[a]} ${ids.length} checked job${ids.length === 1 ? "" : "s"} of ${name}?`)) return;
-            run(a, { ids }, "checked jobs");
+            run(a, { ids }, ids.length, "checked jobs");
           },
         }, `${BULK_LABEL[a]} checked`),
         h("button", {
           type: "button", class: "btn small danger", id: `bulk-${a}-all`,
           onclick: () => {
             if (!confirm(`${BULK_LABEL[a]} all ${fmtNum(count)} ${route.state} jobs${kindNote} of ${name}?`)) return;
-            run(a, { queue: name, state: route.state, kind: route.kind || undefined }, `${route.state} jobs`);
+            run(a, { queue: name, state: route.state, kind: route.kind || undefined }, count, `${route.state} jobs`);
           },
         }, `${BULK_LABEL[a]} all ${route.kind ? "of this kind" : fmtNum(count)}`),
       ]));
@@ -792,15 +808,27 @@
     const j = await api("GET", `/api/v1/jobs/${route.id}`);
     const max = j.max_attempts ?? await queueMaxAttempts(j.queue);
 
-    // An archived job is finished for good: nothing changes it.
-    const actions = !isAdmin() || j.archived ? null : h("div", { class: "actions" },
-      JOB_ACTIONS.filter(([a, , states]) => states.includes(j.reported_state) &&
+    // An archived job is finished for good: no action changes it, but it can be deleted. A
+    // running job cannot be deleted (cancel it first).
+    const del = j.state === "running" && !j.archived ? null : h("button", {
+      type: "button", class: "btn danger", "data-action": "delete",
+      onclick: () => {
+        if (!confirm(`Delete job ${j.id} (${j.reported_state}) of ${j.queue}? This cannot be undone.`)) return;
+        act("delete", async () => {
+          await api("DELETE", `/api/v1/jobs/${j.id}`);
+          app.flash = `Job ${j.id} deleted`;
+          location.hash = `#/queues/${enc(j.queue)}`;
+        }, `Job ${j.id} deleted`);
+      },
+    }, "Delete");
+    const actions = !isAdmin() ? null : h("div", { class: "actions" },
+      j.archived ? [] : JOB_ACTIONS.filter(([a, , states]) => states.includes(j.reported_state) &&
         !(a === "cancel" && j.cancel_requested_at)).map(([a, label, , cls]) =>
         h("button", {
           type: "button", class: "btn " + cls, "data-action": a,
           onclick: () => act(a, () => api("POST", `/api/v1/jobs/${j.id}/${a}`),
             (v) => `Job ${j.id}: ${a} done, now ${v.reported_state}`),
-        }, label)));
+        }, label)), del);
 
     const fact = (label, value) => [h("dt", {}, label), h("dd", {}, value)];
     const time = (us) => us === null || us === undefined ? "—"
@@ -848,7 +876,7 @@
       j.cancel_requested_at ? h("p", { class: "note" },
         "Cancellation was requested; the worker stops the job at its next heartbeat.") : null,
       j.archived ? h("p", { class: "note", id: "archived-note" },
-        "This job was moved to the archive (the queue's retention is archive): it stays as it ended, and no action changes it.") : null,
+        "This job was moved to the archive (the queue's retention is archive): it stays as it ended; it can only be deleted.") : null,
       h("div", { class: "split" },
         h("div", { class: "stack" }, json("Payload", j.payload, "payload"),
           json("Result", j.result, "result"), json("Progress", j.progress, "progress"), errors),
@@ -860,7 +888,7 @@
   // The audit log: who did what, when; by queue, actor and action, newest first.
 
   const AUDIT_ACTIONS = [
-    "job.bulk", "job.cancel", "job.hold", "job.release", "job.retry", "job.run_now",
+    "job.bulk", "job.cancel", "job.delete", "job.hold", "job.release", "job.retry", "job.run_now",
     "queue.pause", "queue.redrive", "queue.resume", "queue.settings",
   ];
 
@@ -882,6 +910,7 @@
         .filter(Boolean).join(", ");
       return `${BULK_LABEL[d.action] || d.action}${which ? ` (${which})` : ""}: ${fmtNum(d.changed)} of ${fmtNum(d.seen)} changed`;
     }
+    if (e.action === "job.delete" && typeof d.state === "string") return h("span", {}, "deleted, was ", stateBadge(d.state));
     if (typeof d.state === "string") return h("span", {}, "now ", stateBadge(d.state));
     const text = JSON.stringify(d);
     return text === "{}" ? h("span", { class: "muted" }, "—") : h("span", { class: "mono clip", title: text }, preview(d));
@@ -1222,7 +1251,10 @@
       input.blur();
     });
     window.addEventListener("hashchange", () => {
-      clearBanner();
+      // A message for the page an action moved to (a deleted job's queue), else none.
+      if (app.flash) banner("ok", app.flash);
+      else clearBanner();
+      app.flash = null;
       render(true);
     });
     document.addEventListener("visibilitychange", tick);

@@ -3,8 +3,7 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use backlog::{
-    AdminAction, GroupKey, JobFilter, JobListOpts, JobSelection, Kind, NewJob, QueueName,
-    StateFilter, UniqueKey, parse_duration,
+    GroupKey, JobListOpts, Kind, NewJob, QueueName, StateFilter, UniqueKey, parse_duration,
 };
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -278,103 +277,20 @@ admin_action!(
     run_now
 );
 
-/// An operator's action on many jobs: the ids given, or every job of a queue that a filter
-/// matches. Exactly one of `ids` and `queue`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BulkRequest {
-    /// retry, cancel, hold, release or run_now: what the one-job action of that name does.
-    pub action: String,
-    /// These jobs (1 to 10,000).
-    pub ids: Option<Vec<i64>>,
-    /// Every job of this queue that the filters below match.
-    pub queue: Option<String>,
-    /// Only jobs in this state (with `queue`).
-    pub state: Option<String>,
-    /// Only jobs of this kind (with `queue`).
-    pub kind: Option<String>,
-    /// Only jobs created longer ago than this, e.g. `1h` (with `queue`).
-    pub older_than: Option<String>,
-}
-
-/// Apply retry, cancel, hold, release or run-now to many jobs, a page of 1,000 at a time, each
-/// as its one-job action would (jobs in a state the action does not apply to are passed over).
-/// Recorded in the audit log as one action, `job.bulk`, with what it took and its counts.
-#[utoipa::path(post, path = "/api/v1/jobs/bulk", tag = "jobs", request_body = BulkRequest,
-    responses((status = 200, body = BulkResponse), (status = 400, body = ErrorBody),
-        (status = 404, body = ErrorBody, description = "No such queue")),
+/// Delete a job that is not running, wherever it is kept (an archived one too); answers the job
+/// as it was. A running job answers 409: cancel it first.
+#[utoipa::path(delete, path = "/api/v1/jobs/{id}", tag = "jobs",
+    params(("id" = i64, Path, description = "The job's id")),
+    responses((status = 200, body = JobView), (status = 404, body = ErrorBody),
+              (status = 409, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn bulk(
+pub async fn delete(
     State(state): State<AppState>,
     Admin(who): Admin,
-    ApiJson(req): ApiJson<BulkRequest>,
-) -> ApiResult<ApiJson<BulkResponse>> {
-    let action: AdminAction = req.action.parse()?;
-    let invalid = |msg: &str| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bulk_selection_invalid",
-            msg.to_owned(),
-        )
-    };
-    let (selection, queue) = match (req.ids, req.queue) {
-        (Some(ids), None) => {
-            if req.state.is_some() || req.kind.is_some() || req.older_than.is_some() {
-                return Err(invalid(
-                    "state, kind and older_than filter a queue's jobs: give queue, not ids",
-                ));
-            }
-            if ids.is_empty() || ids.len() > backlog::BULK_MAX_IDS {
-                return Err(invalid("ids: 1 to 10,000 job ids"));
-            }
-            (JobSelection::Ids(ids), None)
-        }
-        (None, Some(queue)) => {
-            let state_filter = req
-                .state
-                .as_deref()
-                .map(str::parse::<StateFilter>)
-                .transpose()?;
-            let kind = req.kind.map(Kind::new).transpose()?;
-            let created_before = match req.older_than.as_deref() {
-                Some(d) => Some(state.client.now() - parse_duration(d)?.as_micros() as i64),
-                None => None,
-            };
-            let name = crate::queues::known(&state, queue).await?;
-            let filter = JobFilter {
-                queue: name.clone(),
-                state: state_filter,
-                kind,
-                created_before,
-            };
-            (JobSelection::Filter(filter), Some(name))
-        }
-        _ => return Err(invalid("give either ids or queue")),
-    };
-    let done = state.client.bulk(action, &selection, |_| {}).await?;
-    let detail = match &selection {
-        JobSelection::Ids(ids) => serde_json::json!({
-            "action": req.action, "ids": ids.len(), "seen": done.seen, "changed": done.changed,
-        }),
-        JobSelection::Filter(f) => serde_json::json!({
-            "action": req.action, "state": req.state,
-            "kind": f.kind.as_ref().map(|k| k.as_str()), "older_than": req.older_than,
-            "seen": done.seen, "changed": done.changed,
-        }),
-    };
-    let queue = queue.as_ref().map(|q| q.as_str());
-    crate::audit(&state, &who, "job.bulk", queue, None, detail).await;
-    Ok(ApiJson(BulkResponse {
-        seen: done.seen,
-        changed: done.changed,
-    }))
-}
-
-/// What a bulk action did.
-#[derive(Debug, serde::Serialize, ToSchema)]
-pub struct BulkResponse {
-    /// Jobs the selection took.
-    pub seen: u64,
-    /// Jobs the action changed (the others were in a state it does not apply to, or gone).
-    pub changed: u64,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<ApiJson<JobView>> {
+    let j = state.client.delete(id).await?;
+    let detail = serde_json::json!({"state": j.state.as_str(), "kind": j.kind});
+    crate::audit(&state, &who, "job.delete", Some(&j.queue), Some(id), detail).await;
+    Ok(ApiJson(JobView::of(&j, state.client.now())?))
 }

@@ -22,6 +22,7 @@
 //! ```
 
 pub mod auth;
+mod bulk;
 mod dashboard;
 pub mod error;
 mod history;
@@ -107,6 +108,7 @@ pub struct AppState {
     client: Arc<Client>,
     tokens: Arc<Tokens>,
     openapi: Arc<String>,
+    bulks: Arc<bulk::Bulks>,
 }
 
 #[derive(OpenApi)]
@@ -166,8 +168,9 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(jobs::enqueue, jobs::list))
         .routes(routes!(jobs::enqueue_batch))
-        .routes(routes!(jobs::bulk))
-        .routes(routes!(jobs::show))
+        .routes(routes!(bulk::bulk))
+        .routes(routes!(bulk::status))
+        .routes(routes!(jobs::show, jobs::delete))
         .routes(routes!(jobs::retry))
         .routes(routes!(jobs::cancel))
         .routes(routes!(jobs::hold))
@@ -216,6 +219,7 @@ pub fn router(client: Arc<Client>, config: &ServerConfig) -> Router {
             doc.to_pretty_json()
                 .expect("the OpenAPI document serializes"),
         ),
+        bulks: Arc::default(),
     };
     router
         // The dashboard's page and assets are not API: they stay out of the OpenAPI document.

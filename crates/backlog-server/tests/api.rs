@@ -693,6 +693,87 @@ async fn queue_administration(engine: Engine) {
     let entries = audit["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 3, "{audit}");
     assert_eq!(entries[1]["detail"]["changed"], 2);
+
+    // Delete one job: answered as it was, gone after, audited; again: 404.
+    let gone = api
+        .ok(Method::DELETE, &format!("/api/v1/jobs/{}", ids[2]), None)
+        .await;
+    assert_eq!(
+        (&gone["id"], &gone["state"]),
+        (&json!(ids[2]), &json!("held"))
+    );
+    api.fails(
+        Method::GET,
+        &format!("/api/v1/jobs/{}", ids[2]),
+        None,
+        StatusCode::NOT_FOUND,
+        "job_not_found",
+    )
+    .await;
+    api.fails(
+        Method::DELETE,
+        &format!("/api/v1/jobs/{}", ids[2]),
+        None,
+        StatusCode::NOT_FOUND,
+        "job_not_found",
+    )
+    .await;
+    let audit = api
+        .ok(Method::GET, "/api/v1/audit?action=job.delete", None)
+        .await;
+    assert_eq!(audit["entries"][0]["job_id"], ids[2], "{audit}");
+    assert_eq!(audit["entries"][0]["detail"]["state"], "held", "{audit}");
+
+    // A bulk delete started without waiting: answered at once with an id, its progress read
+    // until done, audited once when it ends.
+    let started = api
+        .call(
+            Method::POST,
+            "/api/v1/jobs/bulk",
+            Some(json!({"action": "delete", "queue": "dl", "wait": false})),
+        )
+        .await;
+    assert_eq!(started.0, StatusCode::ACCEPTED, "{}", started.1);
+    let path = format!("/api/v1/jobs/bulk/{}", started.1["id"]);
+    let end = loop {
+        let s = api.ok(Method::GET, &path, None).await;
+        if s["done"] == json!(true) {
+            break s;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        (
+            &end["action"],
+            &end["queue"],
+            &end["seen"],
+            &end["changed"],
+            &end["error"]
+        ),
+        (
+            &json!("delete"),
+            &json!("dl"),
+            &json!(2),
+            &json!(2),
+            &Value::Null
+        ),
+        "{end}"
+    );
+    let stats = api.ok(Method::GET, "/api/v1/stats?queue=dl", None).await;
+    assert_eq!(stats["dl"]["available"], 0, "{stats}");
+    let audit = api
+        .ok(Method::GET, "/api/v1/audit?action=job.bulk", None)
+        .await;
+    assert_eq!(audit["entries"][0]["detail"]["action"], "delete", "{audit}");
+    assert_eq!(audit["entries"][0]["detail"]["changed"], 2, "{audit}");
+    api.fails(
+        Method::GET,
+        "/api/v1/jobs/bulk/999999",
+        None,
+        StatusCode::NOT_FOUND,
+        "bulk_not_found",
+    )
+    .await;
     api.done().await;
 }
 
@@ -772,6 +853,20 @@ async fn bad_input_changes_nothing(engine: Engine) {
             json!({"action": "retry", "queue": "no-such-queue"}),
             S::NOT_FOUND,
             "queue_not_found",
+        ),
+        (
+            Method::POST,
+            "/api/v1/jobs/bulk",
+            json!({"action": "delete", "queue": "q", "wait": "later"}),
+            S::BAD_REQUEST,
+            "body_invalid",
+        ),
+        (
+            Method::DELETE,
+            "/api/v1/jobs/424242",
+            json!(null),
+            S::NOT_FOUND,
+            "job_not_found",
         ),
         (
             Method::POST,
@@ -1269,6 +1364,17 @@ async fn tokens_and_scopes(engine: Engine) {
             .0,
         StatusCode::FORBIDDEN
     );
+    for method in [Method::DELETE, Method::GET] {
+        let path = if method == Method::DELETE {
+            format!("/api/v1/jobs/{id}")
+        } else {
+            "/api/v1/jobs/bulk/1".into()
+        };
+        for token in [PRODUCE, READ] {
+            let (s, _) = api.call_as(Some(token), method.clone(), &path, None).await;
+            assert_eq!(s, StatusCode::FORBIDDEN, "{method} {path}");
+        }
+    }
     for path in [
         format!("/api/v1/jobs/{id}/hold"),
         "/api/v1/queues/s/pause".into(),

@@ -314,6 +314,9 @@ impl Backend for Deadline {
     async fn job_admin(&self, id: i64, action: AdminAction, now: i64) -> Result<Job> {
         self.within(self.inner.job_admin(id, action, now)).await
     }
+    async fn job_delete(&self, id: i64, now: i64) -> Result<Job> {
+        self.within(self.inner.job_delete(id, now)).await
+    }
     async fn job_count_pending(&self, params: &JobCountPendingParams) -> Result<i64> {
         self.within(self.inner.job_count_pending(params)).await
     }

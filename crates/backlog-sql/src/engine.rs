@@ -729,6 +729,35 @@ macro_rules! sql_backend {
                 action.outcome(id, res.rows_affected() > 0, job)
             }
 
+            async fn job_delete(
+                &self,
+                id: i64,
+                now: i64,
+            ) -> backlog_core::Result<backlog_core::Job> {
+                use backlog_core::{Error, JobState};
+                let job = self.job_get(id).await?.ok_or(Error::JobNotFound { job_id: id })?;
+                if job.state == JobState::Running && !job.archived {
+                    return Err(job.conflict("delete"));
+                }
+                let kept = ["completed"; 3];
+                $crate::engine::Dialect::admin_prepare(self, id, kept).await?;
+                let stmt = if job.archived {
+                    $cat::job_delete_archived(id)
+                } else {
+                    $cat::job_delete(id)
+                };
+                let res = $crate::pooler::on_pool!(self, stmt.query(), execute).db()?;
+                if res.rows_affected() > 0 {
+                    return Ok(job);
+                }
+                // It changed meanwhile: started running, moved to the archive, or gone.
+                match self.job_get(id).await? {
+                    Some(j) if j.archived != job.archived => self.job_delete(id, now).await,
+                    Some(j) => Err(j.conflict("delete")),
+                    None => Err(Error::JobNotFound { job_id: id }),
+                }
+            }
+
             async fn job_count_pending(
                 &self,
                 p: &backlog_core::JobCountPendingParams,

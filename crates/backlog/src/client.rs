@@ -133,6 +133,40 @@ pub struct JobFilter {
     pub created_before: Option<i64>,
 }
 
+/// What a bulk action does to each job ([`Client::bulk`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BulkAction {
+    /// An operator's action, as its one-job call makes it.
+    Admin(AdminAction),
+    /// Deletes the job ([`Client::delete`]); running jobs are passed over.
+    Delete,
+}
+
+impl From<AdminAction> for BulkAction {
+    fn from(a: AdminAction) -> Self {
+        BulkAction::Admin(a)
+    }
+}
+
+impl std::str::FromStr for BulkAction {
+    type Err = Error;
+
+    /// `retry`, `cancel`, `hold`, `release`, `run_now` (or `run-now`) or `delete`.
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "delete" => Ok(BulkAction::Delete),
+            _ => s
+                .parse()
+                .map(BulkAction::Admin)
+                .map_err(|_| Error::OptionInvalid {
+                    what: "action",
+                    value: s.to_owned(),
+                    expected: "retry, cancel, hold, release, run_now, delete",
+                }),
+        }
+    }
+}
+
 /// How far a bulk action got ([`Client::bulk`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct BulkProgress {
@@ -1069,6 +1103,12 @@ impl Client {
             .await
     }
 
+    /// Deletes a job that is not running, wherever it is kept (an archived one too), and
+    /// returns it as it was. A running job is refused (`JobStateConflict`): cancel it first.
+    pub async fn delete(&self, id: i64) -> Result<Job> {
+        self.backend.job_delete(id, self.now()).await
+    }
+
     /// Applies an operator's action to many jobs: those of `selection`, a page of
     /// [`BULK_PAGE`] at a time, each job as its own action would change it (a running job asked
     /// to stop by `Cancel`). A job the action does not apply to (its state), or one gone
@@ -1078,10 +1118,11 @@ impl Client {
     /// wait on a bulk action.
     pub async fn bulk(
         &self,
-        action: AdminAction,
+        action: impl Into<BulkAction>,
         selection: &JobSelection,
         mut progress: impl FnMut(BulkProgress),
     ) -> Result<BulkProgress> {
+        let action = action.into();
         let mut done = BulkProgress::default();
         match selection {
             JobSelection::Ids(ids) => {
@@ -1158,10 +1199,11 @@ impl Client {
     }
 
     /// One job of [`Client::bulk`]: whether the action changed it.
-    async fn bulk_one(&self, action: AdminAction, id: i64) -> Result<bool> {
+    async fn bulk_one(&self, action: BulkAction, id: i64) -> Result<bool> {
         let res = match action {
-            AdminAction::Cancel => self.cancel(id).await,
-            action => self.backend.job_admin(id, action, self.now()).await,
+            BulkAction::Admin(AdminAction::Cancel) => self.cancel(id).await,
+            BulkAction::Admin(action) => self.backend.job_admin(id, action, self.now()).await,
+            BulkAction::Delete => self.delete(id).await,
         };
         match res {
             Ok(_) => Ok(true),

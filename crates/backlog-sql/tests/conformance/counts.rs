@@ -35,7 +35,7 @@ fn fenced(res: Result<()>) {
 }
 
 /// Kept counts and a scan at a fresh time (never before a write the triggers classified).
-async fn assert_counts_match(db: &Db, when: &str) {
+pub(crate) async fn assert_counts_match(db: &Db, when: &str) {
     let now = now_micros();
     let kept = db.b.queue_stats(None, now).await.unwrap();
     let scan = db.b.queue_stats_scan(None, now).await.unwrap();

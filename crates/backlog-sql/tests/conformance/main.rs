@@ -128,6 +128,7 @@ harness::conformance!(
     rescue_of_last_attempt_is_dead,
     operator_actions,
     run_now_makes_a_job_due,
+    delete_takes_a_job_from_wherever_it_is_kept,
     rescue_and_redrive_stay_within_their_limit,
     redrive_skips_taken_unique_keys,
     stats_and_lists,

@@ -731,6 +731,77 @@ pub(crate) async fn run_now_makes_a_job_due(db: Db) {
     assert_eq!(c.iter().map(|c| c.id).collect::<Vec<_>>(), vec![g[0]]);
 }
 
+/// An operator's delete: a job in any state but running, from wherever it is kept (the job
+/// table, the completed jobs kept apart, the archive), answered as it was; its unique key free
+/// at once; the counts follow.
+pub(crate) async fn delete_takes_a_job_from_wherever_it_is_kept(db: Db) {
+    let now = db.now;
+    let mut later = job("dl", "2");
+    later.run_at = Some(now + 3600 * SEC);
+    let live = ids(&db, vec![job("dl", "1"), later, keyed("dl", "k")], now).await;
+    let mut finished = Vec::new();
+    for (queue, retention) in [("dk", Retention::Keep), ("da", Retention::Archive)] {
+        let id = ids(&db, vec![job(queue, "1")], now).await[0];
+        let c =
+            db.b.job_claim(&claim(queue, 1, now, db.strategy()))
+                .await
+                .unwrap();
+        complete(&db, vec![c[0].job_ref()], now, retention).await;
+        finished.push(id);
+    }
+    let archived = db.b.job_get(finished[1]).await.unwrap().unwrap();
+    assert!(
+        archived.archived,
+        "the archived job is read from the archive"
+    );
+    let running = ids(&db, vec![job("dr", "1")], now).await[0];
+    db.b.job_claim(&claim("dr", 1, now, db.strategy()))
+        .await
+        .unwrap();
+
+    for &id in live.iter().chain(&finished) {
+        let before = db.b.job_get(id).await.unwrap().unwrap();
+        let gone = db.b.job_delete(id, now).await.unwrap();
+        assert_eq!((gone.id, gone.state), (id, before.state));
+        assert!(
+            db.b.job_get(id).await.unwrap().is_none(),
+            "job {id} is still there"
+        );
+        let again = db.b.job_delete(id, now).await;
+        assert!(
+            matches!(again, Err(Error::JobNotFound { job_id }) if job_id == id),
+            "{again:?}"
+        );
+    }
+    // The unique key is free: the same key makes a new job.
+    let out = enqueue(&db, vec![keyed("dl", "k")], now).await;
+    assert!(out[0].created, "the deleted job's unique key still holds");
+    // A running job is refused and stays.
+    let refused = db.b.job_delete(running, now).await;
+    assert!(
+        matches!(
+            refused,
+            Err(Error::JobStateConflict {
+                state: JobState::Running,
+                action: "delete",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(state_of(&db, running).await, JobState::Running);
+    assert!(matches!(
+        db.b.job_delete(999_999_999, now).await,
+        Err(Error::JobNotFound { .. })
+    ));
+    super::counts::assert_counts_match(&db, "after deletes").await;
+    let stats =
+        db.b.queue_stats(Some(&q("da")), now_micros())
+            .await
+            .unwrap();
+    assert_eq!(stats[0].1.archived, 0, "the archived job is still counted");
+}
+
 /// Workers' registrations: written at start and at each beat (the id, host, pid, version and
 /// start stay as first written), listed longest running first, deleted when a worker stops, and
 /// pruned once expired before a time.
