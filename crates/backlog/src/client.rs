@@ -108,6 +108,10 @@ pub struct JobListOpts {
 
 /// Jobs a bulk action pages through at a time ([`Client::bulk`]).
 pub const BULK_PAGE: u32 = 1_000;
+/// Jobs of a bulk action in flight at once, each its own short statement on a connection of
+/// the pool: a million jobs take minutes, not a quarter of an hour, and the pool keeps
+/// connections for the workers beside it.
+pub const BULK_IN_FLIGHT: usize = 4;
 /// The most job ids one bulk action names; more are taken by a filter.
 pub const BULK_MAX_IDS: usize = 10_000;
 
@@ -1110,7 +1114,8 @@ impl Client {
     }
 
     /// Applies an operator's action to many jobs: those of `selection`, a page of
-    /// [`BULK_PAGE`] at a time, each job as its own action would change it (a running job asked
+    /// [`BULK_PAGE`] at a time ([`BULK_IN_FLIGHT`] jobs at once), each job as its own action
+    /// would change it (a running job asked
     /// to stop by `Cancel`). A job the action does not apply to (its state), or one gone
     /// meanwhile, is passed over and not counted as changed; any other error ends the action
     /// with it, the pages before it done. `progress` hears after each page how many jobs were
@@ -1135,10 +1140,8 @@ impl Client {
                     });
                 }
                 for page in ids.chunks(BULK_PAGE as usize) {
-                    for &id in page {
-                        done.seen += 1;
-                        done.changed += u64::from(self.bulk_one(action, id).await?);
-                    }
+                    done.seen += page.len() as u64;
+                    done.changed += self.bulk_page(action, page).await?;
                     progress(done);
                 }
             }
@@ -1146,10 +1149,8 @@ impl Client {
                 let mut after_id = Some(0);
                 while let Some(after) = after_id {
                     let (ids, next) = self.filter_page(f, after).await?;
-                    for id in ids {
-                        done.seen += 1;
-                        done.changed += u64::from(self.bulk_one(action, id).await?);
-                    }
+                    done.seen += ids.len() as u64;
+                    done.changed += self.bulk_page(action, &ids).await?;
                     progress(done);
                     after_id = next;
                 }
@@ -1196,6 +1197,16 @@ impl Client {
             .map(|j| j.id)
             .collect();
         Ok((ids, next))
+    }
+
+    /// One page of [`Client::bulk`], [`BULK_IN_FLIGHT`] jobs at a time: how many it changed.
+    async fn bulk_page(&self, action: BulkAction, ids: &[i64]) -> Result<u64> {
+        use futures::{StreamExt, TryStreamExt};
+        futures::stream::iter(ids.to_vec())
+            .map(|id| self.bulk_one(action, id))
+            .buffer_unordered(BULK_IN_FLIGHT)
+            .try_fold(0, |n, changed| async move { Ok(n + u64::from(changed)) })
+            .await
     }
 
     /// One job of [`Client::bulk`]: whether the action changed it.
