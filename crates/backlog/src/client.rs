@@ -1115,8 +1115,8 @@ impl Client {
 
     /// Applies an operator's action to many jobs: those of `selection`, a page of
     /// [`BULK_PAGE`] at a time ([`BULK_IN_FLIGHT`] jobs at once), each job as its own action
-    /// would change it (a running job asked
-    /// to stop by `Cancel`). A job the action does not apply to (its state), or one gone
+    /// would change it (a running job asked to stop by `Cancel`, passed over by `Delete`). A
+    /// job the action does not apply to (its state), or one gone
     /// meanwhile, is passed over and not counted as changed; any other error ends the action
     /// with it, the pages before it done. `progress` hears after each page how many jobs were
     /// seen and changed so far. Each job is its own short statement, so workers' claims never

@@ -158,8 +158,8 @@ pub use backlog_memory::MemoryBackend;
 pub use backlog_sql::{BackendConfig, SCHEMA_VERSION, redact_url, rotate_hosts};
 pub use backlog_sql::{JobConnection, JobTx, MySqlBackend, PgBackend, SqlBackend, SqliteBackend};
 pub use client::{
-    BULK_MAX_IDS, BULK_PAGE, BulkAction, BulkProgress, ClaimOpts, Client, FailOutcome, Heartbeat,
-    JobFilter, JobListOpts, JobSelection,
+    BULK_IN_FLIGHT, BULK_MAX_IDS, BULK_PAGE, BulkAction, BulkProgress, ClaimOpts, Client,
+    FailOutcome, Heartbeat, JobFilter, JobListOpts, JobSelection,
 };
 /// The sqlx this crate is built with, for making pools and transactions of the same version.
 pub use sqlx;
