@@ -9,6 +9,8 @@ log, the workers), each visible and refreshing.
 
     scripts/tabs_reads.py URL [JOBS] [RATE] [MINUTES]   # postgres:// ; 1000000 200 10
 
+RATE 0 runs no workload: what the windows read then is theirs alone (with `backlog serve`'s).
+
 Needs the release build (`cargo build --release -p backlog-cli -p backlog-bench`), psql and
 chromium on the PATH, and a database of its own."""
 import pathlib
@@ -55,13 +57,15 @@ def main():
     procs = [subprocess.Popen([backlog, "serve", "--database-url", url, "--listen",
                                f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL),
+             ] + ([] if rate == 0 else [
              subprocess.Popen([bench, "--database-url", url, "--soak", f"{2 * minutes + 3}m",
                                "--soak-rate", str(rate)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)]
+                              stderr=subprocess.DEVNULL)])
     dirs = []
     try:
         time.sleep(60)
-        print(f"{jobs:,} jobs in 20 queues, a soak at {rate} jobs/s beside:", flush=True)
+        beside = f"a soak at {rate} jobs/s beside" if rate else "nothing else running"
+        print(f"{jobs:,} jobs in 20 queues, {beside}:", flush=True)
         none = phase(url, minutes, "no tab open")
         for page in ["#/", "#/queues/q3", f"#/jobs/{job}", "#/audit", "#/workers"]:
             d = tempfile.mkdtemp(prefix="tabs_reads_")

@@ -863,9 +863,11 @@ impl Baseline {
                          BEGIN; INSERT INTO backlog_bench_held VALUES (now())"
                     }
                     // A long query on a replica holds its snapshot as this transaction does.
+                    // The first read takes the snapshot: a catalog's, since a replica may not
+                    // have replayed the schema yet.
                     false => {
                         "BEGIN ISOLATION LEVEL REPEATABLE READ; \
-                              SELECT count(*) FROM backlog_queue"
+                              SELECT count(*) FROM pg_class"
                     }
                 };
                 sqlx::raw_sql(sql).execute(&mut c).await?;
