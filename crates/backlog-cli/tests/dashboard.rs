@@ -1043,6 +1043,34 @@ async fn dashboard_in_a_real_browser() {
         "5",
     )
     .await;
+    // Its refreshes read only the newest minutes of the history, not the whole window again,
+    // and the charts stay drawn.
+    let spying = r#"const real = window.fetch; const seen = { real, history: [] };
+        window.__history = seen;
+        window.fetch = (path, ...rest) => {
+          if (String(path).includes("/api/v1/history")) seen.history.push(String(path));
+          return real(path, ...rest);
+        };
+        return true;"#;
+    b.client.execute(spying, vec![]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(7000)).await;
+    let asked = b
+        .client
+        .execute(
+            "const s = window.__history; window.fetch = s.real; return s.history;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let asked = asked.as_array().unwrap();
+    assert!(!asked.is_empty(), "no refresh read the history");
+    assert!(
+        asked
+            .iter()
+            .all(|p| p.as_str().unwrap().ends_with("minutes=3")),
+        "a refresh read the whole window: {asked:?}"
+    );
+    b.find("[data-chart=throughput] svg path.s-completed").await;
     b.shot("overview.png").await;
 
     // The search box: a unique key finds its job, a queue name its queue.

@@ -29,6 +29,7 @@
   const app = {
     me: null, // {name, scope} once signed in
     flash: null, // what the next page shows once an action moved there
+    history: null, // {key, view}: the chart history read last, for the next refresh
     window: 60, // minutes of history on charts
     cursor: { key: "", stack: [], after: null }, // paging of the job table
     busy: 0, // actions in flight: no refresh meanwhile
@@ -375,15 +376,35 @@
     return w ? "the last " + w[1].replace(/^1 /, "") : "the window";
   };
 
-  // History of a queue (or of all queues), or null while the server has none (404).
+  // History of a queue (or of all queues), or null while the server has none (404). The window
+  // read last is kept: a refresh asks only for its newest minutes (those processes may still
+  // add to: each adds its counts every 5 s), not the whole window again.
+  const HISTORY_TAIL = 3;
+  const MINUTE_US = 60000000;
   async function history(queue) {
     const q = queue ? `queue=${enc(queue)}&` : "";
+    const key = `${queue || ""}/${app.window}`;
+    const kept = app.history && app.history.key === key ? app.history.view : null;
+    let fresh;
     try {
-      return await api("GET", `/api/v1/history?${q}minutes=${app.window}`);
+      fresh = await api("GET", `/api/v1/history?${q}minutes=${kept ? HISTORY_TAIL : app.window}`);
     } catch (e) {
+      app.history = null;
       if (e instanceof ApiError && e.status === 404) return null;
       throw e;
     }
+    const first = fresh.minutes.length ? fresh.minutes[0].minute : null;
+    const last = kept && kept.minutes.length ? kept.minutes[kept.minutes.length - 1].minute : null;
+    if (kept && first !== null && last !== null && last >= first - MINUTE_US) {
+      const older = kept.minutes.filter((m) => m.minute < first);
+      fresh = { ...fresh, minutes: older.concat(fresh.minutes).slice(-app.window) };
+    } else if (kept) {
+      // A gap since the last read (a hidden tab, a slow server): the whole window again.
+      app.history = null;
+      return history(queue);
+    }
+    app.history = { key, view: fresh };
+    return fresh;
   }
 
   function chartRow(hist) {
