@@ -18,8 +18,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 import urllib.request
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import stats_scale  # noqa: E402  (`backlog serve`, started and waited for)
 
 root = pathlib.Path(__file__).resolve().parent.parent
 backlog = str(root / "target/release/backlog")
@@ -64,23 +66,13 @@ def main():
     t = time.perf_counter()
     load(url, jobs)
     print(f"loaded {jobs:,} dead jobs into {QUEUE} in {time.perf_counter() - t:.0f} s", flush=True)
-    port = 18000 + int(time.time()) % 1000
-    base = f"http://127.0.0.1:{port}"
-    serve = subprocess.Popen([backlog, "serve", "--database-url", url, "--listen",
-                              f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    serve, base, _ = stats_scale.serve(url)
     out = tempfile.NamedTemporaryFile(prefix="bulk_scale_", suffix=".json", delete=False)
     soaker = subprocess.Popen([bench, "--database-url", url, "--soak", soak, "--soak-rate",
                                str(rate), "--soak-window", "10s", "--soak-settle", "10s",
                                "--json"], stdout=out, stderr=subprocess.DEVNULL)
     started_at = time.time()
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(base + "/healthz", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.1)
         time.sleep(60)
         begin = time.time() - started_at
         s = call(base, "POST", "/api/v1/jobs/bulk",

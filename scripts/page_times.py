@@ -45,16 +45,6 @@ def wd(base, method, path, body=None):
         return json.loads(r.read())["value"]
 
 
-def wait_up(url):
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(url, timeout=1).read()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"{url} did not come up")
-
-
 def main():
     url = sys.argv[1]
     jobs = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000_000
@@ -62,17 +52,12 @@ def main():
     subprocess.run([backlog, "migrate", "--database-url", url], check=True, capture_output=True)
     stats_scale.load(url, jobs)
     job = stats_scale.sql(url, "SELECT MIN(id) FROM backlog_job WHERE queue = 'q3'")
-    port = 18000 + int(time.time()) % 1000
-    base = f"http://127.0.0.1:{port}"
-    serve = subprocess.Popen([backlog, "serve", "--database-url", url, "--listen",
-                              f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    serve, base, port = stats_scale.serve(url)
     driver = subprocess.Popen(["chromedriver", f"--port={port + 1}"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     wdb = f"http://127.0.0.1:{port + 1}"
     try:
-        wait_up(base + "/healthz")
-        wait_up(wdb + "/status")
+        stats_scale.wait_up(wdb + "/status")
         caps = {"capabilities": {"alwaysMatch": {"goog:chromeOptions": {
             "binary": "/usr/bin/chromium",
             "args": ["--headless=new", "--no-sandbox", "--disable-gpu",

@@ -73,6 +73,29 @@ def load(url, jobs):
         print(f"loaded {end:,} jobs", flush=True)
 
 
+def wait_up(url):
+    """Waits until `url` answers (at most 20 s)."""
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"{url} did not come up")
+
+
+def serve(url):
+    """Starts `backlog serve` on the database, without tokens, and waits until it answers: the
+    process, its base URL and its port (the next port is free for the caller's own use)."""
+    port = 18000 + int(time.time()) % 1000
+    proc = subprocess.Popen([backlog, "serve", "--database-url", url, "--listen",
+                             f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    wait_up(base + "/healthz")
+    return proc, base, port
+
+
 def timed(fn, n):
     took = []
     for _ in range(n):
@@ -90,25 +113,15 @@ def main():
     subprocess.run([backlog, "migrate", "--database-url", url], check=True,
                    capture_output=True)
     load(url, jobs)
-    port = 18000 + int(time.time()) % 1000
-    serve = subprocess.Popen([backlog, "serve", "--database-url", url, "--listen",
-                              f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    server, base, _ = serve(url)
     try:
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(base + "/healthz", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.1)
         print(f"\n{jobs:,} jobs, 20 queues; {requests} requests each, one at a time:")
         for path in ["/metrics", "/api/v1/queues", "/api/v1/stats"]:
             p50, p99 = timed(lambda: urllib.request.urlopen(base + path).read(), requests)
             print(f"  GET {path}: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
     finally:
-        serve.terminate()
-        serve.wait()
+        server.terminate()
+        server.wait()
     p50, p99 = timed(lambda: subprocess.run([backlog, "stats", "--json", "--database-url", url],
                                             check=True, capture_output=True), 20)
     print(f"  backlog stats --json (the whole command): p50 {p50:.1f} ms, p99 {p99:.1f} ms")

@@ -52,12 +52,8 @@ def main():
     subprocess.run([backlog, "migrate", "--database-url", url], check=True, capture_output=True)
     stats_scale.load(url, jobs)
     job = stats_scale.sql(url, "SELECT min(id) FROM backlog_job WHERE queue = 'q3'")
-    port = 18000 + int(time.time()) % 1000
-    base = f"http://127.0.0.1:{port}"
-    procs = [subprocess.Popen([backlog, "serve", "--database-url", url, "--listen",
-                               f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL),
-             ] + ([] if rate == 0 else [
+    server, base, _ = stats_scale.serve(url)
+    procs = [server] + ([] if rate == 0 else [
              subprocess.Popen([bench, "--database-url", url, "--soak", f"{2 * minutes + 3}m",
                                "--soak-rate", str(rate)], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)])
