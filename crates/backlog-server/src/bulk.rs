@@ -99,6 +99,10 @@ impl Bulks {
         })
     }
 
+    fn get(&self, id: u64) -> Option<BulkStatus> {
+        self.with(|(_, runs)| runs.iter().find(|s| s.id == id).cloned())
+    }
+
     fn progress(&self, id: u64, p: BulkProgress) {
         self.update(id, |s| (s.seen, s.changed) = (p.seen, p.changed));
     }
@@ -170,7 +174,7 @@ pub async fn status(
     _who: Admin,
     ApiPath(id): ApiPath<u64>,
 ) -> ApiResult<ApiJson<BulkStatus>> {
-    state.bulks.update(id, |_| ()).map(ApiJson).ok_or_else(|| {
+    state.bulks.get(id).map(ApiJson).ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
             "bulk_not_found",

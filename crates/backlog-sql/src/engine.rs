@@ -739,8 +739,11 @@ macro_rules! sql_backend {
                 if job.state == JobState::Running && !job.archived {
                     return Err(job.conflict("delete"));
                 }
-                let kept = ["completed"; 3];
-                $crate::engine::Dialect::admin_prepare(self, id, kept).await?;
+                if job.state == JobState::Completed && !job.archived {
+                    // MySQL keeps completed jobs in a ring of tables: back into the job table.
+                    let kept = ["completed"; 3];
+                    $crate::engine::Dialect::admin_prepare(self, id, kept).await?;
+                }
                 let stmt = if job.archived {
                     $cat::job_delete_archived(id)
                 } else {
