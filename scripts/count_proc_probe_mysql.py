@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""What a single enqueue costs MySQL/MariaDB when it must also write its count delta in its own
+transaction (issue 45): one-row inserts from PRODUCERS threads at once, each on its own
+connection, as
+  plain      the INSERT alone, autocommit (one round trip: what backlog sends today),
+  trigger    the INSERT alone into a copy of the table whose row trigger writes the delta,
+  tx_alone   BEGIN, the INSERT, COMMIT (the round trips without the delta),
+  two_alone  the INSERT and the delta INSERT, each in autocommit (two commits),
+  tx         BEGIN, the INSERT, the delta INSERT, COMMIT (four round trips),
+  procedure  CALL of a stored procedure doing those four inside the server (one round trip),
+in alternating rounds on a scratch table shaped like backlog_job.
+
+    scripts/count_proc_probe_mysql.py mysql://root@127.0.0.1:3307/probe [ROUNDS] [SECONDS] [PRODUCERS] [VARIANTS]
+"""
+import json
+import statistics
+import sys
+import threading
+import time
+import urllib.parse
+
+import pymysql
+
+SETUP = [
+    "DROP PROCEDURE IF EXISTS penqueue",
+    "DROP TABLE IF EXISTS pjob",
+    "DROP TABLE IF EXISTS ptjob",
+    "DROP TABLE IF EXISTS pcount",
+    """CREATE TABLE pjob (
+        id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        queue VARCHAR(128) NOT NULL,
+        state VARCHAR(16) NOT NULL DEFAULT 'available',
+        run_at BIGINT NOT NULL,
+        attempt INT NOT NULL DEFAULT 0,
+        payload JSON NOT NULL,
+        KEY pjob_claim (queue, state, run_at, id)
+    ) ENGINE = InnoDB""",
+    """CREATE TABLE pcount (
+        id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        queue VARCHAR(128) NOT NULL,
+        state VARCHAR(16) NOT NULL,
+        due BIGINT NOT NULL,
+        n BIGINT NOT NULL
+    ) ENGINE = InnoDB""",
+    "CREATE TABLE ptjob LIKE pjob",
+    """CREATE TRIGGER ptjob_counted AFTER INSERT ON ptjob FOR EACH ROW
+    INSERT INTO pcount (queue, state, due, n) VALUES (NEW.queue, NEW.state, 0, 1)""",
+    """CREATE PROCEDURE penqueue(IN q VARCHAR(128), IN at BIGINT, IN body JSON)
+    BEGIN
+        START TRANSACTION;
+        INSERT INTO pjob (queue, run_at, payload) VALUES (q, at, body);
+        SELECT LAST_INSERT_ID() AS id;
+        INSERT INTO pcount (queue, state, due, n) VALUES (q, 'available', 0, 1);
+        COMMIT;
+    END""",
+]
+
+
+def connect(url):
+    u = urllib.parse.urlparse(url)
+    return pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
+                           password=u.password or "", database=u.path.lstrip("/"),
+                           autocommit=True)
+
+
+def producer(url, variant, stop, counts, i):
+    conn = connect(url)
+    c = conn.cursor()
+    n = 0
+    while not stop.is_set():
+        now = int(time.time() * 1e6)
+        if variant == "plain":
+            c.execute("INSERT INTO pjob (queue, run_at, payload) VALUES (%s, %s, %s)",
+                      ("q", now, '{"n": 1}'))
+        elif variant == "trigger":
+            c.execute("INSERT INTO ptjob (queue, run_at, payload) VALUES (%s, %s, %s)",
+                      ("q", now, '{"n": 1}'))
+        elif variant == "tx_alone":
+            c.execute("BEGIN")
+            c.execute("INSERT INTO pjob (queue, run_at, payload) VALUES (%s, %s, %s)",
+                      ("q", now, '{"n": 1}'))
+            c.execute("COMMIT")
+        elif variant == "two_alone":
+            c.execute("INSERT INTO pjob (queue, run_at, payload) VALUES (%s, %s, %s)",
+                      ("q", now, '{"n": 1}'))
+            c.execute("INSERT INTO pcount (queue, state, due, n) VALUES (%s, 'available', 0, 1)",
+                      ("q",))
+        elif variant == "tx":
+            c.execute("BEGIN")
+            c.execute("INSERT INTO pjob (queue, run_at, payload) VALUES (%s, %s, %s)",
+                      ("q", now, '{"n": 1}'))
+            c.execute("INSERT INTO pcount (queue, state, due, n) VALUES (%s, 'available', 0, 1)",
+                      ("q",))
+            c.execute("COMMIT")
+        else:
+            c.execute("CALL penqueue(%s, %s, %s)", ("q", now, '{"n": 1}'))
+            c.fetchall()
+            while c.nextset():
+                pass
+        n += 1
+    counts[i] = n
+    conn.close()
+
+
+def run(url, variant, seconds, producers):
+    stop = threading.Event()
+    counts = [0] * producers
+    threads = [threading.Thread(target=producer, args=(url, variant, stop, counts, i))
+               for i in range(producers)]
+    start = time.monotonic()
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join()
+    return sum(counts) / (time.monotonic() - start)
+
+
+def main():
+    url = sys.argv[1]
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+    seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 8
+    producers = int(sys.argv[4]) if len(sys.argv) > 4 else 16
+    conn = connect(url)
+    variants = (sys.argv[5] if len(sys.argv) > 5 else "plain,tx,procedure").split(",")
+    rates = {v: [] for v in variants}
+    for r in range(rounds):
+        for v in (variants if r % 2 == 0 else list(reversed(variants))):
+            for stmt in SETUP:
+                conn.cursor().execute(stmt)
+            rates[v].append(run(url, v, seconds, producers))
+            print(r, v, round(rates[v][-1]), file=sys.stderr)
+    plain = statistics.median(rates[variants[0]])
+    print(json.dumps({v: {"rates": [round(x) for x in rates[v]],
+                          "median": round(statistics.median(rates[v])),
+                          "against_plain": round(statistics.median(rates[v]) / plain, 3)}
+                      for v in variants}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
