@@ -9,7 +9,7 @@
 #     conformance suite and the runtime tests on a cluster
 #   PgBouncer in transaction pooling mode on 127.0.0.1:6432 in front of PostgreSQL
 #     (scripts/pgbouncer.sh), for the conformance suite and the runtime tests through a pooler
-#   Python with psycopg and PyMySQL, for the example client in examples/python
+#   Python with psycopg, PyMySQL and mypy, for the Python client in clients/python
 # and Chromium with chromedriver for the dashboard's browser test (crates/backlog-cli/tests/
 # dashboard.rs). Installs them from Debian's packages when absent. Exits non-zero if any cannot be
 # had: the test suite never skips a backend or the browser test.
@@ -64,15 +64,15 @@ ensure_mariadb() {
     log "MariaDB started"
 }
 
-# The Python example client's drivers, from Debian's packages, for Debian's interpreter (a python3
-# earlier on PATH, such as pyenv's, does not see them; the tests run BACKLOG_TEST_PYTHON, by
-# default /usr/bin/python3).
+# The Python client's drivers and its type checker (.ci/run runs mypy), from Debian's packages,
+# for Debian's interpreter (a python3 earlier on PATH, such as pyenv's, does not see them; the
+# tests run BACKLOG_TEST_PYTHON, by default /usr/bin/python3).
 ensure_python_drivers() {
     local py="${BACKLOG_TEST_PYTHON:-/usr/bin/python3}"
-    if "$py" -c 'import psycopg, pymysql' 2>/dev/null; then log "Python drivers are there"; return; fi
-    log "installing python3-psycopg and python3-pymysql"
-    apt_install python3-psycopg python3-pymysql
-    "$py" -c 'import psycopg, pymysql' || { log "$py cannot import psycopg and pymysql"; exit 1; }
+    if "$py" -c 'import psycopg, pymysql, mypy' 2>/dev/null; then log "Python drivers are there"; return; fi
+    log "installing python3-psycopg, python3-pymysql and python3-mypy"
+    apt_install python3-psycopg python3-pymysql python3-mypy
+    "$py" -c 'import psycopg, pymysql, mypy' || { log "$py cannot import psycopg, pymysql and mypy"; exit 1; }
 }
 
 command -v psql >/dev/null || apt_install postgresql-client

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Copies each query file into its block of docs/sql.md (the blocks marked
 `<!-- query: DIALECT/NAME.sql -->`), so the page shows exactly what runs, and into the
-QUERIES copies of examples/python/backlog_client.py.
+QUERIES copies of the Python client (clients/python/src/backlog_client/_queries.py).
 crates/backlog-sql/tests/docs.rs fails when a block and its file differ; run this, then read the
 prose around the blocks that changed."""
 import pathlib
@@ -35,8 +35,8 @@ while i < len(lines):
 doc.write_text("\n".join(out))
 print("updated:", ", ".join(changed) or "nothing")
 
-# The Python example client: QUERIES["DIALECT/NAME.sql"] = """\ … """ blocks.
-client = root / "examples" / "python" / "backlog_client.py"
+# The Python client: QUERIES["DIALECT/NAME.sql"] = """\ … """ blocks.
+client = root / "clients" / "python" / "src" / "backlog_client" / "_queries.py"
 py = client.read_text()
 copied = []
 

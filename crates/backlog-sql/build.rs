@@ -16,7 +16,7 @@
 //! - `-- @bind NAME, NAME, …` (positional dialects only) gives the order of the placeholders
 //!   when a parameter is bound more than once.
 //! - `-- @external` marks a statement of the SQL contract that other clients run (the Python
-//!   client in `examples/python`) and this library does not: generated all the same, and
+//!   client in `clients/python`) and this library does not: generated all the same, and
 //!   allowed to go unused.
 //! - `-- @unprepared` marks a statement that must be sent as text (`sqlx::raw_sql`), such as DDL
 //!   or VACUUM: only its text is generated, as a constant.

@@ -1,6 +1,6 @@
-"""An example consumer built on backlog_client: works one queue, and writes a line per event to a
-log file, so that what it did can be checked from outside (backlog's CI test of the SQL contract
-runs it beside `backlog work`):
+"""An example consumer built on the backlog_client package (clients/python): works one queue,
+and writes a line per event to a log file, so that what it did can be checked from outside
+(backlog's CI test of the SQL contract runs it beside `backlog work`):
 
     run I ID ATTEMPT     the handler started job ID, whose payload is {"i": I, ...}
     OUTCOME I ID         completed, retry, dead, cancelled, or lost (the lease was lost: the
@@ -11,6 +11,7 @@ backoff). `--stall-after N` makes the worker freeze, as a hung or dying process 
 holds its (N+1)-th job: it writes {"id", "token", "owner"} of that job to --stall-file and sleeps
 while its heartbeats keep the lease, until it is killed.
 
+    pip install ./clients/python      # or: PYTHONPATH=clients/python/src
     python3 examples/python/worker.py sqlite:///tmp/q.db emails --log emails.log --drain
 """
 
@@ -21,9 +22,7 @@ import signal
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import backlog_client  # noqa: E402
+import backlog_client
 
 
 def main() -> int:

@@ -1,8 +1,11 @@
-//! The SQL contract (docs/sql.md) driven from another language: the Python client of
-//! `examples/python` enqueues with the plain INSERT and consumes with the documented claim, ack,
-//! nack, heartbeat and rescue statements, at the same time as `backlog work` on the same queue,
-//! on SQLite, PostgreSQL and MariaDB. Python and its drivers (python3-psycopg, python3-pymysql,
-//! which `scripts/services.sh` installs) are required: a missing one fails the tests.
+//! The SQL contract (docs/sql.md) driven from another language: the Python package of
+//! `clients/python` (run from its source tree) enqueues with the plain INSERT and consumes with
+//! the documented claim, ack, nack, heartbeat and rescue statements, at the same time as `backlog
+//! work` on the same queue, on SQLite, PostgreSQL and MariaDB; its producer writes on the
+//! application's own connection inside the application's transaction, refuses bad input with
+//! typed errors before writing anything, and its asyncio API works the same queue. Python and its
+//! drivers (python3-psycopg, python3-pymysql, which `scripts/services.sh` installs) are required:
+//! a missing one fails the tests.
 
 mod common;
 
@@ -16,6 +19,8 @@ use common::{Engine, TestDb};
 use serde_json::{Value, json};
 
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/python");
+/// Where `import backlog_client` finds the package, as `pip install ./clients/python` would.
+const CLIENT_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../clients/python/src");
 const QUERIES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../backlog-sql/queries");
 
 /// The interpreter: `BACKLOG_TEST_PYTHON`, else Debian's `/usr/bin/python3` (the one Debian's
@@ -61,22 +66,27 @@ fn stdout_within(mut cmd: Command, limit: Duration) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Runs a Python snippet with `examples/python` importable; returns its stdout.
-fn python_eval(code: &str, args: &[&str]) -> String {
+/// The interpreter with the package importable from its source tree.
+fn python_cmd() -> Command {
     let mut cmd = Command::new(python());
+    cmd.env("PYTHONPATH", CLIENT_SRC);
+    cmd
+}
+
+/// Runs a Python snippet with `backlog_client` importable; returns its stdout.
+fn python_eval(code: &str, args: &[&str]) -> String {
+    let mut cmd = python_cmd();
     cmd.arg("-c")
-        .arg(format!(
-            "import sys; sys.path.insert(0, {EXAMPLES:?}); args = sys.argv[1:]\n{code}"
-        ))
+        .arg(format!("import sys; args = sys.argv[1:]\n{code}"))
         .args(args);
     stdout_within(cmd, Duration::from_secs(30))
 }
 
-/// `backlog_client.py enqueue URL QUEUE --jsonl FILE`: the plain INSERT, in one transaction.
+/// `python3 -m backlog_client enqueue URL QUEUE --jsonl FILE`: the plain INSERT, in one
+/// transaction.
 fn python_enqueue(db: &TestDb, queue: &str, jsonl: &str) -> usize {
-    let mut cmd = Command::new(python());
-    cmd.arg(example("backlog_client.py"))
-        .args(["enqueue", &db.url, queue, "--jsonl"])
+    let mut cmd = python_cmd();
+    cmd.args(["-m", "backlog_client", "enqueue", &db.url, queue, "--jsonl"])
         .arg(db.path(jsonl));
     let out = stdout_within(cmd, Duration::from_secs(30));
     out.trim().parse().unwrap()
@@ -110,7 +120,8 @@ fn python_copies_equal_the_query_files() {
             .unwrap_or_else(|e| panic!("QUERIES[{key:?}]: {} unreadable: {e}", file.display()));
         assert!(
             *text == want,
-            "QUERIES[{key:?}] in examples/python/backlog_client.py differs from {}: copy the file",
+            "QUERIES[{key:?}] in clients/python/src/backlog_client/_queries.py differs from {}: \
+             copy the file",
             file.display()
         );
     }
@@ -176,7 +187,7 @@ impl Drop for Proc {
 }
 
 fn python_worker(db: &TestDb, queue: &str, owner: &str, extra: &[&str]) -> Proc {
-    let mut cmd = Command::new(python());
+    let mut cmd = python_cmd();
     cmd.arg(example("worker.py"))
         .args([&db.url, queue, "--owner", owner, "--drain", "--log"])
         .arg(db.path(&format!("{owner}.log")))
@@ -589,4 +600,369 @@ fn postgres_python_details() {
 #[test]
 fn mysql_python_details() {
     details(Engine::MySql);
+}
+
+/// Python that opens the application's own connection to a test database, with the driver an
+/// application would use (sqlite3, psycopg, PyMySQL), not the client's: `app_conn(url)`.
+const APP_CONN: &str = r#"
+import json, sqlite3, urllib.parse
+import backlog_client as b
+def app_conn(url):
+    if url.startswith("sqlite://"):
+        return sqlite3.connect(url[len("sqlite://"):])
+    if url.startswith("postgres"):
+        import psycopg
+        return psycopg.connect(url)
+    import pymysql
+    u = urllib.parse.urlsplit(url)
+    return pymysql.connect(host=u.hostname, port=u.port, user=u.username, password=u.password or "",
+                           database=u.path.lstrip("/"))
+"#;
+
+fn python_app(code: &str, args: &[&str]) -> Value {
+    let out = python_eval(&format!("{APP_CONN}\n{code}"), args);
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+fn job_show(db: &TestDb, id: &Value) -> Value {
+    let out = db.ok(&["job", "show", &id.to_string(), "--json"]);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+fn count(db: &TestDb, sql: &str) -> i64 {
+    db.sql(sql).trim().parse().unwrap()
+}
+
+/// Every option of the producer on the application's own connection, read back by `backlog job
+/// show`; a taken unique key returns the job holding it; `enqueue_many` keeps the order.
+fn producer(engine: Engine) {
+    let db = TestDb::new(engine);
+    let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let out = python_app(
+        r#"import time
+conn = app_conn(args[0])
+before = time.time_ns() // 1000
+first = b.enqueue(conn, "mail", {"to": "a@example.com", "n": 1}, priority=-7, delay=3600,
+                  max_attempts=4, unique_key="welcome:42", kind="welcome", group="acct-42",
+                  trace_context={"traceparent": args[1], "tracestate": "vendor=x"})
+again = b.enqueue(conn, "mail", {"other": True}, unique_key="welcome:42")
+at = b.enqueue(conn, "mail", [1, 2], run_at=1_700_000_000_000_000, trace_context=args[1])
+many = b.enqueue_many(conn, [{"queue": "bulk", "payload": i, "priority": i} for i in range(5)])
+conn.commit()
+print(json.dumps({"first": first, "again": again, "at": at, "many": many, "before": before,
+                  "after": time.time_ns() // 1000}))"#,
+        &[&db.url, tp],
+    );
+    assert_eq!(
+        out["first"], out["again"],
+        "a taken unique key made a job: {out}"
+    );
+    let job = job_show(&db, &out["first"]);
+    assert_eq!(job["queue"], "mail");
+    assert_eq!(job["kind"], "welcome");
+    assert_eq!(job["payload"], json!({"to": "a@example.com", "n": 1}));
+    assert_eq!(job["priority"], -7);
+    assert_eq!(job["max_attempts"], 4);
+    assert_eq!(job["unique_key"], "welcome:42");
+    assert_eq!(job["group"], "acct-42");
+    assert_eq!(job["state"], "waiting", "a grouped job waits for its turn");
+    assert_eq!(job["traceparent"], tp);
+    assert_eq!(job["tracestate"], "vendor=x");
+    let hour = 3_600_000_000_i64;
+    let run_at = job["run_at"].as_i64().unwrap();
+    let (before, after) = (
+        out["before"].as_i64().unwrap(),
+        out["after"].as_i64().unwrap(),
+    );
+    assert!(
+        run_at >= before + hour - 5_000_000 && run_at <= after + hour + 5_000_000,
+        "delay=3600: run_at {run_at} not an hour after {before}..{after}"
+    );
+    let at = job_show(&db, &out["at"]);
+    assert_eq!(at["run_at"], 1_700_000_000_000_000_i64);
+    assert_eq!(at["payload"], json!([1, 2]));
+    assert_eq!(at["state"], "available");
+    assert_eq!(at["traceparent"], tp);
+    assert_eq!(at["tracestate"], Value::Null);
+    assert_eq!(at["priority"], 0);
+    let many: Vec<i64> = serde_json::from_value(out["many"].clone()).unwrap();
+    assert_eq!(many.len(), 5);
+    for (i, id) in many.iter().enumerate() {
+        let job = job_show(&db, &json!(id));
+        assert_eq!(
+            (job["payload"].clone(), job["priority"].clone()),
+            (json!(i), json!(i))
+        );
+    }
+    assert!(
+        many.windows(2).all(|w| w[0] < w[1]),
+        "ids out of order: {many:?}"
+    );
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM backlog_job"), 7);
+}
+
+/// A job enqueued in the application's transaction exists exactly when that transaction
+/// commits, with the application's own row.
+fn transaction(engine: Engine) {
+    let db = TestDb::new(engine);
+    db.sql("CREATE TABLE app_order (id INT PRIMARY KEY)");
+    let out = python_app(
+        r#"conn = app_conn(args[0])
+cur = conn.cursor()
+mark = "?" if isinstance(conn, sqlite3.Connection) else "%s"
+cur.execute(f"INSERT INTO app_order (id) VALUES ({mark})", (1,))
+gone = b.enqueue(conn, "orders", {"order": 1})
+conn.rollback()
+cur.execute(f"INSERT INTO app_order (id) VALUES ({mark})", (2,))
+kept = b.enqueue(conn, "orders", {"order": 2}, kind="ship")
+conn.commit()
+print(json.dumps({"gone": gone, "kept": kept}))"#,
+        &[&db.url],
+    );
+    assert_eq!(db.sql("SELECT id FROM app_order").trim(), "2");
+    assert_eq!(
+        db.sql("SELECT id FROM backlog_job WHERE queue = 'orders'")
+            .trim(),
+        out["kept"].to_string()
+    );
+    assert_eq!(job_show(&db, &out["kept"])["payload"], json!({"order": 2}));
+    let stats = db.stats();
+    assert_eq!(stats["orders"]["available"], 1, "{stats}");
+
+    // examples/python/web_enqueue.py: a good order commits its row and its job; an order
+    // refused after both were written rolls back both.
+    let out = python_app(
+        r#"import io, wsgiref.util
+sys.path.insert(0, args[1])
+import web_enqueue
+web_enqueue.create_tables(args[0])
+app = web_enqueue.make_app(args[0])
+def post(body):
+    env = {}
+    wsgiref.util.setup_testing_defaults(env)
+    data = json.dumps(body).encode()
+    env.update(REQUEST_METHOD="POST", PATH_INFO="/orders", CONTENT_LENGTH=str(len(data)),
+               **{"wsgi.input": io.BytesIO(data)})
+    status = []
+    reply = json.loads(b"".join(app(env, lambda s, h: status.append(s))))
+    return [status[0], reply]
+print(json.dumps([post({"item": "book", "quantity": 2}), post({"item": "pen", "quantity": 0})]))"#,
+        &[&db.url, EXAMPLES],
+    );
+    assert_eq!(out[0][0], "201 Created", "{out}");
+    assert_eq!(out[1][0], "422 Unprocessable Entity", "{out}");
+    let order = out[0][1]["order"].as_str().unwrap();
+    assert_eq!(db.sql("SELECT id FROM shop_order").trim(), order);
+    let job = job_show(&db, &out[0][1]["job"]);
+    assert_eq!(job["payload"], json!({"order": order, "item": "book"}));
+    assert_eq!(job["kind"], "ship");
+    assert_eq!(db.stats()["orders"]["available"], 2);
+}
+
+/// Bad input is a typed error raised before anything is written, even when the caller commits
+/// afterwards; a stale token is LeaseLost with `strict`; an older schema is SchemaTooOld.
+fn errors(engine: Engine) {
+    let db = TestDb::new(engine);
+    let out = python_app(
+        r#"import datetime
+conn = app_conn(args[0])
+bad = [
+    ("payload", {}, {"f": float("nan")}, {}),
+    ("payload", {}, {"s": {1, 2}}, {}),
+    ("payload", {}, {"nul": "a\u0000b"}, {}),
+    ("queue", "bad queue", {}, {}),
+    ("queue", "x" * 129, {}, {}),
+    ("kind", "q", {}, {"kind": "no/slash"}),
+    ("unique", "q", {}, {"unique_key": "k" * 256}),
+    ("group", "q", {}, {"group": ""}),
+    ("priority", "q", {}, {"priority": 32768}),
+    ("max_attempts", "q", {}, {"max_attempts": 0}),
+    ("delay", "q", {}, {"delay": -1}),
+    ("both", "q", {}, {"delay": 1, "run_at": 1}),
+    ("naive", "q", {}, {"run_at": datetime.datetime(2030, 1, 1)}),
+    ("trace", "q", {}, {"trace_context": "00-" + "0" * 32 + "-00f067aa0ba902b7-01"}),
+]
+seen = {}
+for what, queue, payload, opts in bad:
+    if what == "payload":
+        queue = "q"
+    try:
+        b.enqueue(conn, queue, payload, **opts)
+        seen[what + str(len(seen))] = "no error"
+    except b.BacklogError as err:
+        seen[what + str(len(seen))] = type(err).__name__
+try:
+    b.enqueue_many(conn, [{"queue": "q", "payload": 1}, {"queue": "q", "payload": 2, "kind": "a b"}])
+    seen["many"] = "no error"
+except b.InvalidName:
+    seen["many"] = "InvalidName"
+conn.commit()
+client = b.connect(args[0])
+try:
+    client.enqueue("q", object())
+except b.InvalidPayload:
+    seen["client"] = "InvalidPayload"
+client.enqueue("ok", {"n": 1})
+job = client.claim("ok", 1)[0]
+stale = b.Job(**{**job.__dict__, "token": job.token + 1})
+seen["lenient"] = [client.ack(stale), client.nack(stale, "x"), client.heartbeat(stale), client.release(stale)]
+for op in ("ack", "heartbeat", "release"):
+    try:
+        getattr(client, op)(stale, strict=True)
+        seen[op] = "no error"
+    except b.LeaseLost as err:
+        seen[op] = [type(err).__name__, err.job_id == job.id]
+try:
+    client.nack(stale, "x", strict=True)
+except b.LeaseLost:
+    seen["nack"] = "LeaseLost"
+seen["acked"] = client.ack(job)
+print(json.dumps(seen))"#,
+        &[&db.url],
+    );
+    let want = json!({
+        "payload0": "InvalidPayload", "payload1": "InvalidPayload", "payload2": "InvalidPayload",
+        "queue3": "InvalidName", "queue4": "InvalidName", "kind5": "InvalidName",
+        "unique6": "InvalidName", "group7": "InvalidName", "priority8": "InvalidOption",
+        "max_attempts9": "InvalidOption", "delay10": "InvalidOption", "both11": "InvalidOption",
+        "naive12": "InvalidOption", "trace13": "InvalidOption", "many": "InvalidName",
+        "client": "InvalidPayload", "lenient": [false, "lost", false, false],
+        "ack": ["LeaseLost", true], "heartbeat": ["LeaseLost", true],
+        "release": ["LeaseLost", true], "nack": "LeaseLost", "acked": true,
+    });
+    assert_eq!(out, want);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM backlog_job_all WHERE queue = 'q'"
+        ),
+        0,
+        "bad input wrote a job"
+    );
+    assert_eq!(db.stats()["ok"]["completed"], 1);
+
+    // A schema below the version the client speaks.
+    db.sql("DELETE FROM backlog_migration WHERE version = 19");
+    let out = python_app(
+        r#"try:
+    b.connect(args[0])
+    print(json.dumps("connected"))
+except b.SchemaTooOld as err:
+    print(json.dumps([type(err).__name__, err.found, err.needed, str(err)]))"#,
+        &[&db.url],
+    );
+    assert_eq!(out[0], "SchemaTooOld", "{out}");
+    assert_eq!(
+        (out[1].as_i64(), out[2].as_i64()),
+        (Some(18), Some(19)),
+        "{out}"
+    );
+    assert!(
+        out[3].as_str().unwrap().contains("backlog migrate"),
+        "{out}"
+    );
+}
+
+/// A database without the schema: `connect` raises SchemaMissing (and leaves no SQLite file).
+fn schema_missing(engine: Engine) {
+    let db = TestDb::unmigrated(engine);
+    let out = python_app(
+        r#"try:
+    b.connect(args[0])
+    print(json.dumps("connected"))
+except b.SchemaMissing as err:
+    print(json.dumps([type(err).__name__, isinstance(err, b.BacklogError), str(err)]))"#,
+        &[&db.url],
+    );
+    assert_eq!(out[0], "SchemaMissing", "{out}");
+    assert_eq!(out[1], true);
+    assert!(
+        out[2].as_str().unwrap().contains("backlog migrate"),
+        "{out}"
+    );
+    if engine == Engine::Sqlite {
+        assert!(!Path::new(db.url.trim_start_matches("sqlite://")).exists());
+    }
+}
+
+/// The asyncio API: enqueue, claim and ack as awaitables, and an AsyncConsumer with an `async
+/// def` handler draining a queue (one job retried once) while `backlog stats` counts.
+fn asyncio(engine: Engine) {
+    let db = TestDb::new(engine);
+    db.ok(&[
+        "queue",
+        "set",
+        "aq",
+        "--backoff-base",
+        "10ms",
+        "--backoff-max",
+        "20ms",
+    ]);
+    let out = python_app(
+        r#"import asyncio
+async def main():
+    seen = {}
+    async with b.AsyncClient(args[0]) as c:
+        tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        ids = [await c.enqueue("aq", {"i": i}, priority=i, trace_context=tp) for i in range(3)]
+        jobs = await c.claim("aq", 10)
+        seen["claimed"] = [j.id for j in jobs] == ids
+        seen["traced"] = all(json.loads(j.trace_context) == {"traceparent": tp} for j in jobs)
+        seen["acked"] = [await c.ack(j) for j in jobs]
+        await c.enqueue_many([{"queue": "aq", "payload": {"i": i}} for i in range(3, 8)])
+        ran, outcomes = [], []
+        async def handle(job):
+            await asyncio.sleep(0)
+            ran.append(job.payload["i"])
+            if job.payload["i"] == 5 and job.attempt == 1:
+                raise RuntimeError("once")
+        consumer = b.AsyncConsumer(c, "aq", handle, batch=2,
+                                   on_outcome=lambda job, o: outcomes.append(o))
+        await asyncio.wait_for(consumer.run(drain=True), 20)
+        seen["ran"] = sorted(ran)
+        seen["outcomes"] = sorted(outcomes)
+    return seen
+print(json.dumps(asyncio.run(main())))"#,
+        &[&db.url],
+    );
+    assert_eq!(
+        out,
+        json!({"claimed": true, "traced": true, "acked": [true, true, true], "ran": [3, 4, 5, 5, 6, 7],
+               "outcomes": ["completed", "completed", "completed", "completed", "completed", "retry"]})
+    );
+    assert_eq!(db.stats()["aq"]["completed"], 8, "{}", db.stats());
+}
+
+/// One test per backend of each case above: `python_producer::sqlite`, `…::postgres`, `…::mysql`.
+macro_rules! on_every_backend {
+    ($($module:ident => $case:ident),* $(,)?) => {$(
+        mod $module {
+            use super::*;
+
+            #[test]
+            fn sqlite() {
+                $case(Engine::Sqlite);
+            }
+
+            #[cfg(feature = "servers")]
+            #[test]
+            fn postgres() {
+                $case(Engine::Postgres);
+            }
+
+            #[cfg(feature = "servers")]
+            #[test]
+            fn mysql() {
+                $case(Engine::MySql);
+            }
+        }
+    )*};
+}
+
+on_every_backend! {
+    python_producer => producer,
+    python_transaction => transaction,
+    python_errors => errors,
+    python_schema_missing => schema_missing,
+    python_asyncio => asyncio,
 }

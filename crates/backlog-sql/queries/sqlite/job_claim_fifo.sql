@@ -1,7 +1,7 @@
 -- Claims up to `limit` due jobs of a queue under one new lease, FIFO: by priority, then due time,
 -- then id. `kinds`: a JSON array, NULL for any kind. One statement: SQLite has a single writer, so
 -- the picked rows cannot be taken by anyone else.
--- The claim of the SQL contract, for clients in other languages (examples/python): their driver
+-- The claim of the SQL contract, for clients in other languages (clients/python): their driver
 -- reads a result's rows where it runs. This library marks the rows and reads them back as one
 -- row (job_claim_json_fifo), the same jobs.
 -- @external

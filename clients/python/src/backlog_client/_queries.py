@@ -1,0 +1,755 @@
+"""The library's statements, copied verbatim from crates/backlog-sql/queries/<key> (backlog's
+test suite fails when a copy and its file differ). Nothing but the list markers and
+placeholders is changed before a statement is sent: see `_dialect`."""
+
+from __future__ import annotations
+
+QUERIES: dict[str, str] = {}
+
+QUERIES["sqlite/job_claim_fifo.sql"] = """\
+-- Claims up to `limit` due jobs of a queue under one new lease, FIFO: by priority, then due time,
+-- then id. `kinds`: a JSON array, NULL for any kind. One statement: SQLite has a single writer, so
+-- the picked rows cannot be taken by anyone else.
+-- The claim of the SQL contract, for clients in other languages (clients/python): their driver
+-- reads a result's rows where it runs. This library marks the rows and reads them back as one
+-- row (job_claim_json_fifo), the same jobs.
+-- @external
+-- @param token: i64
+-- @param owner: &str
+-- @param expires: i64
+-- @param now: i64
+-- @param queue: &str
+-- @param kinds: Option<String>
+-- @param limit: i64
+UPDATE backlog_job
+SET state = 'running', attempt = attempt + 1, lease_token = ?1, lease_owner = ?2,
+    lease_expires_at = ?3, attempted_at = ?4
+WHERE id IN (
+    SELECT id FROM backlog_job
+    WHERE queue = ?5 AND state = 'available' AND run_at <= ?4
+      AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL
+                                                                       OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
+    ORDER BY priority, run_at, id
+    LIMIT +?7
+)
+-- Not the queue, token or lease expiry: the claimer chose them.
+RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
+"""
+QUERIES["sqlite/job_claim_lifo.sql"] = """\
+-- Claims up to `limit` due jobs of a queue under one new lease, LIFO: by priority, then latest due
+-- time first, then highest id. `kinds`: a JSON array, NULL for any kind. One statement: SQLite has
+-- a single writer, so the picked rows cannot be taken by anyone else.
+-- The claim of the SQL contract, for clients in other languages (clients/python): their driver
+-- reads a result's rows where it runs. This library marks the rows and reads them back as one
+-- row (job_claim_json_lifo), the same jobs.
+-- @external
+-- @param token: i64
+-- @param owner: &str
+-- @param expires: i64
+-- @param now: i64
+-- @param queue: &str
+-- @param kinds: Option<String>
+-- @param limit: i64
+UPDATE backlog_job
+SET state = 'running', attempt = attempt + 1, lease_token = ?1, lease_owner = ?2,
+    lease_expires_at = ?3, attempted_at = ?4
+WHERE id IN (
+    SELECT id FROM backlog_job
+    WHERE queue = ?5 AND state = 'available' AND run_at <= ?4
+      AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
+      AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ?5 AND (paused = 1 OR global_concurrency IS NOT NULL
+                                                                       OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
+    ORDER BY priority, run_at DESC, id DESC
+    LIMIT +?7
+)
+-- Not the queue, token or lease expiry: the claimer chose them.
+RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
+"""
+
+QUERIES["sqlite/job_complete_delete.sql"] = """\
+-- Completes running jobs whose lease tokens still match: deletes them, returning their ids.
+-- `pairs`: the (id, lease_token) pairs as a JSON array of two-element arrays. One statement text
+-- for any batch size; each pair is looked up by primary key (never a scan of the running jobs).
+-- @param pairs: &str
+DELETE FROM backlog_job
+WHERE id IN (
+    SELECT b.id FROM json_each(?1) AS p
+    JOIN backlog_job AS b ON b.id = p.value ->> 0
+    WHERE b.lease_token = p.value ->> 1 AND b.state = 'running'
+)
+RETURNING id
+"""
+
+QUERIES["sqlite/job_complete_keep.sql"] = """\
+-- Completes running jobs whose lease tokens still match: marks them completed, kept, returning
+-- their ids. `pairs`: the (id, lease_token) pairs as JSON (see job_complete_delete).
+-- @param pairs: &str
+-- @param now: i64
+UPDATE backlog_job
+SET state = 'completed', finished_at = ?2, lease_token = NULL, lease_expires_at = NULL
+WHERE id IN (
+    SELECT b.id FROM json_each(?1) AS p
+    JOIN backlog_job AS b ON b.id = p.value ->> 0
+    WHERE b.lease_token = p.value ->> 1 AND b.state = 'running'
+)
+RETURNING id
+"""
+
+QUERIES["sqlite/job_complete_archive.sql"] = """\
+-- Copies running jobs whose lease tokens still match into the archive, completed. `pairs`: the
+-- (id, lease_token) pairs as JSON (see job_complete_delete). The DELETE of job_complete_delete
+-- follows in the same transaction.
+-- @param pairs: &str
+-- @param now: i64
+INSERT INTO backlog_job_archive
+    (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+     lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+     attempted_at, finished_at, cancel_requested_at, trace_context, group_key)
+SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
+       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?2,
+       cancel_requested_at, trace_context, group_key
+FROM backlog_job
+WHERE id IN (
+    SELECT b.id FROM json_each(?1) AS p
+    JOIN backlog_job AS b ON b.id = p.value ->> 0
+    WHERE b.lease_token = p.value ->> 1 AND b.state = 'running'
+)
+"""
+
+QUERIES["sqlite/job_fail.sql"] = """\
+-- A failed attempt of a job whose lease token still matches: retried (available at `run_at`),
+-- dead or cancelled (finished at `finished_at`), the error appended to its errors.
+-- @param state: &str
+-- @param run_at: i64
+-- @param finished_at: Option<i64>
+-- @param now: i64
+-- @param error: &str
+-- @param id: i64
+-- @param token: i64
+-- A failed job of an ordered group whose queue lets the group go on (group_on_failure 'next')
+-- waits for its group's turn again instead of holding its group's place while it waits to retry.
+UPDATE backlog_job
+SET state = CASE WHEN ?1 = 'available' AND group_key IS NOT NULL
+                  AND (SELECT q.group_on_failure FROM backlog_queue q WHERE q.name = backlog_job.queue) = 'next'
+             THEN 'waiting' ELSE ?1 END,
+    run_at = ?2, finished_at = ?3, lease_token = NULL, lease_expires_at = NULL,
+    errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'at', ?4, 'error', ?5))
+WHERE id = ?6 AND lease_token = ?7 AND state = 'running'
+"""
+
+QUERIES["sqlite/job_heartbeat.sql"] = """\
+-- Extends the lease of a job whose lease token still matches. Also tells the worker whether
+-- cancellation of the job was requested.
+-- @param expires: i64
+-- @param id: i64
+-- @param token: i64
+UPDATE backlog_job SET lease_expires_at = ?1
+WHERE id = ?2 AND lease_token = ?3 AND state = 'running'
+RETURNING cancel_requested_at IS NOT NULL AS cancel_requested
+"""
+
+QUERIES["sqlite/job_release.sql"] = """\
+-- Back to available without consuming the attempt the claim counted.
+-- @param run_at: i64
+-- @param id: i64
+-- @param token: i64
+UPDATE backlog_job
+SET state = 'available', attempt = MAX(attempt - 1, 0), run_at = ?1,
+    lease_token = NULL, lease_expires_at = NULL
+WHERE id = ?2 AND lease_token = ?3 AND state = 'running'
+"""
+
+QUERIES["sqlite/job_rescue.sql"] = """\
+-- Expired leases: back to available, or dead when the attempt that died was the last one.
+-- Returns the queue of each job rescued and whether it ended dead (for the per-queue counts).
+-- After: the rescue's floor, as on PostgreSQL (the smallest integer: a full pass).
+-- @param now: i64
+-- @param limit: i64
+-- @param after: i64
+UPDATE backlog_job
+SET state = CASE WHEN attempt >= COALESCE(max_attempts,
+                     (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
+                 THEN 'dead' ELSE 'available' END,
+    finished_at = CASE WHEN attempt >= COALESCE(max_attempts,
+                     (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
+                 THEN ?1 ELSE NULL END,
+    run_at = ?1,
+    errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'at', ?1,
+             'error', 'lease expired (worker ' || COALESCE(lease_owner, '?') || ' stopped heartbeating)')),
+    lease_token = NULL, lease_expires_at = NULL
+WHERE id IN (
+    SELECT id FROM backlog_job
+    WHERE state = 'running' AND lease_expires_at < ?1 AND lease_expires_at >= ?3
+    ORDER BY lease_expires_at
+    LIMIT +?2
+)
+RETURNING queue, state = 'dead' AS dead
+"""
+
+QUERIES["sqlite/queue_get.sql"] = """\
+-- A queue's stored settings.
+-- @param name: &str
+SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
+       retention, concurrency, global_concurrency, group_concurrency, group_on_failure,
+       rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, shards
+FROM backlog_queue WHERE name = ?1
+"""
+
+QUERIES["postgres/job_claim_fifo.sql"] = """\
+-- Claims up to `limit` due jobs of a queue under one new lease, FIFO: by priority, then due time,
+-- then id. SKIP LOCKED: concurrent claimers pass over rows another claimer holds instead of
+-- queueing on them.
+-- The queue's jobs lie on `shards` claim heads (backlog_queue.shards; 1: one strict head). The
+-- claim starts at a random shard and takes each shard's head in turn, in the order above,
+-- until it has `limit` jobs: one index probe per shard it visits (the LATERAL subquery), so
+-- it costs O(limit + shards) whatever the statistics. The count and the first shard are read
+-- once into a MATERIALIZED CTE: inlined, random() would be folded into the probe and run again
+-- at each shard. The shards come from a constant series cut to the count (one per possible
+-- shard, 256): a series bounded by the count itself made PostgreSQL 15 spend about 10 ms on
+-- every claim (against 0.15 ms) once the subquery holds FOR UPDATE.
+-- Cursor: each shard's claim starts past `cursor` (three values a shard: priority, run_at,
+-- id; src/cursor.rs), past the index entries that claimed and completed jobs leave
+-- behind while a held snapshot keeps vacuum from removing them. Empty, or a shard beyond
+-- it: from the head (a full pass).
+-- @param token: i64
+-- @param owner: &str
+-- @param expires: i64
+-- @param now: i64
+-- @param queue: &str
+-- @param kinds: Option<Vec<String>>
+-- @param limit: i64
+-- @param cursor: &[i64]
+WITH heads AS MATERIALIZED (
+    SELECT n, floor(random() * n)::int AS first
+    FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
+                                    OR group_rate_limit IS NOT NULL) THEN 0
+                       ELSE COALESCE(max(shards), 1) END AS n
+          FROM backlog_queue WHERE name = $5) AS q
+), picked AS (
+    SELECT c.id
+    FROM heads AS q
+    CROSS JOIN generate_series(0, 255) AS s(i)
+    CROSS JOIN LATERAL (
+        SELECT id FROM backlog_job
+        WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
+          AND (priority, run_at, id) > (COALESCE(($8::bigint[])[3 * ((q.first + s.i) % q.n) + 1], -32768)::smallint,
+                                        COALESCE(($8::bigint[])[3 * ((q.first + s.i) % q.n) + 2], -9223372036854775807),
+                                        COALESCE(($8::bigint[])[3 * ((q.first + s.i) % q.n) + 3], -9223372036854775807))
+          AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
+        ORDER BY priority, run_at, id
+        LIMIT $7
+        FOR UPDATE SKIP LOCKED
+    ) AS c
+    WHERE s.i < q.n
+    LIMIT $7
+)
+UPDATE backlog_job j
+SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,
+    lease_expires_at = $3, attempted_at = $4
+WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
+-- Not the queue, token or lease expiry: the claimer chose them.
+RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
+          j.run_at, j.created_at, j.trace_context, j.group_key, j.shard
+"""
+QUERIES["postgres/job_claim_lifo.sql"] = """\
+-- Claims up to `limit` due jobs of a queue under one new lease, LIFO: by priority, then latest due
+-- time first. SKIP LOCKED: concurrent claimers pass over rows another claimer holds instead of
+-- queueing on them.
+-- Shards: taken as job_claim_fifo takes them, from a random shard, each shard's head in turn.
+-- @param token: i64
+-- @param owner: &str
+-- @param expires: i64
+-- @param now: i64
+-- @param queue: &str
+-- @param kinds: Option<Vec<String>>
+-- @param limit: i64
+WITH heads AS MATERIALIZED (
+    SELECT n, floor(random() * n)::int AS first
+    FROM (SELECT CASE WHEN bool_or(paused OR global_concurrency IS NOT NULL OR rate_limit IS NOT NULL
+                                    OR group_rate_limit IS NOT NULL) THEN 0
+                       ELSE COALESCE(max(shards), 1) END AS n
+          FROM backlog_queue WHERE name = $5) AS q
+), picked AS (
+    SELECT c.id
+    FROM heads AS q
+    CROSS JOIN generate_series(0, 255) AS s(i)
+    CROSS JOIN LATERAL (
+        SELECT id FROM backlog_job
+        WHERE queue = $5 AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= $4
+          AND ($6::text[] IS NULL OR kind = ANY($6::text[]))
+        ORDER BY priority, run_at DESC, id DESC
+        LIMIT $7
+        FOR UPDATE SKIP LOCKED
+    ) AS c
+    WHERE s.i < q.n
+    LIMIT $7
+)
+UPDATE backlog_job j
+SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,
+    lease_expires_at = $3, attempted_at = $4
+WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
+-- Not the queue, token or lease expiry: the claimer chose them.
+RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
+          j.run_at, j.created_at, j.trace_context, j.group_key
+"""
+
+QUERIES["postgres/job_complete_delete.sql"] = """\
+-- Completes running jobs whose lease tokens still match: deletes them, returning their ids.
+-- (id, lease_token) pairs come as two parallel arrays: one statement for any batch size. The
+-- primary-key scan of `id = ANY` visits (and so locks) the rows in id order, as every multi-row
+-- writer here does, so concurrent completions and claim-token claimers do not deadlock (should a
+-- plan ever visit them otherwise, the database reports a deadlock and the completion is retried).
+-- Ids are distinct within a call; array_position finds each row's own token.
+-- @param ids: &[i64]
+-- @param tokens: &[i64]
+DELETE FROM backlog_job
+WHERE id = ANY($1::bigint[]) AND state = 'running'
+  AND lease_token = ($2::bigint[])[array_position($1::bigint[], id)]
+RETURNING id
+"""
+
+QUERIES["postgres/job_complete_keep.sql"] = """\
+-- Completes running jobs whose lease tokens still match: marks them completed, kept, returning
+-- their ids. (id, lease_token) pairs come as two parallel arrays (see job_complete_delete for the
+-- lock order).
+-- Kept means moved: the DELETE … RETURNING and the INSERT move exactly the completed rows into
+-- backlog_job_done, atomically, out of the table that claims read and compactions copy
+-- (migrations/postgres/0015_job_done.sql), into the partition of their finish time's slot
+-- (version 16: a ring the leader empties whole once pruned; the slot, backlog_job_done_slot() written
+-- out, is read once a statement: a call of that SQL function would be planned at every statement).
+-- @param ids: &[i64]
+-- @param tokens: &[i64]
+-- @param now: i64
+WITH gone AS (
+    DELETE FROM backlog_job
+    WHERE id = ANY($1::bigint[]) AND state = 'running'
+      AND lease_token = ($2::bigint[])[array_position($1::bigint[], id)]
+    RETURNING *
+)
+INSERT INTO backlog_job_done
+    (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+     lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+     attempted_at, finished_at, cancel_requested_at, trace_context, group_key, shard,
+     slot)
+SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
+       lease_owner, NULL, unique_key, errors, result, progress, created_at,
+       attempted_at, $3, cancel_requested_at, trace_context, group_key, shard,
+       (SELECT (($3 / period_us) % 16)::smallint FROM backlog_job_done_ring)
+FROM gone
+RETURNING id
+"""
+
+QUERIES["postgres/job_complete_archive.sql"] = """\
+-- Completes running jobs whose lease tokens still match: moves them to the archive, returning their
+-- ids. One statement: the CTE deletes the rows and the INSERT moves exactly those, atomically. (id,
+-- lease_token) pairs come as two parallel arrays (see job_complete_delete for the lock order).
+-- @param ids: &[i64]
+-- @param tokens: &[i64]
+-- @param now: i64
+WITH moved AS (
+    DELETE FROM backlog_job
+    WHERE id = ANY($1::bigint[]) AND state = 'running'
+      AND lease_token = ($2::bigint[])[array_position($1::bigint[], id)]
+    RETURNING *
+)
+INSERT INTO backlog_job_archive
+    (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+     lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+     attempted_at, finished_at, cancel_requested_at, trace_context, group_key)
+SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
+       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, $3,
+       cancel_requested_at, trace_context, group_key
+FROM moved
+RETURNING id
+"""
+
+QUERIES["postgres/job_fail.sql"] = """\
+-- Casts: $3 may be NULL, and jsonb_build_object takes "any" so its arguments need a type.
+-- @param state: &str
+-- @param run_at: i64
+-- @param finished_at: Option<i64>
+-- @param now: i64
+-- @param error: &str
+-- @param id: i64
+-- @param token: i64
+-- A failed job of an ordered group whose queue lets the group go on (group_on_failure 'next')
+-- waits for its group's turn again instead of holding its group's place while it waits to retry.
+UPDATE backlog_job
+SET state = CASE WHEN $1 = 'available' AND group_key IS NOT NULL
+                  AND (SELECT q.group_on_failure FROM backlog_queue q WHERE q.name = queue) = 'next'
+             THEN 'waiting' ELSE $1 END,
+    run_at = $2, finished_at = $3::bigint, lease_token = NULL, lease_expires_at = NULL,
+    errors = errors || jsonb_build_array(
+        jsonb_build_object('attempt', attempt, 'at', $4::bigint, 'error', $5::text))
+WHERE id = $6 AND lease_token = $7 AND state = 'running'
+"""
+
+QUERIES["postgres/job_heartbeat.sql"] = """\
+-- Also tells the worker whether cancellation of the job was requested.
+-- @param expires: i64
+-- @param id: i64
+-- @param token: i64
+UPDATE backlog_job SET lease_expires_at = $1
+WHERE id = $2 AND lease_token = $3 AND state = 'running'
+RETURNING cancel_requested_at IS NOT NULL AS cancel_requested
+"""
+
+QUERIES["postgres/job_release.sql"] = """\
+-- Back to available without consuming the attempt the claim counted.
+-- @param run_at: i64
+-- @param id: i64
+-- @param token: i64
+UPDATE backlog_job
+SET state = 'available', attempt = GREATEST(attempt - 1, 0), run_at = $1,
+    lease_token = NULL, lease_expires_at = NULL
+WHERE id = $2 AND lease_token = $3 AND state = 'running'
+"""
+
+QUERIES["postgres/job_rescue.sql"] = """\
+-- Expired leases: back to available, or dead when the attempt that died was the last one.
+-- Returns the queue of each job rescued and whether it ended dead (for the per-queue counts).
+-- SKIP LOCKED: a row held open by a transaction-mode claimer or another rescuer is passed over;
+-- the outer WHERE rechecks state and expiry on the row as it is once locked. = ANY(ARRAY(…)): the
+-- batch is locked once (an InitPlan); `id IN (SELECT … LIMIT … FOR UPDATE)` may be rescanned per
+-- outer row, each rescan locking more rows than the limit.
+-- After: the rescue's floor (src/cursor.rs): only leases that expired since the last complete
+-- pass, past the index entries of finished jobs that a held snapshot keeps vacuum from
+-- removing; the smallest bigint for a full pass.
+-- @param now: i64
+-- @param limit: i64
+-- @param after: i64
+UPDATE backlog_job
+SET state = CASE WHEN attempt >= COALESCE(max_attempts,
+                     (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
+                 THEN 'dead' ELSE 'available' END,
+    finished_at = CASE WHEN attempt >= COALESCE(max_attempts,
+                     (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
+                 THEN $1::bigint ELSE NULL END,
+    run_at = $1,
+    errors = errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', $1::bigint,
+             'error', 'lease expired (worker ' || COALESCE(lease_owner, '?') || ' stopped heartbeating)')),
+    lease_token = NULL, lease_expires_at = NULL
+WHERE id = ANY(ARRAY(
+    SELECT id FROM backlog_job
+    WHERE state = 'running' AND lease_expires_at < $1 AND lease_expires_at >= $3
+    ORDER BY lease_expires_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+))
+AND state = 'running' AND lease_expires_at < $1
+RETURNING queue, state = 'dead' AS dead
+"""
+
+QUERIES["postgres/queue_get.sql"] = """\
+-- @param name: &str
+SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
+       retention, concurrency, global_concurrency, group_concurrency, group_on_failure,
+       rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, shards
+FROM backlog_queue WHERE name = $1
+"""
+
+QUERIES["mysql/job_claim_fifo.sql"] = """\
+-- SKIP LOCKED: concurrent claimers pass over each other's rows; job_claim_update takes these in
+-- the same transaction (no UPDATE … RETURNING in MySQL), so the SELECT returns what it will write.
+-- One shard of the queue's claim point per statement (the claimer walks the shards from a random
+-- one; see claim_with in mysql.rs). FORCE INDEX: the claim index whatever the statistics say (a
+-- scan would lock far more rows). Not the queue, token or lease expiry: the claimer chose them. By
+-- priority, then the oldest due first (FIFO).
+-- After: the shard's claim cursor (src/cursor.rs), the key `(priority, run_at, id)` past
+-- which it starts, past the delete-marked entries a held snapshot keeps purge from
+-- removing; NULL: from the head (a full pass). Written out with OR, which the range
+-- optimizer reads as ranges of the claim index.
+-- @param queue: &str
+-- @param shard: i32
+-- @param now: i64
+-- @param kinds: Option<&str>
+-- @param limit: i64
+-- @param after_priority: Option<i16>
+-- @param after_run_at: Option<i64>
+-- @param after_id: Option<i64>
+-- @bind queue, shard, now, kinds, kinds, after_priority, after_priority, after_priority, after_run_at, after_run_at, after_id, queue, limit
+SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
+       max_attempts, run_at, created_at, trace_context, group_key
+FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
+WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
+  AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
+  AND (? IS NULL OR priority > ? OR (priority = ? AND (run_at > ? OR (run_at = ? AND id > ?))))
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
+                                                                  OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
+ORDER BY priority, run_at, id
+LIMIT ?
+FOR UPDATE SKIP LOCKED
+"""
+QUERIES["mysql/job_claim_lifo.sql"] = """\
+-- SKIP LOCKED: concurrent claimers pass over each other's rows; job_claim_update takes these in
+-- the same transaction (no UPDATE … RETURNING in MySQL), so the SELECT returns what it will write.
+-- One shard of the queue's claim point per statement (the claimer walks the shards from a random
+-- one; see claim_with in mysql.rs). FORCE INDEX: the claim index whatever the statistics say (a
+-- scan would lock far more rows). Not the queue, token or lease expiry: the claimer chose them. By
+-- priority, then the newest due first (LIFO).
+-- @param queue: &str
+-- @param shard: i32
+-- @param now: i64
+-- @param kinds: Option<&str>
+-- @param limit: i64
+-- @bind queue, shard, now, kinds, kinds, queue, limit
+SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
+       max_attempts, run_at, created_at, trace_context, group_key
+FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
+WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
+  AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
+  AND NOT EXISTS (SELECT 1 FROM backlog_queue WHERE name = ? AND (paused OR global_concurrency IS NOT NULL
+                                                                  OR rate_limit IS NOT NULL OR group_rate_limit IS NOT NULL))
+ORDER BY priority, run_at DESC, id DESC
+LIMIT ?
+FOR UPDATE SKIP LOCKED
+"""
+
+QUERIES["mysql/job_claim_update.sql"] = """\
+-- The rows job_claim locked in this transaction. FORCE INDEX: on a small table the
+-- optimizer scans instead, waiting on rows other workers hold.
+-- @param token: i64
+-- @param owner: &str
+-- @param expires: i64
+-- @param now: i64
+-- @list IDS ids: i64
+UPDATE backlog_job FORCE INDEX (PRIMARY)
+SET state = 'running', attempt = attempt + 1, lease_token = ?, lease_owner = ?,
+    lease_expires_at = ?, attempted_at = ?
+WHERE id IN (/*IDS*/)
+"""
+
+QUERIES["mysql/job_complete_delete_fenced.sql"] = """\
+-- The common case in one statement: the jobs of one lease token (a claim gives its whole batch
+-- one token), fenced by it. FORCE INDEX (PRIMARY): rows are found and locked in id order, never
+-- by a scan. Multi-table syntax because single-table DELETE takes no index hint.
+-- @list IDS ids: i64
+-- @param token: i64
+DELETE backlog_job FROM backlog_job FORCE INDEX (PRIMARY)
+WHERE id IN (/*IDS*/) AND lease_token = ? AND state = 'running'
+"""
+
+QUERIES["mysql/job_complete_lock.sql"] = """\
+-- No RETURNING in MySQL: lock the rows first to learn which hold the caller's token. FORCE INDEX:
+-- on a small table the optimizer scans instead, locking rows other workers hold (deadlocks).
+-- @list IDS ids: i64
+SELECT id, lease_token, state FROM backlog_job FORCE INDEX (PRIMARY) WHERE id IN (/*IDS*/) FOR UPDATE
+"""
+
+QUERIES["mysql/job_complete_archive.sql"] = """\
+-- Rows job_complete_lock found running with the caller's token (FORCE INDEX: see there); they
+-- are deleted afterwards.
+-- @param now: i64
+-- @list IDS ids: i64
+INSERT INTO backlog_job_archive
+    (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+     lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+     attempted_at, finished_at, cancel_requested_at, trace_context, group_key)
+SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
+       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?,
+       cancel_requested_at, trace_context, group_key
+FROM backlog_job FORCE INDEX (PRIMARY)
+WHERE id IN (/*IDS*/)
+"""
+
+QUERIES["mysql/job_complete_keep.sql"] = """\
+-- Rows job_complete_lock found running with the caller's token (still locked; FORCE INDEX: see
+-- there), kept: copied, completed, into the ring table completions write now (the view
+-- backlog_job_done_current, turned by the leader; migrations/mysql/0017_job_done_ring.sql);
+-- job_complete_delete removes them from the job table after, in the same transaction.
+-- @param now: i64
+-- @list IDS ids: i64
+INSERT INTO backlog_job_done_current
+    (id, queue, kind, payload, state, priority, run_at, attempt, max_attempts, lease_token,
+     lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
+     attempted_at, finished_at, cancel_requested_at, trace_context, group_key, shard)
+SELECT id, queue, kind, payload, 'completed', priority, run_at, attempt, max_attempts, NULL,
+       lease_owner, NULL, unique_key, errors, result, progress, created_at, attempted_at, ?,
+       cancel_requested_at, trace_context, group_key, shard
+FROM backlog_job FORCE INDEX (PRIMARY)
+WHERE id IN (/*IDS*/)
+"""
+
+QUERIES["mysql/job_complete_delete.sql"] = """\
+-- Rows job_complete_lock found running with the caller's token (still locked). Multi-table
+-- syntax because single-table DELETE takes no index hint (see job_complete_lock for why).
+-- @list IDS ids: i64
+DELETE backlog_job FROM backlog_job FORCE INDEX (PRIMARY) WHERE id IN (/*IDS*/)
+"""
+
+QUERIES["mysql/job_fail.sql"] = """\
+-- errors first: MySQL evaluates SET left to right with the values already assigned.
+-- @param state: &str
+-- @param run_at: i64
+-- @param finished_at: Option<i64>
+-- @param now: i64
+-- @param error: &str
+-- @param id: i64
+-- @param token: i64
+-- @bind now, error, state, state, run_at, finished_at, id, token
+-- A failed job of an ordered group whose queue lets the group go on (group_on_failure 'next')
+-- waits for its group's turn again instead of holding its group's place while it waits to retry.
+UPDATE backlog_job
+SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_OBJECT('attempt', attempt, 'at', ?, 'error', ?)),
+    state = CASE WHEN ? = 'available' AND group_key IS NOT NULL
+                  AND (SELECT q.group_on_failure FROM backlog_queue q WHERE q.name = queue) = 'next'
+             THEN 'waiting' ELSE ? END,
+    run_at = ?, finished_at = ?, lease_token = NULL, lease_expires_at = NULL
+WHERE id = ? AND lease_token = ? AND state = 'running'
+"""
+
+QUERIES["mysql/job_heartbeat.sql"] = """\
+-- No RETURNING in MySQL: job_heartbeat_cancel reads the cancel flag after this.
+-- @param expires: i64
+-- @param id: i64
+-- @param token: i64
+UPDATE backlog_job SET lease_expires_at = ?
+WHERE id = ? AND lease_token = ? AND state = 'running'
+"""
+
+QUERIES["mysql/job_heartbeat_cancel.sql"] = """\
+-- Whether cancellation of the job was requested, read after job_heartbeat (fenced again: no row
+-- means the lease was lost in between).
+-- @param id: i64
+-- @param token: i64
+SELECT cancel_requested_at IS NOT NULL AS cancel_requested
+FROM backlog_job WHERE id = ? AND lease_token = ? AND state = 'running'
+"""
+
+QUERIES["mysql/job_release.sql"] = """\
+-- Back to available without consuming the attempt the claim counted.
+-- @param run_at: i64
+-- @param id: i64
+-- @param token: i64
+UPDATE backlog_job
+SET state = 'available', attempt = GREATEST(attempt - 1, 0), run_at = ?,
+    lease_token = NULL, lease_expires_at = NULL
+WHERE id = ? AND lease_token = ? AND state = 'running'
+"""
+
+QUERIES["mysql/job_rescue_ids.sql"] = """\
+-- Expired leases, oldest first, locked for job_rescue in the same transaction. SKIP LOCKED: a row
+-- held open by a transaction-mode claimer (or another rescuer) is passed over instead of waited
+-- on; a plain UPDATE … ORDER BY … LIMIT scanned into it and stalled every claimer's rescue.
+-- After: the rescue's floor (src/cursor.rs): only leases that expired since the last complete
+-- pass, past the delete-marked entries of finished jobs that a held snapshot keeps purge from
+-- removing; the smallest BIGINT for a full pass.
+-- Two steps in one statement, as in job_claim_fifo: the derived table reads the lease index
+-- without locking (a locking read there checks every delete-marked entry for an implicit
+-- lock), then the rows are locked by primary key in expiry order and rechecked; STRAIGHT_JOIN
+-- and the order by `c`'s column stop the locking at the LIMIT.
+-- @param now: i64
+-- @param after: i64
+-- @param limit: i64
+-- @bind now, after, limit, now, limit
+SELECT j.id FROM (
+    SELECT lease_expires_at, id FROM backlog_job FORCE INDEX (backlog_job_lease)
+    WHERE state = 'running' AND lease_expires_at < ? AND lease_expires_at >= ?
+    ORDER BY lease_expires_at
+    LIMIT ?
+) AS c
+STRAIGHT_JOIN backlog_job AS j FORCE INDEX (PRIMARY) ON j.id = c.id
+WHERE j.state = 'running' AND j.lease_expires_at < ?
+ORDER BY c.lease_expires_at
+LIMIT ?
+FOR UPDATE SKIP LOCKED
+"""
+
+QUERIES["mysql/job_rescue.sql"] = """\
+-- Expired leases that job_rescue_ids locked: back to available, or dead when the
+-- attempt that died was the last one. errors first (SET runs left to right); the CASE is repeated
+-- rather than reading the new state, which MariaDB's SIMULTANEOUS_ASSIGNMENT mode would not see.
+-- The WHERE rechecks state and expiry on the locked rows.
+-- @param now: i64
+-- @list IDS ids: i64
+-- @bind now, now, now, ids, now
+UPDATE backlog_job FORCE INDEX (PRIMARY)
+SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_OBJECT('attempt', attempt, 'at', ?,
+             'error', CONCAT('lease expired (worker ', COALESCE(lease_owner, '?'),
+                             ' stopped heartbeating)'))),
+    state = CASE WHEN attempt >= COALESCE(max_attempts,
+                     (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
+                 THEN 'dead' ELSE 'available' END,
+    finished_at = CASE WHEN attempt >= COALESCE(max_attempts,
+                     (SELECT q.max_attempts FROM backlog_queue q WHERE q.name = backlog_job.queue), 25)
+                 THEN ? ELSE NULL END,
+    run_at = ?, lease_token = NULL, lease_expires_at = NULL
+WHERE id IN (/*IDS*/) AND state = 'running' AND lease_expires_at < ?
+"""
+
+QUERIES["mysql/queue_get.sql"] = """\
+-- @param name: &str
+SELECT name, paused, max_attempts, backoff_base_ms, backoff_max_ms, lease_ms, ordering,
+       retention, concurrency, global_concurrency, group_concurrency, group_on_failure,
+       rate_limit, rate_period_ms, group_rate_limit, group_rate_period_ms, shards
+FROM backlog_queue WHERE name = ?
+"""
+
+QUERIES["mysql/queue_shards.sql"] = """\
+-- How many shards a queue's claim point has (1 when the queue has no settings row): where
+-- inserts put its jobs and which heads a claim walks.
+-- @param queue: &str
+SELECT COALESCE(MAX(shards), 1) FROM backlog_queue WHERE name = ?
+"""
+
+QUERIES["sqlite/schema_version.sql"] = """\
+-- The schema version: the last migration applied (0 before the first).
+SELECT COALESCE(MAX(version), 0) AS version FROM backlog_migration
+"""
+
+QUERIES["postgres/schema_version.sql"] = """\
+-- The schema version: the last migration applied (0 before the first).
+SELECT COALESCE(MAX(version), 0) AS version FROM backlog_migration
+"""
+
+QUERIES["mysql/schema_version.sql"] = """\
+-- The schema version: the last migration applied (0 before the first).
+SELECT COALESCE(MAX(version), 0) AS version FROM backlog_migration
+"""
+
+QUERIES["sqlite/job_find_unique.sql"] = """\
+-- The unfinished job that holds a unique key in a queue.
+-- @param queue: &str
+-- @param unique_key: &str
+SELECT id FROM backlog_job
+WHERE queue = ?1 AND unique_key = ?2 AND state IN ('available', 'running', 'held', 'waiting')
+"""
+
+QUERIES["postgres/job_find_unique.sql"] = """\
+-- @param queue: &str
+-- @param unique_key: &str
+SELECT id FROM backlog_job
+WHERE queue = $1 AND unique_key = $2 AND state IN ('available', 'running', 'held', 'waiting')
+"""
+
+QUERIES["mysql/job_find_unique.sql"] = """\
+-- unique_active is the unique key while the job is unfinished, else NULL (no partial indexes).
+-- A locking read: it sees the latest committed row even in a caller's REPEATABLE READ transaction
+-- whose snapshot predates it (job_insert's duplicate check already locked that row).
+-- @param queue: &str
+-- @param unique_key: &str
+SELECT id FROM backlog_job WHERE queue = ? AND unique_active = ? FOR UPDATE
+"""
+
+QUERIES["sqlite/db_now.sql"] = """\
+-- The clock "now" column defaults use, in microseconds since the epoch: on SQLite, the system
+-- clock of the machine that holds the file. Clients measure their offset from it (see
+-- docs/state-machine.md, "Time"). SQLite's clock ticks in whole milliseconds (the defaults'
+-- values are whole milliseconds, give or take the float's 50 us): read as the last microsecond
+-- of its millisecond, so a client's time is never behind the defaults' (a job a plain INSERT
+-- just made is due at once), and at most a millisecond ahead.
+SELECT CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000 + 999 AS now
+"""
+
+QUERIES["postgres/db_now.sql"] = """\
+-- The database's clock, in microseconds since the epoch: the same expression as the "now"
+-- column defaults. Clients measure their offset from it (see docs/state-machine.md, "Time").
+SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT) AS now
+"""
+
+QUERIES["mysql/db_now.sql"] = """\
+-- The database's clock, in microseconds since the epoch: the same expression as the "now"
+-- column defaults. Clients measure their offset from it (see docs/state-machine.md, "Time").
+SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) AS now
+"""
