@@ -3,9 +3,10 @@
 //! the documented claim, ack, nack, heartbeat and rescue statements, at the same time as `backlog
 //! work` on the same queue, on SQLite, PostgreSQL and MariaDB; its producer writes on the
 //! application's own connection inside the application's transaction, refuses bad input with
-//! typed errors before writing anything, and its asyncio API works the same queue. Python and its
-//! drivers (python3-psycopg, python3-pymysql, which `scripts/services.sh` installs) are required:
-//! a missing one fails the tests.
+//! typed errors before writing anything, and its asyncio API works the same queue; over HTTP
+//! (`backlog_client.http`), it enqueues and works a queue through `backlog serve` with a token.
+//! Python and its drivers (python3-psycopg, python3-pymysql, which `scripts/services.sh`
+//! installs) are required: a missing one fails the tests.
 
 mod common;
 
@@ -933,6 +934,352 @@ print(json.dumps(asyncio.run(main())))"#,
     assert_eq!(db.stats()["aq"]["completed"], 8, "{}", db.stats());
 }
 
+/// A `backlog serve` process on a free port of 127.0.0.1, killed when dropped.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `backlog serve` on the test's database with a tokens file made by `backlog token new`: one
+/// `produce` token, whose secret is returned with the server.
+fn serve_with_token(db: &TestDb) -> (Server, String) {
+    let out = db.ok(&["token", "new", "py-worker", "--scope", "produce"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.len() >= 2, "{out}");
+    let tokens = db.path("tokens");
+    std::fs::write(&tokens, format!("{}\n", lines[0])).unwrap();
+    let secret = lines[1].trim().to_owned();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let child = db
+        .cmd(&["serve", "--listen", &listen])
+        .arg("--tokens")
+        .arg(&tokens)
+        .stdout(Stdio::null())
+        .stderr(File::create(db.path("serve.err")).unwrap())
+        .spawn()
+        .expect("serve starts");
+    let server = Server {
+        child,
+        base: format!("http://{listen}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if ureq::get(&format!("{}/readyz", server.base)).call().is_ok() {
+            return (server, secret);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "serve did not become ready on {listen}: {}",
+        std::fs::read_to_string(db.path("serve.err")).unwrap_or_default()
+    );
+}
+
+/// The Python client over `backlog serve` (`backlog_client.http`), with a `produce` token: every
+/// enqueue option read back by `backlog job show`; a taken unique key answers the holder's id; a
+/// wrong token is `Unauthorized` and writes nothing; bad input is refused before any request; a
+/// stale lease token is refused by every fenced call (`LeaseLost` with `strict`); the server's
+/// own refusals are typed; an `HttpConsumer` drains a queue whose jobs partly fail (retried, then
+/// completed, each exactly once); and SIGTERM lets the job in hand finish, then stops.
+fn http(engine: Engine) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let db = TestDb::new(engine);
+    db.ok(&[
+        "queue",
+        "set",
+        "drain",
+        "--backoff-base",
+        "10ms",
+        "--backoff-max",
+        "20ms",
+    ]);
+    let (server, secret) = serve_with_token(&db);
+    let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let out = python_app(
+        r#"import collections, time
+from backlog_client.http import HttpClient, HttpConsumer
+base, secret, tp = args[0], args[1], args[2]
+c = HttpClient(base, secret)
+seen = {}
+before = time.time_ns() // 1000
+seen["first"] = c.enqueue("mail", {"to": "a@example.com", "n": 1}, priority=-7, delay=3600,
+                          max_attempts=4, unique_key="welcome:42", kind="welcome", group="acct-42",
+                          trace_context={"traceparent": tp, "tracestate": "vendor=x"})
+seen["again"] = c.enqueue("mail", {"other": True}, unique_key="welcome:42")
+seen["at"] = c.enqueue("mail", [1, 2], run_at=before + 7_200_000_000, trace_context=tp)
+seen["many"] = c.enqueue_many([{"queue": "bulk", "payload": i, "priority": i} for i in range(5)])
+seen["before"], seen["after"] = before, time.time_ns() // 1000
+
+# A wrong token: Unauthorized, for a producer and a worker.
+wrong = HttpClient(base, "not-the-secret-0123456789")
+for op, call in (("enqueue", lambda: wrong.enqueue("wrong", {"n": 1})),
+                 ("claim", lambda: wrong.claim("wrong", 1))):
+    try:
+        call()
+        seen["wrong_" + op] = "no error"
+    except b.Unauthorized as err:
+        seen["wrong_" + op] = [type(err).__name__, isinstance(err, b.BacklogError), err.status,
+                               err.code]
+
+# Bad input: a typed error, and no request sent.
+sent = c.requests
+bad = [
+    ("payload", {}, {"f": float("nan")}, {}),
+    ("payload", {}, {"nul": "a\u0000b"}, {}),
+    ("queue", "bad queue", {}, {}),
+    ("kind", "q", {}, {"kind": "no/slash"}),
+    ("unique", "q", {}, {"unique_key": "k" * 256}),
+    ("group", "q", {}, {"group": ""}),
+    ("priority", "q", {}, {"priority": 32768}),
+    ("max_attempts", "q", {}, {"max_attempts": 0}),
+    ("delay", "q", {}, {"delay": -1}),
+    ("both", "q", {}, {"delay": 1, "run_at": 1}),
+    ("trace", "q", {}, {"trace_context": "00-" + "0" * 32 + "-00f067aa0ba902b7-01"}),
+]
+for what, queue, payload, opts in bad:
+    if what == "payload":
+        queue = "q"
+    try:
+        c.enqueue(queue, payload, **opts)
+        seen[what + str(len(seen))] = "no error"
+    except b.BacklogError as err:
+        seen[what + str(len(seen))] = type(err).__name__
+try:
+    c.enqueue_many([{"queue": "q", "payload": 1}, {"queue": "q", "payload": 2, "kind": "a b"}])
+    seen["many_bad"] = "no error"
+except b.InvalidName:
+    seen["many_bad"] = "InvalidName"
+for what, call in (("claim", lambda: c.claim("bad queue", 1)),
+                   ("limit", lambda: c.claim("q", 0))):
+    try:
+        call()
+        seen["bad_" + what] = "no error"
+    except b.BacklogError as err:
+        seen["bad_" + what] = type(err).__name__
+seen["sent"] = c.requests - sent
+
+# The server's own refusals, sent past the client's checks, are typed too.
+for what, path, body in (("name", "/api/v1/jobs", {"queue": "bad queue", "payload": 1}),
+                         ("option", "/api/v1/queues/q/claim", {"limit": 0})):
+    try:
+        c.request("POST", path, body)
+        seen["server_" + what] = "no error"
+    except b.BacklogError as err:
+        cause = err.__cause__
+        assert isinstance(cause, b.HttpError)
+        seen["server_" + what] = [type(err).__name__, cause.status, cause.code]
+
+# A stale lease token: refused by every fenced call.
+c.enqueue("ok", {"n": 1})
+job = c.claim("ok", 1, lease=30)[0]
+stale = b.Job(**{**job.__dict__, "token": job.token + 1})
+seen["lenient"] = [c.complete(stale), c.fail(stale, "x"), c.heartbeat(stale),
+                   c.progress(stale, {"pct": 1})]
+for op in ("complete", "heartbeat"):
+    try:
+        getattr(c, op)(stale, strict=True)
+        seen["strict_" + op] = "no error"
+    except b.LeaseLost as err:
+        seen["strict_" + op] = [type(err).__name__, err.job_id == job.id]
+try:
+    c.fail(stale, "x", strict=True)
+    seen["strict_fail"] = "no error"
+except b.LeaseLost:
+    seen["strict_fail"] = "LeaseLost"
+seen["held"] = [c.heartbeat(job, lease=30), c.progress(job, {"pct": 50}), c.complete(job)]
+
+# A consumer drains 30 jobs; some fail their first attempt (one by raising, one by Retry).
+ids = c.enqueue_many([{"queue": "drain", "payload": {"i": i}} for i in range(30)])
+runs, outcomes = collections.Counter(), collections.Counter()
+completed = []
+def handle(job):
+    i = job.payload["i"]
+    runs[i] += 1
+    if job.attempt == 1 and i % 5 == 0:
+        raise RuntimeError("fails once on purpose")
+    if job.attempt == 1 and i % 5 == 1:
+        raise b.Retry("later", 0.05)
+def heard(job, outcome):
+    outcomes[outcome] += 1
+    if outcome == "completed":
+        completed.append(job.id)
+HttpConsumer(c, "drain", handle, batch=4, lease=5, on_outcome=heard).run(drain=True)
+seen["drain_ids"] = ids
+seen["drain_runs"] = [runs[i] for i in range(30)]
+seen["drain_outcomes"] = dict(outcomes)
+seen["drain_completed"] = sorted(completed) == sorted(ids)
+print(json.dumps(seen))"#,
+        &[&server.base, &secret, tp],
+    );
+
+    assert_eq!(
+        out["first"], out["again"],
+        "a taken unique key made a job: {out}"
+    );
+    let job = job_show(&db, &out["first"]);
+    assert_eq!(job["queue"], "mail");
+    assert_eq!(job["kind"], "welcome");
+    assert_eq!(job["payload"], json!({"to": "a@example.com", "n": 1}));
+    assert_eq!(job["priority"], -7);
+    assert_eq!(job["max_attempts"], 4);
+    assert_eq!(job["unique_key"], "welcome:42");
+    assert_eq!(job["group"], "acct-42");
+    assert_eq!(job["state"], "waiting", "a grouped job waits for its turn");
+    assert_eq!(job["traceparent"], tp);
+    assert_eq!(job["tracestate"], "vendor=x");
+    let (before, after) = (
+        out["before"].as_i64().unwrap(),
+        out["after"].as_i64().unwrap(),
+    );
+    let hour = 3_600_000_000_i64;
+    let near =
+        |run_at: i64, d: i64| run_at >= before + d - 5_000_000 && run_at <= after + d + 5_000_000;
+    let run_at = job["run_at"].as_i64().unwrap();
+    assert!(
+        near(run_at, hour),
+        "delay=3600: run_at {run_at} not an hour after {before}..{after}"
+    );
+    let at = job_show(&db, &out["at"]);
+    assert_eq!(at["payload"], json!([1, 2]));
+    assert_eq!(at["traceparent"], tp);
+    assert_eq!(at["tracestate"], Value::Null);
+    let run_at = at["run_at"].as_i64().unwrap();
+    assert!(
+        near(run_at, 2 * hour),
+        "run_at: {run_at} not two hours after {before}"
+    );
+    let many: Vec<i64> = serde_json::from_value(out["many"].clone()).unwrap();
+    assert_eq!(many.len(), 5);
+    for (i, id) in many.iter().enumerate() {
+        let job = job_show(&db, &json!(id));
+        assert_eq!(
+            (
+                job["queue"].clone(),
+                job["payload"].clone(),
+                job["priority"].clone()
+            ),
+            (json!("bulk"), json!(i), json!(i))
+        );
+    }
+    assert!(
+        many.windows(2).all(|w| w[0] < w[1]),
+        "ids out of order: {many:?}"
+    );
+
+    let unauthorized = json!(["Unauthorized", true, 401, "unauthorized"]);
+    assert_eq!(out["wrong_enqueue"], unauthorized, "{out}");
+    assert_eq!(out["wrong_claim"], unauthorized, "{out}");
+    let want = json!({
+        "payload8": "InvalidPayload", "payload9": "InvalidPayload", "queue10": "InvalidName",
+        "kind11": "InvalidName", "unique12": "InvalidName", "group13": "InvalidName",
+        "priority14": "InvalidOption", "max_attempts15": "InvalidOption",
+        "delay16": "InvalidOption", "both17": "InvalidOption", "trace18": "InvalidOption",
+        "many_bad": "InvalidName", "bad_claim": "InvalidName", "bad_limit": "InvalidOption",
+        "sent": 0,
+        "server_name": ["InvalidName", 400, "queue_name_invalid"],
+        "server_option": ["InvalidOption", 400, "value_out_of_range"],
+        "lenient": [false, "lost", false, false],
+        "strict_complete": ["LeaseLost", true], "strict_heartbeat": ["LeaseLost", true],
+        "strict_fail": "LeaseLost", "held": [true, true, true],
+    });
+    for (key, value) in want.as_object().unwrap() {
+        assert_eq!(&out[key], value, "{key}: {out}");
+    }
+    for queue in ["wrong", "q"] {
+        assert_eq!(
+            count(
+                &db,
+                &format!("SELECT COUNT(*) FROM backlog_job_all WHERE queue = '{queue}'")
+            ),
+            0,
+            "a refused request wrote a job in {queue}"
+        );
+    }
+    assert_eq!(db.stats()["ok"]["completed"], 1);
+
+    // The drain: every job completed exactly once; the failing ones ran twice.
+    let want_runs: Vec<i64> = (0..30).map(|i| if i % 5 < 2 { 2 } else { 1 }).collect();
+    assert_eq!(out["drain_runs"], json!(want_runs), "{out}");
+    assert_eq!(
+        out["drain_outcomes"],
+        json!({"completed": 30, "retry": 12}),
+        "{out}"
+    );
+    assert_eq!(out["drain_completed"], true, "{out}");
+    let rows = rows(&db, "drain");
+    assert_eq!(rows.len(), 30);
+    for row in rows.values() {
+        assert_eq!(row.state, "completed", "job {} not completed", row.i);
+        let want = if row.i % 5 < 2 { 2 } else { 1 };
+        assert_eq!(row.attempt, want, "job {} attempts", row.i);
+    }
+    assert_eq!(db.stats()["drain"]["completed"], 30, "{}", db.stats());
+
+    // SIGTERM while a job runs: it finishes and is completed, the rest of the batch is given
+    // back, and the process exits 0.
+    let mut cmd = python_cmd();
+    cmd.arg("-c")
+        .arg(
+            r#"import sys, time
+from backlog_client.http import HttpClient, HttpConsumer
+c = HttpClient(sys.argv[1], sys.argv[2])
+c.enqueue_many([{"queue": "term", "payload": {"i": i}} for i in range(3)])
+def handle(job):
+    print("start", job.id, flush=True)
+    time.sleep(1.5)
+HttpConsumer(c, "term", handle, batch=3, grace_s=10,
+             on_outcome=lambda job, o: print(o, job.id, flush=True)).run()
+print("stopped", flush=True)"#,
+        )
+        .args([&server.base, &secret]);
+    let mut term = Proc::spawn(&db, "term", cmd);
+    let started = || std::fs::read_to_string(db.path("term.out")).unwrap_or_default();
+    while !started().contains("start") {
+        assert!(
+            Instant::now() < deadline,
+            "no job started: {}",
+            term.stderr()
+        );
+        assert!(
+            term.child.try_wait().unwrap().is_none(),
+            "the consumer exited: {}",
+            term.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(term.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    term.finish(deadline);
+    let lines: Vec<String> = started().lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[1].starts_with("completed "), "{lines:?}");
+    assert_eq!(lines[2], "stopped");
+    let stats = db.stats();
+    assert_eq!(stats["term"]["completed"], 1, "{stats}");
+    assert_eq!(stats["term"]["running"], 0, "{stats}");
+    assert_eq!(
+        stats["term"]["available"].as_i64().unwrap() + stats["term"]["retrying"].as_i64().unwrap(),
+        2,
+        "{stats}"
+    );
+    drop(server);
+}
+
 /// One test per backend of each case above: `python_producer::sqlite`, `…::postgres`, `…::mysql`.
 macro_rules! on_every_backend {
     ($($module:ident => $case:ident),* $(,)?) => {$(
@@ -965,4 +1312,5 @@ on_every_backend! {
     python_errors => errors,
     python_schema_missing => schema_missing,
     python_asyncio => asyncio,
+    python_http => http,
 }

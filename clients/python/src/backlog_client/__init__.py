@@ -23,6 +23,9 @@ is imported.
 The statements are the library's own, copied verbatim into QUERIES from
 crates/backlog-sql/queries/<dialect>/ (backlog's test suite fails when a copy and its file differ).
 
+Over `backlog serve`'s HTTP API instead, for programs that cannot reach the database:
+`backlog_client.http.HttpClient` and `HttpConsumer` (the standard library only).
+
 Guarantees, as for any consumer of the contract: at-least-once execution (a job whose worker dies
 runs again after its lease expires) and fenced outcomes (an ack, nack or heartbeat counts only
 while the claim's lease token still holds the job; `ack` returns False otherwise).
@@ -38,12 +41,14 @@ from ._produce import enqueue, enqueue_many
 from ._queries import QUERIES
 from .errors import (
     BacklogError,
+    HttpError,
     InvalidName,
     InvalidOption,
     InvalidPayload,
     LeaseLost,
     SchemaMissing,
     SchemaTooOld,
+    Unauthorized,
 )
 
 __version__ = "0.19.0"
@@ -57,6 +62,7 @@ __all__ = [
     "BacklogError",
     "Client",
     "Consumer",
+    "HttpError",
     "InvalidName",
     "InvalidOption",
     "InvalidPayload",
@@ -66,6 +72,7 @@ __all__ = [
     "Retry",
     "SchemaMissing",
     "SchemaTooOld",
+    "Unauthorized",
     "backoff_us",
     "connect",
     "connect_async",

@@ -5,6 +5,8 @@ constraint the database enforces) pass through unchanged."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 
 class BacklogError(Exception):
     """The base of every error of backlog_client."""
@@ -23,6 +25,14 @@ class InvalidName(BacklogError, ValueError):
         shown = value if len(value) <= 60 else value[:57] + "..."
         super().__init__(f"invalid {what} {shown!r}: {reason}")
         self.what, self.value, self.reason = what, value, reason
+
+    @classmethod
+    def refused(cls, what: str, message: str) -> InvalidName:
+        """The server refused a name (over HTTP): its message, the value unknown here."""
+        err = cls.__new__(cls)
+        Exception.__init__(err, message)
+        err.what, err.value, err.reason = what, "", message
+        return err
 
 
 class InvalidOption(BacklogError, ValueError):
@@ -54,3 +64,20 @@ class SchemaTooOld(BacklogError):
             "(run `backlog migrate`)"
         )
         self.found, self.needed = found, needed
+
+
+class HttpError(BacklogError):
+    """`backlog serve` answered with an error that no other class of this module means: `status`
+    is the HTTP status, `code` the API's stable error code (docs/http.md "Errors"), `job_id` the
+    job concerned, if one is. The typed errors raised from an answer (InvalidName, LeaseLost, …)
+    carry the HttpError they come from as their `__cause__`."""
+
+    def __init__(self, status: int, code: str, message: str,
+                 job_id: Optional[int] = None) -> None:
+        super().__init__(f"HTTP {status} {code}: {message}")
+        self.status, self.code, self.message, self.job_id = status, code, message, job_id
+
+
+class Unauthorized(HttpError):
+    """`backlog serve` refused the token: 401 `unauthorized` (none, malformed or unknown) or 403
+    `forbidden` (its scope does not allow the call: a worker needs `produce` or `admin`)."""
