@@ -8,6 +8,9 @@ connection, as
   two_alone  the INSERT and the delta INSERT, each in autocommit (two commits),
   tx         BEGIN, the INSERT, the delta INSERT, COMMIT (four round trips),
   procedure  CALL of a stored procedure doing those four inside the server (one round trip),
+  coalesced  the producers hand their rows to one writer thread, which sends what has gathered
+             while its last transaction ran as one transaction: BEGIN, one multi-row INSERT,
+             one delta row, COMMIT (a process coalescing its concurrent single enqueues),
 in alternating rounds on a scratch table shaped like backlog_job.
 
     scripts/count_proc_probe_mysql.py mysql://root@127.0.0.1:3307/probe [ROUNDS] [SECONDS] [PRODUCERS] [VARIANTS]
@@ -102,7 +105,62 @@ def producer(url, variant, stop, counts, i):
     conn.close()
 
 
+def coalesced(url, seconds, producers):
+    import queue as q
+    pending = q.Queue()
+    stop = threading.Event()
+    done = [0]
+
+    def writer():
+        conn = connect(url)
+        c = conn.cursor()
+        while not stop.is_set():
+            try:
+                first = pending.get(timeout=0.1)
+            except q.Empty:
+                continue
+            batch = [first]
+            while True:
+                try:
+                    batch.append(pending.get_nowait())
+                except q.Empty:
+                    break
+            c.execute("BEGIN")
+            c.execute("INSERT INTO pjob (queue, run_at, payload) VALUES "
+                      + ", ".join(["(%s, %s, %s)"] * len(batch)),
+                      [v for (row, _) in batch for v in row])
+            c.execute("INSERT INTO pcount (queue, state, due, n) VALUES (%s, 'available', 0, %s)",
+                      ("q", len(batch)))
+            c.execute("COMMIT")
+            for _, ev in batch:
+                ev.set()
+        conn.close()
+
+    def producer(i):
+        while not stop.is_set():
+            ev = threading.Event()
+            pending.put((("q", int(time.time() * 1e6), '{"n": 1}'), ev))
+            while not ev.wait(0.1):
+                if stop.is_set():
+                    return
+            done[0] += 1
+
+    w = threading.Thread(target=writer)
+    threads = [threading.Thread(target=producer, args=(i,)) for i in range(producers)]
+    start = time.monotonic()
+    w.start()
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads + [w]:
+        t.join()
+    return done[0] / (time.monotonic() - start)
+
+
 def run(url, variant, seconds, producers):
+    if variant == "coalesced":
+        return coalesced(url, seconds, producers)
     stop = threading.Event()
     counts = [0] * producers
     threads = [threading.Thread(target=producer, args=(url, variant, stop, counts, i))
