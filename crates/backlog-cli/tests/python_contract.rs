@@ -630,6 +630,27 @@ fn job_show(db: &TestDb, id: &Value) -> Value {
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
+/// The job both producers (SQL and HTTP) enqueue with every option, read back as given: a
+/// second enqueue under its taken unique key answered with the same job. Returns the job.
+fn every_option_kept(db: &TestDb, out: &Value, tp: &str) -> Value {
+    assert_eq!(
+        out["first"], out["again"],
+        "a taken unique key made a job: {out}"
+    );
+    let job = job_show(db, &out["first"]);
+    assert_eq!(job["queue"], "mail");
+    assert_eq!(job["kind"], "welcome");
+    assert_eq!(job["payload"], json!({"to": "a@example.com", "n": 1}));
+    assert_eq!(job["priority"], -7);
+    assert_eq!(job["max_attempts"], 4);
+    assert_eq!(job["unique_key"], "welcome:42");
+    assert_eq!(job["group"], "acct-42");
+    assert_eq!(job["state"], "waiting", "a grouped job waits for its turn");
+    assert_eq!(job["traceparent"], tp);
+    assert_eq!(job["tracestate"], "vendor=x");
+    job
+}
+
 fn count(db: &TestDb, sql: &str) -> i64 {
     db.sql(sql).trim().parse().unwrap()
 }
@@ -654,21 +675,7 @@ print(json.dumps({"first": first, "again": again, "at": at, "many": many, "befor
                   "after": time.time_ns() // 1000}))"#,
         &[&db.url, tp],
     );
-    assert_eq!(
-        out["first"], out["again"],
-        "a taken unique key made a job: {out}"
-    );
-    let job = job_show(&db, &out["first"]);
-    assert_eq!(job["queue"], "mail");
-    assert_eq!(job["kind"], "welcome");
-    assert_eq!(job["payload"], json!({"to": "a@example.com", "n": 1}));
-    assert_eq!(job["priority"], -7);
-    assert_eq!(job["max_attempts"], 4);
-    assert_eq!(job["unique_key"], "welcome:42");
-    assert_eq!(job["group"], "acct-42");
-    assert_eq!(job["state"], "waiting", "a grouped job waits for its turn");
-    assert_eq!(job["traceparent"], tp);
-    assert_eq!(job["tracestate"], "vendor=x");
+    let job = every_option_kept(&db, &out, tp);
     let hour = 3_600_000_000_i64;
     let run_at = job["run_at"].as_i64().unwrap();
     let (before, after) = (
@@ -1124,21 +1131,7 @@ print(json.dumps(seen))"#,
         &[&server.base, &secret, tp],
     );
 
-    assert_eq!(
-        out["first"], out["again"],
-        "a taken unique key made a job: {out}"
-    );
-    let job = job_show(&db, &out["first"]);
-    assert_eq!(job["queue"], "mail");
-    assert_eq!(job["kind"], "welcome");
-    assert_eq!(job["payload"], json!({"to": "a@example.com", "n": 1}));
-    assert_eq!(job["priority"], -7);
-    assert_eq!(job["max_attempts"], 4);
-    assert_eq!(job["unique_key"], "welcome:42");
-    assert_eq!(job["group"], "acct-42");
-    assert_eq!(job["state"], "waiting", "a grouped job waits for its turn");
-    assert_eq!(job["traceparent"], tp);
-    assert_eq!(job["tracestate"], "vendor=x");
+    let job = every_option_kept(&db, &out, tp);
     let (before, after) = (
         out["before"].as_i64().unwrap(),
         out["after"].as_i64().unwrap(),

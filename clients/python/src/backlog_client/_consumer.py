@@ -12,13 +12,12 @@ from ._client import RESCUE_EVERY_S, Client
 from ._job import Job, Retry, default_owner
 
 
-class _Heartbeats(threading.Thread):
-    """Extends the leases of the jobs a consumer holds, every third of the lease, on its own
-    connection, so a long job (or one waiting its turn in a batch) keeps its lease."""
+class HeldLeases(threading.Thread):
+    """A thread that renews the leases of the jobs a consumer holds, every third of the lease:
+    the jobs held (`hold`, `drop`), its stop, and the error that ended it. Subclasses renew."""
 
-    def __init__(self, url: str, lease_ms: int) -> None:
-        super().__init__(daemon=True, name="backlog-heartbeats")
-        self.url, self.lease_ms = url, lease_ms
+    def __init__(self, name: str) -> None:
+        super().__init__(daemon=True, name=name)
         self.held: dict[int, Job] = {}
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -32,6 +31,20 @@ class _Heartbeats(threading.Thread):
         with self.lock:
             self.held.pop(job.id, None)
 
+    def jobs(self) -> list[Job]:
+        """The jobs held now."""
+        with self.lock:
+            return list(self.held.values())
+
+
+class _Heartbeats(HeldLeases):
+    """Extends the leases of the jobs a consumer holds, every third of the lease, on its own
+    connection, so a long job (or one waiting its turn in a batch) keeps its lease."""
+
+    def __init__(self, url: str, lease_ms: int) -> None:
+        super().__init__("backlog-heartbeats")
+        self.url, self.lease_ms = url, lease_ms
+
     def run(self) -> None:
         try:
             client = Client(self.url)  # opened here: an sqlite3 connection stays in its thread
@@ -40,9 +53,7 @@ class _Heartbeats(threading.Thread):
             return
         try:
             while not self.stop.wait(self.lease_ms / 3000):
-                with self.lock:
-                    jobs = list(self.held.values())
-                for job in jobs:
+                for job in self.jobs():
                     if not client.heartbeat(job, lease_ms=self.lease_ms):
                         self.drop(job)
         except BaseException as err:  # the consumer stops when its heartbeats cannot run

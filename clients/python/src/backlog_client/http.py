@@ -41,7 +41,7 @@ from typing import (
 )
 
 from . import _validate as check
-from ._consumer import Outcome
+from ._consumer import HeldLeases, Outcome
 from ._job import Job, Retry, default_owner, now_us
 from ._produce import OPTIONS
 from .errors import (
@@ -405,30 +405,16 @@ def _trace(trace: Optional[str]) -> dict[str, str]:
     return dict(carrier)
 
 
-class _Heartbeats(threading.Thread):
+class _Heartbeats(HeldLeases):
     """Renews the leases of the jobs a consumer holds, every third of the lease."""
 
     def __init__(self, client: HttpClient, lease_s: float) -> None:
-        super().__init__(daemon=True, name="backlog-http-heartbeats")
+        super().__init__("backlog-http-heartbeats")
         self.client, self.lease_s = client, lease_s
-        self.held: dict[int, Job] = {}
-        self.lock = threading.Lock()
-        self.stop = threading.Event()
-        self.error: Optional[BaseException] = None
-
-    def hold(self, jobs: Sequence[Job]) -> None:
-        with self.lock:
-            self.held.update((j.id, j) for j in jobs)
-
-    def drop(self, job: Job) -> None:
-        with self.lock:
-            self.held.pop(job.id, None)
 
     def run(self) -> None:
         while not self.stop.wait(self.lease_s / 3):
-            with self.lock:
-                jobs = list(self.held.values())
-            for job in jobs:
+            for job in self.jobs():
                 try:
                     if not self.client.heartbeat(job, lease=self.lease_s):
                         self.drop(job)
