@@ -16,35 +16,23 @@ in alternating rounds on a scratch table shaped like backlog_job.
     scripts/count_proc_probe_mysql.py mysql://root@127.0.0.1:3307/probe [ROUNDS] [SECONDS] [PRODUCERS] [VARIANTS]
 """
 import json
+import pathlib
 import statistics
 import sys
 import threading
 import time
-import urllib.parse
 
-import pymysql
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+# The scratch tables and the connection of the trigger probe.
+from count_trigger_probe_mysql import COUNT, TABLE, connect  # noqa: E402
 
 SETUP = [
     "DROP PROCEDURE IF EXISTS penqueue",
     "DROP TABLE IF EXISTS pjob",
     "DROP TABLE IF EXISTS ptjob",
     "DROP TABLE IF EXISTS pcount",
-    """CREATE TABLE pjob (
-        id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-        queue VARCHAR(128) NOT NULL,
-        state VARCHAR(16) NOT NULL DEFAULT 'available',
-        run_at BIGINT NOT NULL,
-        attempt INT NOT NULL DEFAULT 0,
-        payload JSON NOT NULL,
-        KEY pjob_claim (queue, state, run_at, id)
-    ) ENGINE = InnoDB""",
-    """CREATE TABLE pcount (
-        id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-        queue VARCHAR(128) NOT NULL,
-        state VARCHAR(16) NOT NULL,
-        due BIGINT NOT NULL,
-        n BIGINT NOT NULL
-    ) ENGINE = InnoDB""",
+    TABLE,
+    COUNT,
     "CREATE TABLE ptjob LIKE pjob",
     """CREATE TRIGGER ptjob_counted AFTER INSERT ON ptjob FOR EACH ROW
     INSERT INTO pcount (queue, state, due, n) VALUES (NEW.queue, NEW.state, 0, 1)""",
@@ -57,13 +45,6 @@ SETUP = [
         COMMIT;
     END""",
 ]
-
-
-def connect(url):
-    u = urllib.parse.urlparse(url)
-    return pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
-                           password=u.password or "", database=u.path.lstrip("/"),
-                           autocommit=True)
 
 
 def producer(url, variant, stop, counts, i):
