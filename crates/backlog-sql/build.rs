@@ -210,6 +210,8 @@ fn generate(
             });
         } else if c == "@unprepared" {
             unprepared = true;
+        } else if c.starts_with("@generated ") {
+            // A variant written from a template (tests/templates.rs): not documentation.
         } else if c == "@external" {
             external = true;
         } else if let Some(rest) = c.strip_prefix("@bind ") {

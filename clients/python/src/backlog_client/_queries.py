@@ -197,6 +197,7 @@ FROM backlog_queue WHERE name = ?1
 """
 
 QUERIES["postgres/job_claim_fifo.sql"] = """\
+-- @generated from templates/postgres/job_claim.sql by tests/templates.rs: edit the template
 -- Claims up to `limit` due jobs of a queue under one new lease, FIFO: by priority, then due time,
 -- then id. SKIP LOCKED: concurrent claimers pass over rows another claimer holds instead of
 -- queueing on them.
@@ -253,6 +254,7 @@ RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max
           j.run_at, j.created_at, j.trace_context, j.group_key, j.shard
 """
 QUERIES["postgres/job_claim_lifo.sql"] = """\
+-- @generated from templates/postgres/job_claim.sql by tests/templates.rs: edit the template
 -- Claims up to `limit` due jobs of a queue under one new lease, LIFO: by priority, then latest due
 -- time first. SKIP LOCKED: concurrent claimers pass over rows another claimer holds instead of
 -- queueing on them.

@@ -1,3 +1,4 @@
+-- @generated from templates/postgres/job_claim.sql by tests/templates.rs: edit the template
 -- Claims up to `limit` due jobs of a queue under one new lease, LIFO: by priority, then latest due
 -- time first. SKIP LOCKED: concurrent claimers pass over rows another claimer holds instead of
 -- queueing on them.

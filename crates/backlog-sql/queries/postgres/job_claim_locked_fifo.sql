@@ -1,5 +1,7 @@
+-- @generated from templates/postgres/job_claim.sql by tests/templates.rs: edit the template
 -- Claims up to `limit` due jobs of a queue in transaction claim mode, FIFO: by priority, then due
--- time, then id. It locks the rows (FOR UPDATE SKIP LOCKED) and writes nothing: the lock held
+-- time, then id.
+-- It locks the rows (FOR UPDATE SKIP LOCKED) and writes nothing: the lock held
 -- by the open transaction is the claim, so a claim costs a lock per job and no new row version.
 -- The transaction then completes, fails or leases each job (job_complete_locked_*,
 -- job_lease_locked) before it commits; a job it leaves alone, or a transaction that ends

@@ -1,5 +1,7 @@
+-- @generated from templates/postgres/job_claim.sql by tests/templates.rs: edit the template
 -- Claims up to `limit` due jobs of a queue under one new lease, claim-token strategy, LIFO: by
--- priority, then latest due time first. Claim-token strategy (seeds S3, S5): no SKIP LOCKED;
+-- priority, then latest due time first.
+-- Claim-token strategy (seeds S3, S5): no SKIP LOCKED;
 -- job_select_token reads the claimed rows. Rows are locked in id order (FOR UPDATE after ORDER BY
 -- id), as completions' primary-key scans visit them, so claimers that wait on each other or on
 -- completions do not deadlock (a plan that visits rows otherwise can; the victim's claim is retried

@@ -1,10 +1,13 @@
--- Completes a worker's finished jobs (deleting them; a lease token per job) and claims its next
--- ones (LIFO: by priority, then latest due time first) in one statement and one commit. Returns a
--- row per claimed job (done_ids NULL), then one more row whose done_ids are the completed ids (NULL
--- when none) and whose other columns are NULL. A UNION ALL row costs the database less than joining
--- the ids onto the claimed rows (scripts/pg_claim_costs.py). Both parts see one snapshot and touch
--- disjoint rows (the completed jobs are running under the caller's tokens; the claimed ones
--- available).
+-- @generated from templates/postgres/job_complete_claim.sql by tests/templates.rs: edit the template
+-- Completes a worker's finished jobs and claims its next ones in one statement and one commit.
+-- Returns a row per claimed job (done_ids NULL), then one more row whose done_ids are the
+-- completed ids (NULL when none) and whose other columns are NULL. A UNION ALL row costs the
+-- database less than joining the ids onto the claimed rows (scripts/pg_claim_costs.py). Both
+-- parts see one snapshot and touch disjoint rows (the completed jobs are running under the
+-- caller's tokens; the claimed ones available).
+-- The completed jobs are deleted.
+-- Each ran under its own lease token (`done_tokens`, in the order of `done_ids`).
+-- Order: LIFO, by priority, then latest due time first.
 -- Shards: taken as job_claim_fifo takes them, from a random shard, each shard's head in turn.
 -- Lock waits: 50 ms at most (lock_timeout, for this statement's transaction alone), then the
 -- statement fails with 55P03 and the caller runs it again. A claim's SKIP LOCKED does not

@@ -1,10 +1,13 @@
--- Completes a worker's finished jobs (deleting them; a lease token per job) and claims its next
--- ones (LIFO: by priority, then latest due time first) in one statement, in the form for a queue
--- expected to have jobs, which costs the database less than job_complete_then_claim_*: the claim's
--- own UPDATE … RETURNING is the statement, and done_ids is a column of the claimed row with the
--- smallest id (NULL on the others). The completion only takes effect when the claim finds a job:
--- when it finds none, nothing changes, no row returns, and the caller completes the jobs on their
--- own.
+-- @generated from templates/postgres/job_complete_claim.sql by tests/templates.rs: edit the template
+-- Completes a worker's finished jobs and claims its next ones in one statement, in the form for
+-- a queue expected to have jobs, which costs the database less than job_complete_then_claim_*:
+-- the claim's own UPDATE … RETURNING is the statement, and done_ids is a column of the claimed
+-- row with the smallest id (NULL on the others). The completion only takes effect when the
+-- claim finds a job: when it finds none, nothing changes, no row returns, and the caller
+-- completes the jobs on their own.
+-- The completed jobs are deleted.
+-- Each ran under its own lease token (`done_tokens`, in the order of `done_ids`).
+-- Order: LIFO, by priority, then latest due time first.
 -- Shards: taken as job_claim_fifo takes them, from a random shard, each shard's head in turn.
 -- Lock waits: 50 ms at most (lock_timeout, for this statement's transaction alone), then the
 -- statement fails with 55P03 and the caller runs it again. A claim's SKIP LOCKED does not

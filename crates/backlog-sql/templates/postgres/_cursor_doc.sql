@@ -1,0 +1,4 @@
+-- Cursor: each shard's claim starts past `cursor` (three values a shard: priority, run_at,
+-- id; src/cursor.rs), past the index entries that claimed and completed jobs leave
+-- behind while a held snapshot keeps vacuum from removing them. Empty, or a shard beyond
+-- it: from the head (a full pass).
