@@ -3,6 +3,8 @@
 //! for plain SQL. PostgreSQL and MariaDB are required.
 #![allow(dead_code)]
 
+pub mod client_contract;
+
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
