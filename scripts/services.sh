@@ -10,6 +10,7 @@
 #   PgBouncer in transaction pooling mode on 127.0.0.1:6432 in front of PostgreSQL
 #     (scripts/pgbouncer.sh), for the conformance suite and the runtime tests through a pooler
 #   Python with psycopg, PyMySQL and mypy, for the Python client in clients/python
+#   Node with the TypeScript client's compiler and drivers (`npm ci` in clients/typescript)
 # and Chromium with chromedriver for the dashboard's browser test (crates/backlog-cli/tests/
 # dashboard.rs). Installs them from Debian's packages when absent. Exits non-zero if any cannot be
 # had: the test suite never skips a backend or the browser test.
@@ -75,6 +76,19 @@ ensure_python_drivers() {
     "$py" -c 'import psycopg, pymysql, mypy' || { log "$py cannot import psycopg, pymysql and mypy"; exit 1; }
 }
 
+# The TypeScript client's compiler and drivers (typescript, pg, mysql2, better-sqlite3, whose
+# native part node-gyp builds from source when no prebuilt binary can be fetched), from the npm
+# registry as clients/typescript/package-lock.json pins them; `npm ci` also builds its dist/.
+ensure_typescript_client() {
+    local dir; dir="$(cd "$(dirname "$0")/.." && pwd)/clients/typescript"
+    command -v node >/dev/null && command -v npm >/dev/null || apt_install nodejs npm
+    local probe='for (const m of ["typescript", "pg", "mysql2"]) require.resolve(m); new (require("better-sqlite3"))(":memory:")'
+    if (cd "$dir" && node -e "$probe") 2>/dev/null; then log "TypeScript client's dependencies are there"; return; fi
+    log "installing the TypeScript client's dependencies (npm ci in clients/typescript)"
+    (cd "$dir" && npm ci --no-audit --no-fund >&2) || { log "npm ci failed in $dir"; exit 1; }
+    (cd "$dir" && node -e "$probe") || { log "clients/typescript cannot load its dependencies"; exit 1; }
+}
+
 command -v psql >/dev/null || apt_install postgresql-client
 command -v mariadb >/dev/null || apt_install mariadb-client
 command -v sqlite3 >/dev/null || apt_install sqlite3
@@ -90,3 +104,4 @@ ensure_mariadb
 "$(dirname "$0")/galera.sh" ensure
 "$(dirname "$0")/pgbouncer.sh" ensure
 ensure_python_drivers
+ensure_typescript_client
