@@ -14,6 +14,8 @@
 //! - `-- @axis AXIS: VALUE, VALUE=PART, …`: one axis of variants, each value with the part it
 //!   gives the name (the value itself unless `=PART` says otherwise; `=` alone gives nothing).
 //!   A template gives one variant per combination of its axes' values, in the order declared;
+//! - `-- @skip COND`: the combinations for which `COND` (as in `@if`, below) holds give no
+//!   variant;
 //! - `-- @set AXIS=VALUE`: an axis of one value, not in the name (for a fragment that another
 //!   template includes with more values);
 //! - `-- @if COND` … `-- @elif COND` … `-- @else` … `-- @end`: lines for some variants only.
@@ -48,6 +50,8 @@ struct Axis {
 struct Template {
     name: String,
     axes: Vec<Axis>,
+    /// `@skip` conditions: the combinations that give no variant.
+    skip: Vec<String>,
     lines: Vec<String>,
 }
 
@@ -55,6 +59,7 @@ struct Template {
 fn parse(text: &str) -> Result<Template, String> {
     let mut name = None;
     let mut axes = Vec::new();
+    let mut skip = Vec::new();
     let mut lines = Vec::new();
     for line in text.lines() {
         let c = line.trim_start().strip_prefix("--").map(str::trim);
@@ -62,6 +67,8 @@ fn parse(text: &str) -> Result<Template, String> {
             if name.replace(rest.trim().to_owned()).is_some() {
                 return Err("`@name` twice".into());
             }
+        } else if let Some(rest) = c.and_then(|c| c.strip_prefix("@skip ")) {
+            skip.push(rest.trim().to_owned());
         } else if let Some(rest) = c.and_then(|c| c.strip_prefix("@set ")) {
             let (axis, value) = rest.split_once('=').ok_or("`@set AXIS=VALUE`")?;
             let (axis, value) = (axis.trim().to_owned(), value.trim().to_owned());
@@ -106,7 +113,12 @@ fn parse(text: &str) -> Result<Template, String> {
             return Err(format!("`@name {name}` does not name axis `{}`", a.name));
         }
     }
-    Ok(Template { name, axes, lines })
+    Ok(Template {
+        name,
+        axes,
+        skip,
+        lines,
+    })
 }
 
 /// Whether `cond` holds for the variant `at`.
@@ -216,21 +228,25 @@ fn select(
     Ok(())
 }
 
-/// `{{AXIS}}` and `${NAME}` replaced in the variant's lines.
+/// `{{AXIS}}` and `${NAME}` replaced in the variant's lines. On MySQL, whose `?` bind by
+/// position, a `-- @bind` line after the last `-- @param` gives the order the names came in,
+/// unless it is the declared order with each parameter once.
 fn substitute(
     lines: Vec<String>,
     at: &BTreeMap<&str, &str>,
     dialect: &str,
 ) -> Result<String, String> {
+    let declared = |l: &str, what: &str| -> Option<String> {
+        let c = l.trim_start().strip_prefix("--")?.trim();
+        let rest = c.strip_prefix(what)?;
+        Some(rest.split_once(':')?.0.trim().to_owned())
+    };
     let params: Vec<String> = lines
         .iter()
-        .filter_map(|l| {
-            let c = l.trim_start().strip_prefix("--")?.trim();
-            let rest = c.strip_prefix("@param ")?;
-            Some(rest.split_once(':')?.0.trim().to_owned())
-        })
+        .filter_map(|l| declared(l, "@param "))
         .collect();
-    let mut text = String::new();
+    let mut out: Vec<String> = Vec::new();
+    let mut bound: Vec<String> = Vec::new();
     for line in lines {
         let mut line = line;
         for (axis, value) in at {
@@ -243,18 +259,42 @@ fn substitute(
             let end = line[start..]
                 .find('}')
                 .ok_or_else(|| format!("`{}`: `${{` without `}}`", line.trim()))?;
-            let name = &line[start + 2..start + end];
+            let name = line[start + 2..start + end].to_owned();
             let n =
-                params.iter().position(|p| p == name).ok_or_else(|| {
+                params.iter().position(|p| *p == name).ok_or_else(|| {
                     format!("`${{{name}}}`: no `-- @param {name}` in this variant")
                 })? + 1;
             let placeholder = match dialect {
                 "postgres" => format!("${n}"),
                 "sqlite" => format!("?{n}"),
-                _ => return Err(format!("`${{{name}}}`: {dialect} binds by position")),
+                _ => "?".to_owned(),
             };
             line.replace_range(start..start + end + 1, &placeholder);
+            bound.push(name);
         }
+        out.push(line);
+    }
+    if dialect == "mysql" && !bound.is_empty() && bound != params {
+        if out.iter().any(|l| {
+            declared(l, "@list ").is_some()
+                || declared(l, "@rows ").is_some()
+                || l.contains("@bind")
+        }) {
+            return Err("`${NAME}` with lists, rows or a `@bind` of its own: write `?`".into());
+        }
+        for p in &params {
+            if !bound.contains(p) {
+                return Err(format!("`-- @param {p}` is never bound"));
+            }
+        }
+        let last = out
+            .iter()
+            .rposition(|l| declared(l, "@param ").is_some())
+            .expect("a parameter");
+        out.insert(last + 1, format!("-- @bind {}", bound.join(", ")));
+    }
+    let mut text = String::new();
+    for line in out {
         text.push_str(&line);
         text.push('\n');
     }
@@ -279,14 +319,20 @@ fn expand(dialect: &str, path: &Path) -> Result<Vec<(String, String)>, String> {
             .zip(&index)
             .map(|(a, &i)| (a.name.as_str(), a.values[i].0.as_str()))
             .collect();
+        let mut skipped = false;
+        for cond in &t.skip {
+            skipped |= holds(cond, &at).map_err(|e| format!("@skip {cond}: {e}"))?;
+        }
         let mut name = t.name.clone();
         for (a, &i) in t.axes.iter().zip(&index) {
             name = name.replace(&format!("{{{}}}", a.name), &a.values[i].1);
         }
-        let mut lines = Vec::new();
-        select(&t.lines, &at, dir, 0, &mut lines).map_err(|e| format!("{name}: {e}"))?;
-        let body = substitute(lines, &at, dialect).map_err(|e| format!("{name}: {e}"))?;
-        variants.push((name, format!("{from}{body}")));
+        if !skipped {
+            let mut lines = Vec::new();
+            select(&t.lines, &at, dir, 0, &mut lines).map_err(|e| format!("{name}: {e}"))?;
+            let body = substitute(lines, &at, dialect).map_err(|e| format!("{name}: {e}"))?;
+            variants.push((name, format!("{from}{body}")));
+        }
         // The next combination, the last axis fastest.
         let mut k = t.axes.len();
         loop {
@@ -454,8 +500,25 @@ ORDER BY id DESC
         "-- Claims (lifo).\n-- @param queue: &str\n\
          SELECT id FROM backlog_job WHERE queue = $1\nORDER BY id DESC\n    LIMIT 1\n"
     );
+    let skipped = text.replace("-- Claims", "-- @skip retention=keep tokens=one\n-- Claims");
+    let v = try_expand("postgres", &skipped, &[("tail", "")]).unwrap();
+    assert_eq!(v.len(), 6);
+    assert!(!v.iter().any(|(n, _)| n.starts_with("claim_keep_one")));
     let sqlite = try_expand("sqlite", text, &[("tail", "")]).unwrap();
     assert!(sqlite[0].1.contains("queue = ?2"), "{}", sqlite[0].1);
+    // MySQL binds by position: a `@bind` line when the order is not the declared one.
+    let mysql = "-- @name m_{order}\n-- @axis order: fifo, lifo\n-- @param a: i64\n\
+                 -- @param b: i64\n-- Doc.\n-- @if order=fifo\nSELECT ${b}, ${a}, ${b}\n\
+                 -- @else\nSELECT ${a}, ${b}\n-- @end\n";
+    let m = try_expand("mysql", mysql, &[]).unwrap();
+    assert_eq!(
+        m[0].1,
+        "-- @param a: i64\n-- @param b: i64\n-- @bind b, a, b\n-- Doc.\nSELECT ?, ?, ?\n"
+    );
+    assert_eq!(
+        m[1].1,
+        "-- @param a: i64\n-- @param b: i64\n-- Doc.\nSELECT ?, ?\n"
+    );
 }
 
 #[test]
@@ -494,13 +557,19 @@ fn a_bad_template_is_a_clear_error() {
         let err = try_expand("postgres", text, &[]).unwrap_err();
         assert!(err.contains(needle), "{text:?}: {err}");
     }
-    let err = try_expand(
-        "mysql",
-        &format!("{head}-- @param a: i64\nSELECT ${{a}}\n"),
-        &[],
-    )
-    .unwrap_err();
-    assert!(err.contains("binds by position"), "{err}");
+    for (body, needle) in [
+        (
+            "-- @param a: i64\n-- @param b: i64\nSELECT ${a}\n",
+            "`-- @param b` is never bound",
+        ),
+        (
+            "-- @param a: i64\n-- @list L b: i64\nSELECT ${a}, ${a} IN (/*L*/)\n",
+            "write `?`",
+        ),
+    ] {
+        let err = try_expand("mysql", &format!("{head}{body}"), &[]).unwrap_err();
+        assert!(err.contains(needle), "{body:?}: {err}");
+    }
     let loops = try_expand(
         "postgres",
         &format!("{head}-- @include a\n"),

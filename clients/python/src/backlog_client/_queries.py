@@ -7,8 +7,10 @@ from __future__ import annotations
 QUERIES: dict[str, str] = {}
 
 QUERIES["sqlite/job_claim_fifo.sql"] = """\
+-- @generated from templates/sqlite/job_claim.sql by tests/templates.rs: edit the template
 -- Claims up to `limit` due jobs of a queue under one new lease, FIFO: by priority, then due time,
--- then id. `kinds`: a JSON array, NULL for any kind. One statement: SQLite has a single writer, so
+-- then id.
+-- `kinds`: a JSON array, NULL for any kind. One statement: SQLite has a single writer, so
 -- the picked rows cannot be taken by anyone else.
 -- The claim of the SQL contract, for clients in other languages (clients/python): their driver
 -- reads a result's rows where it runs. This library marks the rows and reads them back as one
@@ -37,9 +39,11 @@ WHERE id IN (
 RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
 """
 QUERIES["sqlite/job_claim_lifo.sql"] = """\
+-- @generated from templates/sqlite/job_claim.sql by tests/templates.rs: edit the template
 -- Claims up to `limit` due jobs of a queue under one new lease, LIFO: by priority, then latest due
--- time first, then highest id. `kinds`: a JSON array, NULL for any kind. One statement: SQLite has
--- a single writer, so the picked rows cannot be taken by anyone else.
+-- time first, then highest id.
+-- `kinds`: a JSON array, NULL for any kind. One statement: SQLite has a single writer, so
+-- the picked rows cannot be taken by anyone else.
 -- The claim of the SQL contract, for clients in other languages (clients/python): their driver
 -- reads a result's rows where it runs. This library marks the rows and reads them back as one
 -- row (job_claim_json_lifo), the same jobs.
@@ -68,6 +72,7 @@ RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at
 """
 
 QUERIES["sqlite/job_complete_delete.sql"] = """\
+-- @generated from templates/sqlite/job_complete.sql by tests/templates.rs: edit the template
 -- Completes running jobs whose lease tokens still match: deletes them, returning their ids.
 -- `pairs`: the (id, lease_token) pairs as a JSON array of two-element arrays. One statement text
 -- for any batch size; each pair is looked up by primary key (never a scan of the running jobs).
@@ -82,6 +87,7 @@ RETURNING id
 """
 
 QUERIES["sqlite/job_complete_keep.sql"] = """\
+-- @generated from templates/sqlite/job_complete.sql by tests/templates.rs: edit the template
 -- Completes running jobs whose lease tokens still match: marks them completed, kept, returning
 -- their ids. `pairs`: the (id, lease_token) pairs as JSON (see job_complete_delete).
 -- @param pairs: &str
@@ -97,6 +103,7 @@ RETURNING id
 """
 
 QUERIES["sqlite/job_complete_archive.sql"] = """\
+-- @generated from templates/sqlite/job_complete.sql by tests/templates.rs: edit the template
 -- Copies running jobs whose lease tokens still match into the archive, completed. `pairs`: the
 -- (id, lease_token) pairs as JSON (see job_complete_delete). The DELETE of job_complete_delete
 -- follows in the same transaction.
@@ -452,12 +459,13 @@ FROM backlog_queue WHERE name = $1
 """
 
 QUERIES["mysql/job_claim_fifo.sql"] = """\
+-- @generated from templates/mysql/job_claim.sql by tests/templates.rs: edit the template
 -- SKIP LOCKED: concurrent claimers pass over each other's rows; job_claim_update takes these in
 -- the same transaction (no UPDATE … RETURNING in MySQL), so the SELECT returns what it will write.
 -- One shard of the queue's claim point per statement (the claimer walks the shards from a random
 -- one; see claim_with in mysql.rs). FORCE INDEX: the claim index whatever the statistics say (a
--- scan would lock far more rows). Not the queue, token or lease expiry: the claimer chose them. By
--- priority, then the oldest due first (FIFO).
+-- scan would lock far more rows). Not the queue, token or lease expiry: the claimer chose them.
+-- By priority, then the oldest due first (FIFO).
 -- After: the shard's claim cursor (src/cursor.rs), the key `(priority, run_at, id)` past
 -- which it starts, past the delete-marked entries a held snapshot keeps purge from
 -- removing; NULL: from the head (a full pass). Written out with OR, which the range
@@ -484,12 +492,13 @@ LIMIT ?
 FOR UPDATE SKIP LOCKED
 """
 QUERIES["mysql/job_claim_lifo.sql"] = """\
+-- @generated from templates/mysql/job_claim.sql by tests/templates.rs: edit the template
 -- SKIP LOCKED: concurrent claimers pass over each other's rows; job_claim_update takes these in
 -- the same transaction (no UPDATE … RETURNING in MySQL), so the SELECT returns what it will write.
 -- One shard of the queue's claim point per statement (the claimer walks the shards from a random
 -- one; see claim_with in mysql.rs). FORCE INDEX: the claim index whatever the statistics say (a
--- scan would lock far more rows). Not the queue, token or lease expiry: the claimer chose them. By
--- priority, then the newest due first (LIFO).
+-- scan would lock far more rows). Not the queue, token or lease expiry: the claimer chose them.
+-- By priority, then the newest due first (LIFO).
 -- @param queue: &str
 -- @param shard: i32
 -- @param now: i64

@@ -1,9 +1,10 @@
+-- @generated from templates/mysql/job_claim.sql by tests/templates.rs: edit the template
 -- SKIP LOCKED: concurrent claimers pass over each other's rows; job_claim_update takes these in
 -- the same transaction (no UPDATE … RETURNING in MySQL), so the SELECT returns what it will write.
 -- One shard of the queue's claim point per statement (the claimer walks the shards from a random
 -- one; see claim_with in mysql.rs). FORCE INDEX: the claim index whatever the statistics say (a
--- scan would lock far more rows). Not the queue, token or lease expiry: the claimer chose them. By
--- priority, then the newest due first (LIFO).
+-- scan would lock far more rows). Not the queue, token or lease expiry: the claimer chose them.
+-- By priority, then the newest due first (LIFO).
 -- @param queue: &str
 -- @param shard: i32
 -- @param now: i64

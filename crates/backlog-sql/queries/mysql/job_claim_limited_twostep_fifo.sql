@@ -1,3 +1,4 @@
+-- @generated from templates/mysql/job_claim.sql by tests/templates.rs: edit the template
 -- job_claim_limited_fifo's claim in two steps, which the claimer uses while purge is behind (a
 -- snapshot held by another session, or purge lagging under load; see ClaimShape in mysql.rs): the
 -- derived table `c` reads the shard's next `candidates` keys from the claim index as a plain
@@ -8,8 +9,8 @@
 -- way (docs/bench-journal/2026-11-28-mariadb-locking-read.md). On a purged index this form is
 -- slower (a temporary table and a sort: a drain about 20% slower), hence two forms. STRAIGHT_JOIN
 -- and the order by `c`'s columns: the candidates are sorted first and joined in that order, so the
--- LIMIT stops the locking instead of locking every candidate before a sort. Not the paused check:
--- queue_lock read it under the lock.
+-- LIMIT stops the locking instead of locking every candidate before a sort.
+-- Not the paused check: queue_lock read it under the lock.
 -- After: the shard's claim cursor (src/cursor.rs), the key `(priority, run_at, id)` past
 -- which it starts, past the delete-marked entries a held snapshot keeps purge from
 -- removing; NULL: from the head (a full pass). Written out with OR, which the range

@@ -1,8 +1,10 @@
+-- @generated from templates/mysql/job_claim.sql by tests/templates.rs: edit the template
 -- Claim-token strategy (seeds S3, S5): UPDATE … ORDER BY … LIMIT marks rows with a fresh token
 -- (MySQL allows ORDER BY and LIMIT on a single-table UPDATE); job_select_token reads them back.
 -- One shard of the queue's claim point per statement (the claimer walks the shards from a random
 -- one; see claim_with in mysql.rs). FORCE INDEX: every claimer locks rows in claim-index order, so
--- they queue instead of deadlocking. By priority, then the oldest due first (FIFO).
+-- they queue instead of deadlocking.
+-- By priority, then the oldest due first (FIFO).
 -- @param token: i64
 -- @param owner: &str
 -- @param expires: i64

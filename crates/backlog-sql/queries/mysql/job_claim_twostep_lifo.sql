@@ -1,14 +1,15 @@
--- job_claim_lifo's claim in two steps, which the claimer uses while purge is behind (a snapshot
--- held by another session, or purge lagging under load; see ClaimShape in mysql.rs): the derived
--- table `c` reads the shard's next `candidates` keys from the claim index as a plain (consistent)
--- read, then the rows are locked by primary key in that order, rechecked, and the first `limit`
--- taken. A locking read of the claim index itself pays, for every entry it steps on, a check for
--- an implicit lock that grows with the history purge has not removed: with a snapshot held 3
--- minutes at 2,000 jobs/s, 422,485 pages for one claim of 3 jobs, against 1,321 + 9 this way
--- (docs/bench-journal/2026-11-28-mariadb-locking-read.md). On a purged index this form is slower
--- (a temporary table and a sort: a drain about 20% slower), hence two forms. STRAIGHT_JOIN and the
--- order by `c`'s columns: the candidates are sorted first and joined in that order, so the LIMIT
--- stops the locking instead of locking every candidate before a sort.
+-- @generated from templates/mysql/job_claim.sql by tests/templates.rs: edit the template
+-- job_claim_lifo's claim in two steps, which the claimer uses while purge is behind (a
+-- snapshot held by another session, or purge lagging under load; see ClaimShape in mysql.rs): the
+-- derived table `c` reads the shard's next `candidates` keys from the claim index as a plain
+-- (consistent) read, then the rows are locked by primary key in that order, rechecked, and the
+-- first `limit` taken. A locking read of the claim index itself pays, for every entry it steps on,
+-- a check for an implicit lock that grows with the history purge has not removed: with a snapshot
+-- held 3 minutes at 2,000 jobs/s, 422,485 pages for one claim of 3 jobs, against 1,321 + 9 this
+-- way (docs/bench-journal/2026-11-28-mariadb-locking-read.md). On a purged index this form is
+-- slower (a temporary table and a sort: a drain about 20% slower), hence two forms. STRAIGHT_JOIN
+-- and the order by `c`'s columns: the candidates are sorted first and joined in that order, so the
+-- LIMIT stops the locking instead of locking every candidate before a sort.
 -- @param queue: &str
 -- @param shard: i32
 -- @param now: i64

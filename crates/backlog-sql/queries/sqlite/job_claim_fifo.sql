@@ -1,5 +1,7 @@
+-- @generated from templates/sqlite/job_claim.sql by tests/templates.rs: edit the template
 -- Claims up to `limit` due jobs of a queue under one new lease, FIFO: by priority, then due time,
--- then id. `kinds`: a JSON array, NULL for any kind. One statement: SQLite has a single writer, so
+-- then id.
+-- `kinds`: a JSON array, NULL for any kind. One statement: SQLite has a single writer, so
 -- the picked rows cannot be taken by anyone else.
 -- The claim of the SQL contract, for clients in other languages (clients/python): their driver
 -- reads a result's rows where it runs. This library marks the rows and reads them back as one

@@ -1,4 +1,6 @@
--- Claims up to `limit` due jobs of a queue under one new lease, LIFO: by priority, then latest due time first, then highest id, in two statements
+-- @generated from templates/sqlite/job_claim.sql by tests/templates.rs: edit the template
+-- Claims up to `limit` due jobs of a queue under one new lease, LIFO: by priority, then latest due
+-- time first, then highest id, in two statements
 -- sent as one command: the first marks the rows with the claim's fresh token, the second reads
 -- them back as one row, a JSON array with, for each job, [id, kind, payload, priority, attempt,
 -- max_attempts, run_at, created_at, trace_context, group_key] (the payload and trace context as

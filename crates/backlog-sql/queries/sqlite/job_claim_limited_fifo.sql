@@ -1,3 +1,4 @@
+-- @generated from templates/sqlite/job_claim.sql by tests/templates.rs: edit the template
 -- Claims up to `limit` due jobs of a queue with a global concurrency limit (FIFO), in the
 -- transaction that holds the queue row's lock (queue_lock) and has counted its running jobs
 -- (queue_running): `limit` is what the limit leaves. Not the paused check of job_claim_fifo:

@@ -1,3 +1,4 @@
+-- @generated from templates/sqlite/job_complete.sql by tests/templates.rs: edit the template
 -- Copies running jobs whose lease tokens still match into the archive, completed. `pairs`: the
 -- (id, lease_token) pairs as JSON (see job_complete_delete). The DELETE of job_complete_delete
 -- follows in the same transaction.

@@ -1,3 +1,4 @@
+-- @generated from templates/sqlite/job_complete.sql by tests/templates.rs: edit the template
 -- Copies running jobs of one claim (one lease token) into the archive, completed. `ids`: a JSON
 -- array of ids (see job_complete_delete_one). The DELETE of job_complete_delete_one follows in
 -- the same transaction.

@@ -1,3 +1,4 @@
+-- @generated from templates/sqlite/job_complete.sql by tests/templates.rs: edit the template
 -- Completes running jobs whose lease tokens still match: deletes them, returning their ids.
 -- `pairs`: the (id, lease_token) pairs as a JSON array of two-element arrays. One statement text
 -- for any batch size; each pair is looked up by primary key (never a scan of the running jobs).

@@ -1,3 +1,4 @@
+-- @generated from templates/sqlite/job_complete.sql by tests/templates.rs: edit the template
 -- Completes running jobs of one claim (one lease token): deletes them, returning their ids.
 -- `ids`: a JSON array of ids, checked with one token instead of a token per id: the form for a
 -- worker that completes a claim's jobs together.

@@ -1,5 +1,6 @@
--- job_complete_delete without reading back the ids: for a completion that checks only how
--- many rows it changed (reading them back costs CPU on every completion).
+-- @generated from templates/sqlite/job_complete.sql by tests/templates.rs: edit the template
+-- job_complete_delete without reading back the ids: for a completion that checks only
+-- how many rows it changed (reading them back costs CPU on every completion).
 -- @param pairs: &str
 DELETE FROM backlog_job
 WHERE id IN (

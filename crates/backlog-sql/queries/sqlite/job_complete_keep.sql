@@ -1,3 +1,4 @@
+-- @generated from templates/sqlite/job_complete.sql by tests/templates.rs: edit the template
 -- Completes running jobs whose lease tokens still match: marks them completed, kept, returning
 -- their ids. `pairs`: the (id, lease_token) pairs as JSON (see job_complete_delete).
 -- @param pairs: &str

@@ -1,3 +1,4 @@
+-- @generated from templates/sqlite/job_complete.sql by tests/templates.rs: edit the template
 -- Completes running jobs of one claim (one lease token): marks them completed, kept, returning
 -- their ids. `ids`: a JSON array of ids, checked with one token (see job_complete_delete_one).
 -- @param ids: &str

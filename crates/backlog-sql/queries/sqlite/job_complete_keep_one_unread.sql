@@ -1,5 +1,6 @@
+-- @generated from templates/sqlite/job_complete.sql by tests/templates.rs: edit the template
 -- job_complete_keep_one without reading back the ids: for a completion that checks only how
--- many rows it changed (reading them back costs CPU on every completion).
+-- how many rows it changed (reading them back costs CPU on every completion).
 -- @param ids: &str
 -- @param now: i64
 -- @param token: i64

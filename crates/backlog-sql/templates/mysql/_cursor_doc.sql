@@ -1,0 +1,4 @@
+-- After: the shard's claim cursor (src/cursor.rs), the key `(priority, run_at, id)` past
+-- which it starts, past the delete-marked entries a held snapshot keeps purge from
+-- removing; NULL: from the head (a full pass). Written out with OR, which the range
+-- optimizer reads as ranges of the claim index.

@@ -1,0 +1,7 @@
+-- @param token: i64
+-- @param owner: &str
+-- @param expires: i64
+-- @param now: i64
+-- @param queue: &str
+-- @param kinds: Option<String>
+-- @param limit: i64
