@@ -11,6 +11,7 @@
 #     (scripts/pgbouncer.sh), for the conformance suite and the runtime tests through a pooler
 #   Python with psycopg, PyMySQL and mypy, for the Python client in clients/python
 #   Node with the TypeScript client's compiler and drivers (`npm ci` in clients/typescript)
+#   Ruby with pg, mysql2, sqlite3 and Active Job, for the Ruby client in clients/ruby
 # and Chromium with chromedriver for the dashboard's browser test (crates/backlog-cli/tests/
 # dashboard.rs). Installs them from Debian's packages when absent. Exits non-zero if any cannot be
 # had: the test suite never skips a backend or the browser test.
@@ -76,6 +77,17 @@ ensure_python_drivers() {
     "$py" -c 'import psycopg, pymysql, mypy' || { log "$py cannot import psycopg, pymysql and mypy"; exit 1; }
 }
 
+# The Ruby client's drivers and Active Job, from Debian's packages (the gem registry may be out
+# of reach; the tests run BACKLOG_TEST_RUBY, by default /usr/bin/ruby, which sees them).
+ensure_ruby_drivers() {
+    local rb="${BACKLOG_TEST_RUBY:-/usr/bin/ruby}"
+    local probe='require "pg"; require "mysql2"; require "sqlite3"; require "active_job"'
+    if [ -x "$rb" ] && "$rb" -e "$probe" 2>/dev/null; then log "Ruby drivers are there"; return; fi
+    log "installing ruby, ruby-pg, ruby-mysql2, ruby-sqlite3 and ruby-activejob"
+    apt_install ruby ruby-pg ruby-mysql2 ruby-sqlite3 ruby-activejob
+    "$rb" -e "$probe" || { log "$rb cannot load pg, mysql2, sqlite3 and active_job"; exit 1; }
+}
+
 # The TypeScript client's compiler and drivers (typescript, pg, mysql2, better-sqlite3, whose
 # native part node-gyp builds from source when no prebuilt binary can be fetched), from the npm
 # registry as clients/typescript/package-lock.json pins them; `npm ci` also builds its dist/.
@@ -104,4 +116,5 @@ ensure_mariadb
 "$(dirname "$0")/galera.sh" ensure
 "$(dirname "$0")/pgbouncer.sh" ensure
 ensure_python_drivers
+ensure_ruby_drivers
 ensure_typescript_client
