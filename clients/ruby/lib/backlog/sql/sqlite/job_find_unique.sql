@@ -1,0 +1,5 @@
+-- The unfinished job that holds a unique key in a queue.
+-- @param queue: &str
+-- @param unique_key: &str
+SELECT id FROM backlog_job
+WHERE queue = ?1 AND unique_key = ?2 AND state IN ('available', 'running', 'held', 'waiting')
