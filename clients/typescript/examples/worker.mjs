@@ -7,7 +7,8 @@
 //
 // A payload with "fail_once": true fails its first attempt. `--stall-after N` freezes the
 // worker when it holds its (N+1)-th job, as a hung process would: it writes {"id", "token"} of
-// that job to --stall-file and waits while its heartbeats keep the lease, until it is killed.
+// that job to --stall-file and waits while its heartbeats keep the lease, until it is killed
+// (run it with --concurrency 1, or its other slots go on working).
 //
 //     node examples/worker.mjs sqlite:///tmp/q.db emails --log emails.log --drain
 import { appendFileSync, renameSync, writeFileSync } from "node:fs";
@@ -32,12 +33,17 @@ const [url, queue] = positionals;
 const log = (line) => appendFileSync(a.log, line + "\n");
 const stallAfter = a["stall-after"] === undefined ? null : Number(a["stall-after"]);
 let handled = 0;
+let heard = 0;
 
 const worker = new Worker(
   url,
   queue,
   async (job) => {
     if (stallAfter !== null && handled === stallAfter) {
+      // Freeze once every job before this one has its outcome written and logged (completions
+      // are written in batches, after the handler returns): what a process that hangs here
+      // leaves behind is the frozen job alone.
+      while (heard < handled) await new Promise((r) => setTimeout(r, 5));
       handled++;
       writeFileSync(a["stall-file"] + ".tmp", JSON.stringify({ id: job.id, token: String(job.token) }));
       renameSync(a["stall-file"] + ".tmp", a["stall-file"]); // appears whole
@@ -53,7 +59,10 @@ const worker = new Worker(
     batch: Number(a.batch),
     concurrency: Number(a.concurrency),
     ...(a.owner ? { owner: a.owner } : {}),
-    onOutcome: (job, outcome) => log(`${outcome} ${job.payload.i} ${job.id}`),
+    onOutcome: (job, outcome) => {
+      log(`${outcome} ${job.payload.i} ${job.id}`);
+      heard++;
+    },
   },
 );
 await worker.run({ drain: a.drain });

@@ -143,9 +143,9 @@ fn typescript_copies_equal_the_query_files() {
 }
 
 /// 600 jobs (400 from the TypeScript producer, 200 from `backlog enqueue --jsonl`), every tenth
-/// failing its first attempt, worked at once by two TypeScript workers and `backlog work`. One
-/// TypeScript worker freezes holding a job and is killed with SIGKILL; its job is rescued and
-/// completed by another worker. At the end every job is completed exactly once (by the process
+/// failing its first attempt. A TypeScript worker works them alone until it freezes holding a
+/// job, and is killed with SIGKILL; a second TypeScript worker and `backlog work` drain the
+/// rest together, and the frozen job is rescued and completed by one of them. At the end every job is completed exactly once (by the process
 /// its row names), jobs of each producer were worked by each kind of worker, and the dead
 /// worker's stale token is refused by every fenced statement.
 fn contract(engine: Engine) {
@@ -190,12 +190,14 @@ print(ids.length)"#,
             "15",
             "--stall-file",
             stall.to_str().unwrap(),
+            "--concurrency",
+            "1",
+            "--batch",
+            "1",
         ],
     );
-    let others = [
-        ts_worker(&db, q, "ts-b", &["--work-ms", "2"]),
-        backlog_worker(&db, q, "rust-a"),
-    ];
+    // The victim first, alone, until it freezes: the others could otherwise drain the queue
+    // before it has held its sixteenth job.
     while !stall.exists() {
         if let Some(status) = victim.child.try_wait().unwrap() {
             panic!(
@@ -206,6 +208,10 @@ print(ids.length)"#,
         assert!(Instant::now() < deadline, "ts-a never stalled");
         std::thread::sleep(Duration::from_millis(20));
     }
+    let others = [
+        ts_worker(&db, q, "ts-b", &["--work-ms", "2"]),
+        backlog_worker(&db, q, "rust-a"),
+    ];
     let frozen: Value = serde_json::from_str(&std::fs::read_to_string(&stall).unwrap()).unwrap();
     victim.child.kill().unwrap(); // SIGKILL
     victim.child.wait().unwrap();
