@@ -23,7 +23,12 @@
 //! - `-- @include FRAGMENT`: the lines of `templates/<dialect>/_FRAGMENT.sql`, indented as the
 //!   `@include` line is, with the same `@if`s evaluated for the variant.
 //!
-//! In the other lines, `{{AXIS}}` is the axis' value, and `${NAME}` the placeholder of the
+//! A line `--# …` is a note on the template itself, left out of every variant.
+//!
+//! `@include` may bind names for the fragment: `-- @include FRAGMENT p=j.` (`{{p}}` in it is `j.`).
+//!
+//! In the other lines, `{{AXIS}}` is the axis' value, `{{? COND : TEXT}}` is `TEXT` where `COND`
+//! holds and nothing elsewhere, and `${NAME}` the placeholder of the
 //! parameter `NAME` (`$n` on PostgreSQL, `?n` on SQLite: the position of its `-- @param` line
 //! among the variant's), so that a variant with a parameter more numbers the others as its file
 //! must. Each generated file opens with a `-- @generated` line naming its template.
@@ -122,7 +127,7 @@ fn parse(text: &str) -> Result<Template, String> {
 }
 
 /// Whether `cond` holds for the variant `at`.
-fn holds(cond: &str, at: &BTreeMap<&str, &str>) -> Result<bool, String> {
+fn holds(cond: &str, at: &Vars) -> Result<bool, String> {
     let mut all = true;
     let terms: Vec<&str> = cond.split_whitespace().collect();
     if terms.is_empty() {
@@ -145,7 +150,7 @@ fn holds(cond: &str, at: &BTreeMap<&str, &str>) -> Result<bool, String> {
         if values.iter().any(|v| v.is_empty()) {
             return Err(format!("`{term}`: an empty value"));
         }
-        all &= values.contains(value) != negated;
+        all &= values.contains(&value.as_str()) != negated;
     }
     Ok(all)
 }
@@ -157,10 +162,41 @@ struct Level {
     outer: bool,
 }
 
-/// The template's lines as variant `at` has them (`@if`s resolved, fragments included).
+/// A variant's values: each axis' (and each `@include` binding's).
+type Vars = BTreeMap<String, String>;
+
+/// `line` with its `{{AXIS}}` and `{{? COND : TEXT}}` written out for `at`.
+fn fill(line: &str, at: &Vars) -> Result<String, String> {
+    let mut line = line.to_owned();
+    for (axis, value) in at {
+        line = line.replace(&format!("{{{{{axis}}}}}"), value);
+    }
+    while let Some(start) = line.find("{{?") {
+        let len = line[start..]
+            .find("}}")
+            .ok_or_else(|| format!("`{}`: `{{{{?` without `}}}}`", line.trim()))?;
+        let inner = &line[start + 3..start + len];
+        let (cond, text) = inner
+            .split_once(':')
+            .ok_or_else(|| format!("`{}`: {{{{? COND : TEXT}}}}", line.trim()))?;
+        let text = if holds(cond, at)? {
+            text.strip_prefix(' ').unwrap_or(text).to_owned()
+        } else {
+            String::new()
+        };
+        line.replace_range(start..start + len + 2, &text);
+    }
+    if line.contains("{{") {
+        return Err(format!("`{}`: no such axis", line.trim()));
+    }
+    Ok(line)
+}
+
+/// The template's lines as variant `at` has them (`@if`s resolved, fragments included, `{{…}}`
+/// written out).
 fn select(
     lines: &[String],
-    at: &BTreeMap<&str, &str>,
+    at: &Vars,
     dir: &Path,
     depth: usize,
     out: &mut Vec<String>,
@@ -171,6 +207,9 @@ fn select(
     let mut stack: Vec<Level> = Vec::new();
     let keeping = |stack: &[Level]| stack.last().is_none_or(|l| l.keep);
     for line in lines {
+        if line.trim_start().starts_with("--#") {
+            continue;
+        }
         let c = line
             .trim_start()
             .strip_prefix("--")
@@ -196,8 +235,17 @@ fn select(
         } else if c == "@end" {
             stack.pop().ok_or("`@end` without `@if`")?;
         } else if !keeping(&stack) {
-        } else if let Some(fragment) = c.strip_prefix("@include ") {
-            let path = dir.join(format!("_{}.sql", fragment.trim()));
+        } else if let Some(rest) = c.strip_prefix("@include ") {
+            let mut words = rest.split_whitespace();
+            let fragment = words.next().ok_or("`@include FRAGMENT`")?;
+            let mut inner = at.clone();
+            for w in words {
+                let (k, v) = w
+                    .split_once('=')
+                    .ok_or_else(|| format!("`@include {rest}`: KEY=VALUE after the name"))?;
+                inner.insert(k.to_owned(), v.to_owned());
+            }
+            let path = dir.join(format!("_{fragment}.sql"));
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| format!("@include {}: {e}", path.display()))?;
             let indent = &line[..line.len() - line.trim_start().len()];
@@ -211,7 +259,7 @@ fn select(
                     }
                 })
                 .collect();
-            select(&body, at, dir, depth + 1, out)?;
+            select(&body, &inner, dir, depth + 1, out)?;
         } else if c.starts_with("@if")
             || c.starts_with("@el")
             || c.starts_with("@end")
@@ -219,7 +267,7 @@ fn select(
         {
             return Err(format!("`{}`: malformed", line.trim()));
         } else {
-            out.push(line.clone());
+            out.push(fill(line, at)?);
         }
     }
     if !stack.is_empty() {
@@ -231,11 +279,7 @@ fn select(
 /// `{{AXIS}}` and `${NAME}` replaced in the variant's lines. On MySQL, whose `?` bind by
 /// position, a `-- @bind` line after the last `-- @param` gives the order the names came in,
 /// unless it is the declared order with each parameter once.
-fn substitute(
-    lines: Vec<String>,
-    at: &BTreeMap<&str, &str>,
-    dialect: &str,
-) -> Result<String, String> {
+fn substitute(lines: Vec<String>, dialect: &str) -> Result<String, String> {
     let declared = |l: &str, what: &str| -> Option<String> {
         let c = l.trim_start().strip_prefix("--")?.trim();
         let rest = c.strip_prefix(what)?;
@@ -249,12 +293,6 @@ fn substitute(
     let mut bound: Vec<String> = Vec::new();
     for line in lines {
         let mut line = line;
-        for (axis, value) in at {
-            line = line.replace(&format!("{{{{{axis}}}}}"), value);
-        }
-        if line.contains("{{") {
-            return Err(format!("`{}`: no such axis", line.trim()));
-        }
         while let Some(start) = line.find("${") {
             let end = line[start..]
                 .find('}')
@@ -313,11 +351,11 @@ fn expand(dialect: &str, path: &Path) -> Result<Vec<(String, String)>, String> {
     let mut variants = Vec::new();
     let mut index = vec![0usize; t.axes.len()];
     loop {
-        let at: BTreeMap<&str, &str> = t
+        let at: Vars = t
             .axes
             .iter()
             .zip(&index)
-            .map(|(a, &i)| (a.name.as_str(), a.values[i].0.as_str()))
+            .map(|(a, &i)| (a.name.clone(), a.values[i].0.clone()))
             .collect();
         let mut skipped = false;
         for cond in &t.skip {
@@ -330,7 +368,7 @@ fn expand(dialect: &str, path: &Path) -> Result<Vec<(String, String)>, String> {
         if !skipped {
             let mut lines = Vec::new();
             select(&t.lines, &at, dir, 0, &mut lines).map_err(|e| format!("{name}: {e}"))?;
-            let body = substitute(lines, &at, dialect).map_err(|e| format!("{name}: {e}"))?;
+            let body = substitute(lines, dialect).map_err(|e| format!("{name}: {e}"))?;
             variants.push((name, format!("{from}{body}")));
         }
         // The next combination, the last axis fastest.
@@ -454,6 +492,7 @@ fn a_template_gives_each_combination_with_its_own_placeholders() {
 -- @if retention=keep
 -- @param now: i64
 -- @end
+--# a note on the template alone
 -- @param queue: &str
 SELECT id FROM backlog_job WHERE queue = ${queue}
 -- @if order=fifo
@@ -506,6 +545,17 @@ ORDER BY id DESC
     assert!(!v.iter().any(|(n, _)| n.starts_with("claim_keep_one")));
     let sqlite = try_expand("sqlite", text, &[("tail", "")]).unwrap();
     assert!(sqlite[0].1.contains("queue = ?2"), "{}", sqlite[0].1);
+    // A fragment with names bound by its `@include`, and text for some variants only.
+    let cols = "-- @name c_{order}\n-- @axis order: fifo, lifo\nSELECT\n    -- @include cols p=j.\n\
+                FROM t AS j\n";
+    let c = try_expand(
+        "postgres",
+        cols,
+        &[("cols", "{{p}}id, {{p}}kind{{? order=fifo : , {{p}}shard}}")],
+    )
+    .unwrap();
+    assert_eq!(c[0].1, "SELECT\n    j.id, j.kind, j.shard\nFROM t AS j\n");
+    assert_eq!(c[1].1, "SELECT\n    j.id, j.kind\nFROM t AS j\n");
     // MySQL binds by position: a `@bind` line when the order is not the declared one.
     let mysql = "-- @name m_{order}\n-- @axis order: fifo, lifo\n-- @param a: i64\n\
                  -- @param b: i64\n-- Doc.\n-- @if order=fifo\nSELECT ${b}, ${a}, ${b}\n\
@@ -535,6 +585,9 @@ fn a_bad_template_is_a_clear_error() {
         ("SELECT {{shape}}\n", "no such axis"),
         ("-- @include missing\n", "@include"),
         ("-- @iff order=fifo\n", "malformed"),
+        ("SELECT 1{{? order=fifo : , 2\n", "without"),
+        ("SELECT 1{{? order=fifo}}\n", "COND : TEXT"),
+        ("-- @include x p\n", "KEY=VALUE"),
     ] {
         let err = try_expand("postgres", &format!("{head}{body}"), &[]).unwrap_err();
         assert!(err.contains(needle), "{body:?}: {err}");

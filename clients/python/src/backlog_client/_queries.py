@@ -36,7 +36,8 @@ WHERE id IN (
     LIMIT +?7
 )
 -- Not the queue, token or lease expiry: the claimer chose them.
-RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
+RETURNING
+    id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
 """
 QUERIES["sqlite/job_claim_lifo.sql"] = """\
 -- @generated from templates/sqlite/job_claim.sql by tests/templates.rs: edit the template
@@ -68,7 +69,8 @@ WHERE id IN (
     LIMIT +?7
 )
 -- Not the queue, token or lease expiry: the claimer chose them.
-RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
+RETURNING
+    id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
 """
 
 QUERIES["sqlite/job_complete_delete.sql"] = """\
@@ -257,8 +259,9 @@ SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = 
     lease_expires_at = $3, attempted_at = $4
 WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 -- Not the queue, token or lease expiry: the claimer chose them.
-RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
-          j.run_at, j.created_at, j.trace_context, j.group_key, j.shard
+RETURNING
+    j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
+    j.run_at, j.created_at, j.trace_context, j.group_key, j.shard
 """
 QUERIES["postgres/job_claim_lifo.sql"] = """\
 -- @generated from templates/postgres/job_claim.sql by tests/templates.rs: edit the template
@@ -299,8 +302,9 @@ SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = 
     lease_expires_at = $3, attempted_at = $4
 WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 -- Not the queue, token or lease expiry: the claimer chose them.
-RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
-          j.run_at, j.created_at, j.trace_context, j.group_key
+RETURNING
+    j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
+    j.run_at, j.created_at, j.trace_context, j.group_key
 """
 
 QUERIES["postgres/job_complete_delete.sql"] = """\
@@ -479,8 +483,9 @@ QUERIES["mysql/job_claim_fifo.sql"] = """\
 -- @param after_run_at: Option<i64>
 -- @param after_id: Option<i64>
 -- @bind queue, shard, now, kinds, kinds, after_priority, after_priority, after_priority, after_run_at, after_run_at, after_id, queue, limit
-SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
-       max_attempts, run_at, created_at, trace_context, group_key
+SELECT
+    id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
+    max_attempts, run_at, created_at, trace_context, group_key
 FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
 WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))
@@ -505,8 +510,9 @@ QUERIES["mysql/job_claim_lifo.sql"] = """\
 -- @param kinds: Option<&str>
 -- @param limit: i64
 -- @bind queue, shard, now, kinds, kinds, queue, limit
-SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
-       max_attempts, run_at, created_at, trace_context, group_key
+SELECT
+    id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
+    max_attempts, run_at, created_at, trace_context, group_key
 FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
 WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))

@@ -18,8 +18,9 @@
 -- @param limit: i64
 -- @param candidates: i64
 -- @bind queue, shard, now, kinds, kinds, candidates, now, limit
-SELECT j.id, j.kind, CAST(j.payload AS CHAR) AS payload, j.priority, j.attempt + 1 AS attempt,
-       j.max_attempts, j.run_at, j.created_at, j.trace_context, j.group_key
+SELECT
+    j.id, j.kind, CAST(j.payload AS CHAR) AS payload, j.priority, j.attempt + 1 AS attempt,
+    j.max_attempts, j.run_at, j.created_at, j.trace_context, j.group_key
 FROM (
     SELECT priority, run_at, id FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
     WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?

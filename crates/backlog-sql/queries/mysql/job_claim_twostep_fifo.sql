@@ -24,8 +24,9 @@
 -- @param after_run_at: Option<i64>
 -- @param after_id: Option<i64>
 -- @bind queue, shard, now, kinds, kinds, after_priority, after_priority, after_priority, after_run_at, after_run_at, after_id, queue, candidates, now, limit
-SELECT j.id, j.kind, CAST(j.payload AS CHAR) AS payload, j.priority, j.attempt + 1 AS attempt,
-       j.max_attempts, j.run_at, j.created_at, j.trace_context, j.group_key
+SELECT
+    j.id, j.kind, CAST(j.payload AS CHAR) AS payload, j.priority, j.attempt + 1 AS attempt,
+    j.max_attempts, j.run_at, j.created_at, j.trace_context, j.group_key
 FROM (
     SELECT priority, run_at, id FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
     WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?

@@ -1,3 +1,4 @@
+-- @generated from templates/mysql/job_handoff_take.sql by tests/templates.rs: edit the template
 -- The jobs job_handoff_next chose, locked and read as a claim reads them (job_claim_update then
 -- marks them running under the worker's new lease): one move (waiting to running) where a
 -- promotion and then a claim make two. A group's count of active jobs does not change (one
@@ -8,8 +9,9 @@
 -- @param kinds: Option<&str>
 -- @param queue: &str
 -- @bind ids, kinds, kinds, queue
-SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
-       max_attempts, run_at, created_at, trace_context, group_key
+SELECT
+    id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
+    max_attempts, run_at, created_at, trace_context, group_key
 FROM backlog_job FORCE INDEX (PRIMARY)
 WHERE id IN (/*IDS*/) AND state = 'waiting'
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))

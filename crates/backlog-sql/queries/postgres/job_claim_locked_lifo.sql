@@ -25,8 +25,9 @@ WITH heads AS MATERIALIZED (
                        ELSE COALESCE(max(shards), 1) END AS n
           FROM backlog_queue WHERE name = $2) AS q
 )
-SELECT c.id, c.kind, c.payload::text AS payload, c.priority, c.attempt + 1 AS attempt,
-       c.max_attempts, c.run_at, c.created_at, c.trace_context, c.group_key
+SELECT
+    c.id, c.kind, c.payload::text AS payload, c.priority, c.attempt + 1 AS attempt, c.max_attempts,
+    c.run_at, c.created_at, c.trace_context, c.group_key
 FROM heads AS q
 CROSS JOIN generate_series(0, 255) AS s(i)
 CROSS JOIN LATERAL (

@@ -1,3 +1,4 @@
+-- @generated from templates/postgres/job_handoff.sql by tests/templates.rs: edit the template
 -- Hands the turns of a worker's finished jobs in their ordered groups straight to each group's
 -- next job, claimed under the worker's new lease: one move (waiting to running) where a
 -- promotion and then a claim make two. Run in the transaction that completes the finished jobs,
@@ -44,5 +45,6 @@ UPDATE backlog_job j
 SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = $2,
     lease_expires_at = $3, attempted_at = $4
 WHERE j.id = ANY(ARRAY(SELECT id FROM next WHERE id IS NOT NULL ORDER BY id LIMIT $7)) AND j.state = 'waiting' AND ($6::text[] IS NULL OR j.kind = ANY($6::text[]))
-RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
-          j.run_at, j.created_at, j.trace_context, j.group_key
+RETURNING
+    j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
+    j.run_at, j.created_at, j.trace_context, j.group_key

@@ -30,7 +30,8 @@ WHERE id IN (
     ORDER BY priority, run_at, id
     LIMIT +?7
 );
-SELECT json_group_array(json_array(id, kind, payload, priority, attempt, max_attempts, run_at,
-                                   created_at, trace_context, group_key))
+SELECT json_group_array(json_array(
+    id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
+))
 FROM backlog_job
 WHERE state = 'running' AND lease_expires_at = ?3 AND lease_token = ?1

@@ -20,4 +20,5 @@ WHERE id IN (
     ORDER BY priority, run_at DESC, id DESC
     LIMIT +?7
 )
-RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
+RETURNING
+    id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key

@@ -34,7 +34,8 @@ WHERE id IN (
 DELETE FROM backlog_job
 WHERE id IN (SELECT value FROM json_each(?8)) AND lease_token = ?9 AND state = 'running';
 SELECT changes(),
-       (SELECT json_group_array(json_array(id, kind, payload, priority, attempt, max_attempts,
-                                           run_at, created_at, trace_context, group_key))
+       (SELECT json_group_array(json_array(
+            id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
+        ))
         FROM backlog_job
         WHERE state = 'running' AND lease_expires_at = ?3 AND lease_token = ?1)

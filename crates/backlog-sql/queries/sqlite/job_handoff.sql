@@ -1,3 +1,4 @@
+-- @generated from templates/sqlite/job_handoff.sql by tests/templates.rs: edit the template
 -- Hands the turns of a worker's finished jobs in their ordered groups straight to each group's
 -- next job, claimed under the worker's new lease: one move (waiting to running) where a
 -- promotion and then a claim make two. Run in the transaction that completes the finished jobs,
@@ -35,5 +36,5 @@ SET state = 'running', attempt = attempt + 1, lease_token = ?1, lease_owner = ?2
     lease_expires_at = ?3, attempted_at = ?4
 WHERE id IN (SELECT next FROM turns WHERE next IS NOT NULL ORDER BY next LIMIT +?7)
   AND state = 'waiting' AND (?6 IS NULL OR kind IN (SELECT value FROM json_each(?6)))
-RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context,
-          group_key
+RETURNING
+    id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key

@@ -81,8 +81,8 @@
 -- @param after_id: Option<i64>
 -- @end
 -- @if mode=plain|limited
-SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
-       max_attempts, run_at, created_at, trace_context, group_key
+SELECT
+    -- @include claim_columns p= next=yes
 FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
 -- @include claim_where
 LIMIT ${limit}
@@ -94,8 +94,8 @@ SET state = 'running', attempt = attempt + 1, lease_token = ${token}, lease_owne
 -- @include claim_where
 LIMIT ${limit}
 -- @else
-SELECT j.id, j.kind, CAST(j.payload AS CHAR) AS payload, j.priority, j.attempt + 1 AS attempt,
-       j.max_attempts, j.run_at, j.created_at, j.trace_context, j.group_key
+SELECT
+    -- @include claim_columns p=j. next=yes
 FROM (
     SELECT priority, run_at, id FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
     -- @include claim_where

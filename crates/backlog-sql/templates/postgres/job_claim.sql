@@ -93,22 +93,13 @@ WITH heads AS MATERIALIZED (
                        ELSE COALESCE(max(shards), 1) END AS n
           FROM backlog_queue WHERE name = ${queue}) AS q
 )
--- @if order=fifo
-SELECT c.id, c.kind, c.payload::text AS payload, c.priority, c.attempt + 1 AS attempt,
-       c.max_attempts, c.run_at, c.created_at, c.trace_context, c.group_key, c.shard
--- @else
-SELECT c.id, c.kind, c.payload::text AS payload, c.priority, c.attempt + 1 AS attempt,
-       c.max_attempts, c.run_at, c.created_at, c.trace_context, c.group_key
--- @end
+SELECT
+    -- @include claim_columns p=c. next=yes
 FROM heads AS q
 CROSS JOIN generate_series(0, 255) AS s(i)
 CROSS JOIN LATERAL (
     SELECT id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context,
--- @if order=fifo
-           group_key, shard
--- @else
-           group_key
--- @end
+           group_key{{? order=fifo : , shard}}
     FROM backlog_job
     WHERE queue = ${queue} AND shard = (q.first + s.i) % q.n AND state = 'available' AND run_at <= ${now}
 -- @if order=fifo
@@ -142,6 +133,7 @@ WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 -- @if mode=plain
 -- Not the queue, token or lease expiry: the claimer chose them.
 -- @end
--- @include claim_returning
+RETURNING
+    -- @include claim_columns p=j. next=no
 -- @end
 -- @end

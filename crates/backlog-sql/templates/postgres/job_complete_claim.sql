@@ -90,7 +90,8 @@ claimed AS (
     SET state = 'running', attempt = j.attempt + 1, lease_token = ${token}, lease_owner = ${owner},
         lease_expires_at = ${expires}, attempted_at = ${now}
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
-    -- @include claim_returning
+    RETURNING
+        -- @include claim_columns p=j. next=no
 )
 SELECT NULL::bigint[] AS done_ids, c.* FROM claimed AS c
 UNION ALL
@@ -110,5 +111,5 @@ SET state = 'running', attempt = j.attempt + 1, lease_token = ${token}, lease_ow
 WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING CASE WHEN j.id = (SELECT min(id) FROM picked)
     THEN (SELECT array_agg(id) FROM done) END AS done_ids,
--- @include claim_columns
+          -- @include claim_columns p=j. next=no
 -- @end

@@ -47,8 +47,9 @@
 -- @include claim_update
 -- @if mode=json
 );
-SELECT json_group_array(json_array(id, kind, payload, priority, attempt, max_attempts, run_at,
-                                   created_at, trace_context, group_key))
+SELECT json_group_array(json_array(
+    -- @include claim_columns
+))
 FROM backlog_job
 WHERE state = 'running' AND lease_expires_at = ${expires} AND lease_token = ${token}
 -- @else
@@ -56,5 +57,6 @@ WHERE state = 'running' AND lease_expires_at = ${expires} AND lease_token = ${to
 -- @if mode=plain
 -- Not the queue, token or lease expiry: the claimer chose them.
 -- @end
-RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
+RETURNING
+    -- @include claim_columns
 -- @end

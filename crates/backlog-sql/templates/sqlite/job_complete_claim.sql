@@ -24,7 +24,8 @@
 DELETE FROM backlog_job
 WHERE id IN (SELECT value FROM json_each(${done_ids})) AND lease_token = ${done_token} AND state = 'running';
 SELECT changes(),
-       (SELECT json_group_array(json_array(id, kind, payload, priority, attempt, max_attempts,
-                                           run_at, created_at, trace_context, group_key))
+       (SELECT json_group_array(json_array(
+            -- @include claim_columns
+        ))
         FROM backlog_job
         WHERE state = 'running' AND lease_expires_at = ${expires} AND lease_token = ${token})
