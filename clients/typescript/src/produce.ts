@@ -52,12 +52,11 @@ export interface Row {
 
 /** Checks one job (throwing a BacklogError before anything is written). */
 export function row(job: NewJob, index?: number): Row {
-  const at = index === undefined ? "" : `job ${index}: `;
-  if (typeof job !== "object" || job === null) throw new InvalidOption(`${at}expected an object with queue and payload`);
-  const unknown = Object.keys(job).filter((k) => !OPTIONS.has(k));
-  if (unknown.length) throw new InvalidOption(`${at}unknown options ${unknown.join(", ")}`);
-  if (!("queue" in job) || !("payload" in job)) throw new InvalidOption(`${at}queue and payload are required`);
-  const given = (v: unknown): boolean => v !== undefined && v !== null;
+  if (typeof job !== "object" || job === null) throw new InvalidOption(`${at(index)}expected an object with queue and payload`);
+  for (const k in job) {
+    if (!OPTIONS.has(k)) throw new InvalidOption(`${at(index)}unknown option ${k}`);
+  }
+  if (!("queue" in job) || !("payload" in job)) throw new InvalidOption(`${at(index)}queue and payload are required`);
   if (given(job.runAt) && given(job.delay)) throw new InvalidOption("give runAt or delay, not both");
   return {
     queue: check.name("queue name", job.queue),
@@ -72,6 +71,9 @@ export function row(job: NewJob, index?: number): Row {
     trace: given(job.traceContext) ? check.traceContext(job.traceContext) : null,
   };
 }
+
+const at = (index: number | undefined): string => (index === undefined ? "" : `job ${index}: `);
+const given = (v: unknown): boolean => v !== undefined && v !== null;
 
 /** Checks every job of a batch before any is written. */
 export function rows(jobs: Iterable<NewJob>): Row[] {
@@ -172,22 +174,26 @@ const ids = (value: unknown): number[] => (value as unknown[]).map(Number);
 
 /** The values of a row of job_insert_plain / job_insert, up to trace_context. */
 function values(j: Row, now: number): unknown[] {
-  const runAt = j.runAt ?? (j.delayUs !== null ? now + j.delayUs : now);
-  return [j.queue, j.kind, j.payload, j.priority, runAt, j.maxAttempts, j.trace];
+  return [j.queue, j.kind, j.payload, j.priority, runAtOf(j, now), j.maxAttempts, j.trace];
+}
+
+/** When a job is due: its runAt, else now plus its delay, else now. */
+function runAtOf(j: Row, now: number): number {
+  return j.runAt ?? (j.delayUs !== null ? now + j.delayUs : now);
 }
 
 /** Inserts rows without unique keys with job_insert_plain: their ids in order, or null (MySQL in
  *  interleaved auto-increment mode: use `keyed`). */
 async function plain(db: Db, key: object, chunk: Row[], now: number): Promise<number[] | null> {
   const first = chunk[0]!;
-  const firstAt = values(first, now)[4];
+  const firstAt = runAtOf(first, now);
   const uniform =
     chunk.length > 1 &&
     db.flavor !== "mysql" &&
     chunk.every(
       (j) =>
         j.queue === first.queue && j.kind === first.kind && j.priority === first.priority &&
-        j.maxAttempts === first.maxAttempts && j.trace === first.trace && values(j, now)[4] === firstAt,
+        j.maxAttempts === first.maxAttempts && j.trace === first.trace && runAtOf(j, now) === firstAt,
     );
   if (uniform) {
     // The usual batch (one queue, kind, priority and time): the shared values are bound once and

@@ -21,12 +21,17 @@ export type TraceContext = string | { traceparent: string; tracestate?: string |
 const NAME = /^[A-Za-z0-9_.:-]+$/;
 const bytes = (s: string): number => Buffer.byteLength(s, "utf8");
 
+/** Names checked already (a batch names its queue a thousand times). */
+const goodNames = new Set<string>();
+
 /** A queue name or kind: 1 to 128 characters of `[A-Za-z0-9_.:-]`. */
 export function name(what: string, value: unknown): string {
+  if (typeof value === "string" && goodNames.has(value)) return value;
   if (typeof value !== "string") throw new InvalidName(what, String(value), "must be a string");
   if (value === "") throw new InvalidName(what, value, "must not be empty");
   if (bytes(value) > MAX_NAME_LEN) throw new InvalidName(what, value, "must be at most 128 characters");
   if (!NAME.test(value)) throw new InvalidName(what, value, "only letters, digits and _ - . : are allowed");
+  if (goodNames.size < 1024) goodNames.add(value);
   return value;
 }
 
@@ -63,8 +68,8 @@ function plainJson(value: unknown, seen: Set<object>): string | null {
         if (proto !== Object.prototype && proto !== null) {
           return `a ${value.constructor?.name ?? "class instance"} is not a plain object`;
         }
-        for (const v of Object.values(value)) {
-          const why = plainJson(v, seen);
+        for (const k in value) {
+          const why = plainJson((value as Record<string, unknown>)[k], seen);
           if (why) return why;
         }
         return null;
@@ -82,10 +87,13 @@ export function payload(value: unknown, what = "payload"): string {
   const why = plainJson(value, new Set());
   if (why) throw new InvalidPayload(`the ${what} is not JSON: ${why}`);
   const text = JSON.stringify(value);
-  if (bytes(text) > PAYLOAD_LIMIT) {
+  // Bytes only when they could pass the limit: a UTF-16 unit is at most 3 bytes of UTF-8.
+  if (text.length * 3 > PAYLOAD_LIMIT && bytes(text) > PAYLOAD_LIMIT) {
     throw new InvalidPayload(`the ${what} is ${bytes(text)} bytes of JSON; the limit is ${PAYLOAD_LIMIT}`);
   }
-  if (/(?<!\\)(?:\\\\)*\\u0000/.test(text)) throw new InvalidPayload(`\\u0000 is not allowed in a ${what}`);
+  if (text.includes("\\u0000") && /(?<!\\)(?:\\\\)*\\u0000/.test(text)) {
+    throw new InvalidPayload(`\\u0000 is not allowed in a ${what}`);
+  }
   return text;
 }
 
