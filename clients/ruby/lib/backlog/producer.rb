@@ -14,7 +14,9 @@ module Backlog
     # One job, checked: its values as the INSERTs bind them; `delay_us` is added to the
     # database's time into `run_at` just before the INSERT.
     Row = Struct.new(:queue, :kind, :payload, :priority, :run_at, :delay_us, :max_attempts,
-                     :unique_key, :group, :trace_context, keyword_init: true)
+                     :unique_key, :group, :trace_context)
+    # The keys a job's Hash may have, as symbols and as strings.
+    KEYS = [:queue, :payload, *OPTIONS].flat_map { |k| [k, k.to_s] }.to_h { |k| [k, k.to_sym] }.freeze
 
     # A grouped job waits for its group's turn: inserted `waiting`, never `available`, in one
     # statement (docs/sql.md "Ordered groups"), so that no claimer sees it available even when
@@ -45,31 +47,39 @@ module Backlog
       raise InvalidOption, "give run_at or delay, not both" if run_at && delay
 
       Row.new(
-        queue: Validate.name("queue name", queue),
-        payload: Validate.payload(payload),
-        kind: kind.nil? ? nil : Validate.name("kind", kind),
-        priority: priority.nil? ? 0 : Validate.priority(priority),
-        run_at: run_at.nil? ? nil : Validate.instant_us(run_at),
-        delay_us: delay.nil? ? nil : Validate.delay_us(delay),
-        max_attempts: max_attempts.nil? ? nil : Validate.max_attempts(max_attempts),
-        unique_key: unique_key.nil? ? nil : Validate.key("unique key", unique_key),
-        group: group.nil? ? nil : Validate.key("group key", group),
-        trace_context: trace_context.nil? ? nil : Validate.trace_context(trace_context)
+        Validate.name("queue name", queue),
+        kind.nil? ? nil : Validate.name("kind", kind),
+        Validate.payload(payload),
+        priority.nil? ? 0 : Validate.priority(priority),
+        run_at.nil? ? nil : Validate.instant_us(run_at),
+        delay.nil? ? nil : Validate.delay_us(delay),
+        max_attempts.nil? ? nil : Validate.max_attempts(max_attempts),
+        unique_key.nil? ? nil : Validate.key("unique key", unique_key),
+        group.nil? ? nil : Validate.key("group key", group),
+        trace_context.nil? ? nil : Validate.trace_context(trace_context)
       )
     end
 
     # Checks every job of a batch before any is written: each a Hash with :queue, :payload and
     # any of OPTIONS (string or symbol keys).
     def rows(jobs)
+      names = {} # a batch's queue names repeat: each checked once
       jobs.each_with_index.map do |job, i|
         raise InvalidOption, "job #{i}: expected a Hash with queue and payload, not #{job.inspect}" unless job.is_a?(Hash)
 
-        job = job.transform_keys(&:to_sym)
-        unknown = job.keys - [:queue, :payload, *OPTIONS]
-        raise InvalidOption, "job #{i}: unknown options #{unknown.sort}" unless unknown.empty?
-        raise InvalidOption, "job #{i}: queue and payload are required" unless job.key?(:queue) && job.key?(:payload)
+        if job.size == 2 && job.key?(:queue) && job.key?(:payload)
+          # The common case, a job without options, without a keyword call.
+          queue = job[:queue]
+          queue = names[queue] ||= Validate.name("queue name", queue)
+          next Row.new(queue, nil, Validate.payload(job[:payload]), 0)
+        end
+        opts = {}
+        job.each_pair do |k, v|
+          key = KEYS[k] or raise InvalidOption, "job #{i}: unknown option #{k.inspect}"
+          opts[key] = v
+        end
+        raise InvalidOption, "job #{i}: queue and payload are required" unless opts.key?(:queue) && opts.key?(:payload)
 
-        opts = job.dup
         row(opts.delete(:queue), opts.delete(:payload), **opts)
       end
     end

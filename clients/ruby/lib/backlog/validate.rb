@@ -45,49 +45,49 @@ module Backlog
     end
 
     # The payload as JSON text: a JSON value (Hash, Array, String, Integer, finite Float, true,
-    # false, nil; Symbols as strings), at most 1 MiB, no NUL. Anything else (an object JSON
-    # would turn into its #to_s) is refused rather than guessed at.
+    # false, nil; Symbols as strings), at most 1 MiB, UTF-8, no NUL. Anything else (an object
+    # JSON would turn into its #to_s) is refused rather than guessed at.
     def payload(value, what = "payload")
-      json_value!(value, what)
-      text = JSON.generate(value)
+      json_value!(value, what, 0)
+      text = JSON.generate(value) # raises on NaN, infinity and strings that are not UTF-8
       if text.bytesize > PAYLOAD_LIMIT
         raise InvalidPayload, "the #{what} is #{text.bytesize} bytes of JSON; the limit is #{PAYLOAD_LIMIT}"
       end
+      raise InvalidPayload, "\\u0000 is not allowed in a #{what}" if text.include?("\\u0000") && NUL_ESCAPE.match?(text)
 
       text
     rescue JSON::GeneratorError, EncodingError => e
       raise InvalidPayload, "the #{what} is not JSON: #{e.message}"
     end
 
-    def json_value!(value, what, depth = 0)
-      raise InvalidPayload, "the #{what} nests deeper than 100 levels" if depth > 100
+    # A \u0000 escape that is not itself an escaped backslash followed by "u0000".
+    NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/.freeze
 
+    # Only the types JSON has (the text itself is checked by JSON.generate).
+    def json_value!(value, what, depth)
       case value
-      when nil, true, false, Integer then nil
+      when String, Integer, nil, true, false, Symbol then nil
       when Float
         raise InvalidPayload, "the #{what} is not JSON: #{value} has no JSON form" unless value.finite?
-      when String, Symbol then text!(value.to_s, what)
-      when Array then value.each { |v| json_value!(v, what, depth + 1) }
       when Hash
-        value.each do |k, v|
+        raise InvalidPayload, "the #{what} nests deeper than 100 levels" if depth > 100
+
+        value.each_pair do |k, v|
           raise InvalidPayload, "the #{what} is not JSON: key #{k.inspect} is not a string" unless k.is_a?(String) || k.is_a?(Symbol)
 
-          text!(k.to_s, what)
-          json_value!(v, what, depth + 1)
+          json_value!(v, what, depth + 1) unless v.is_a?(String) || v.is_a?(Integer)
         end
+      when Array
+        raise InvalidPayload, "the #{what} nests deeper than 100 levels" if depth > 100
+
+        value.each { |v| json_value!(v, what, depth + 1) unless v.is_a?(String) || v.is_a?(Integer) }
       else
         raise InvalidPayload, "the #{what} is not JSON: #{value.class} has no JSON form"
       end
     end
 
-    def text!(s, what)
-      raise InvalidPayload, "the #{what} is not JSON: a string is not UTF-8" unless utf8?(s)
-      raise InvalidPayload, "\\u0000 is not allowed in a #{what}" if s.include?("\0")
-    end
-
     def utf8?(s)
-      (s.encoding == Encoding::UTF_8 || s.encoding == Encoding::US_ASCII ||
-        s.dup.force_encoding(Encoding::UTF_8).valid_encoding?) && s.dup.force_encoding(Encoding::UTF_8).valid_encoding?
+      s.encoding == Encoding::UTF_8 ? s.valid_encoding? : s.dup.force_encoding(Encoding::UTF_8).valid_encoding?
     end
 
     def int(what, value)
