@@ -18,8 +18,9 @@
 -- @param after_run_at: Option<i64>
 -- @param after_id: Option<i64>
 -- @bind queue, shard, now, kinds, kinds, after_priority, after_priority, after_priority, after_run_at, after_run_at, after_id, queue, limit
-SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
-       max_attempts, run_at, created_at, trace_context, group_key
+SELECT
+    id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
+    max_attempts, run_at, created_at, trace_context, group_key
 FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
 WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))

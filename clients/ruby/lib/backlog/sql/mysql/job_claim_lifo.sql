@@ -11,8 +11,9 @@
 -- @param kinds: Option<&str>
 -- @param limit: i64
 -- @bind queue, shard, now, kinds, kinds, queue, limit
-SELECT id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
-       max_attempts, run_at, created_at, trace_context, group_key
+SELECT
+    id, kind, CAST(payload AS CHAR) AS payload, priority, attempt + 1 AS attempt,
+    max_attempts, run_at, created_at, trace_context, group_key
 FROM backlog_job FORCE INDEX (backlog_job_shard_claim)
 WHERE queue = ? AND state = 'available' AND shard = ? AND run_at <= ?
   AND (? IS NULL OR JSON_CONTAINS(?, JSON_QUOTE(kind)))

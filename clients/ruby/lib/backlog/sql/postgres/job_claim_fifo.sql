@@ -51,5 +51,6 @@ SET state = 'running', attempt = j.attempt + 1, lease_token = $1, lease_owner = 
     lease_expires_at = $3, attempted_at = $4
 WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 -- Not the queue, token or lease expiry: the claimer chose them.
-RETURNING j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
-          j.run_at, j.created_at, j.trace_context, j.group_key, j.shard
+RETURNING
+    j.id, j.kind, j.payload::text AS payload, j.priority, j.attempt, j.max_attempts,
+    j.run_at, j.created_at, j.trace_context, j.group_key, j.shard

@@ -27,4 +27,5 @@ WHERE id IN (
     LIMIT +?7
 )
 -- Not the queue, token or lease expiry: the claimer chose them.
-RETURNING id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
+RETURNING
+    id, kind, payload, priority, attempt, max_attempts, run_at, created_at, trace_context, group_key
