@@ -1,4 +1,4 @@
-// The drain and enqueue benchmark of the TypeScript client on one database (BENCHMARKS.md):
+// The drain and enqueue benchmark of the TypeScript client on one database (issue 48's targets):
 //
 //     node examples/bench.mjs postgres://postgres@127.0.0.1:5432/bench [jobs]
 //
