@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Copies each query file into its block of docs/sql.md (the blocks marked
 `<!-- query: DIALECT/NAME.sql -->`), so the page shows exactly what runs, and into the
-QUERIES copies of the Python client (clients/python/src/backlog_client/_queries.py).
+QUERIES copies of the Python client (clients/python/src/backlog_client/_queries.py), and runs the
+TypeScript and Ruby clients' copiers (clients/typescript/scripts/queries.mjs,
+clients/ruby/script/queries.rb).
 crates/backlog-sql/tests/docs.rs fails when a block and its file differ; run this, then read the
 prose around the blocks that changed."""
 import pathlib
@@ -54,3 +56,14 @@ def copy(m):
 py = re.sub(r'QUERIES\["([^"]+)"\] = """\\\n(.*?)"""', copy, py, flags=re.S)
 client.write_text(py)
 print("python copies updated:", ", ".join(copied) or "nothing")
+
+# The TypeScript and Ruby clients carry their copies in their own form; each has its copier.
+import shutil
+import subprocess
+
+for tool, script in (("node", "clients/typescript/scripts/queries.mjs"),
+                     ("ruby", "clients/ruby/script/queries.rb")):
+    if shutil.which(tool) is None:
+        raise SystemExit(f"{tool} is needed to update {script}'s copies (scripts/services.sh installs it)")
+    done = subprocess.run([tool, str(root / script)], capture_output=True, text=True, check=True)
+    print(f"{tool} copies:", done.stdout.strip().replace("\n", ", ") or "nothing")

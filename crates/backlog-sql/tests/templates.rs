@@ -457,7 +457,8 @@ fn generated_statements_are_what_their_templates_give() {
     assert!(
         stale.is_empty(),
         "generated statements differ from their templates (edit the template, not the file; \
-         then BACKLOG_BLESS=1 cargo test -p backlog-sql --test templates):\n{}",
+         then BACKLOG_BLESS=1 cargo test -p backlog-sql --test templates, and \
+         python3 scripts/sql_docs.py for docs/sql.md and the clients' copies):\n{}",
         stale.join("\n")
     );
 }

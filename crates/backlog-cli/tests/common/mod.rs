@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod client_contract;
+pub mod languages;
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
