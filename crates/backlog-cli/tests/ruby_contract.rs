@@ -17,6 +17,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::client_contract::*;
+use common::languages::{rb_worker, ruby};
 use common::{Engine, TestDb};
 use serde_json::{Value, json};
 
@@ -24,21 +25,6 @@ use serde_json::{Value, json};
 const GEM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../clients/ruby");
 const QUERIES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../backlog-sql/queries");
 const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-
-/// The interpreter: `BACKLOG_TEST_RUBY`, else Debian's `/usr/bin/ruby` (the one Debian's
-/// ruby-pg and friends install for), else `ruby`.
-fn ruby() -> Command {
-    let bin = std::env::var("BACKLOG_TEST_RUBY").unwrap_or_else(|_| {
-        if Path::new("/usr/bin/ruby").exists() {
-            "/usr/bin/ruby".into()
-        } else {
-            "ruby".into()
-        }
-    });
-    let mut cmd = Command::new(bin);
-    cmd.arg("-I").arg(Path::new(GEM).join("lib"));
-    cmd
-}
 
 /// What every snippet has: the gem, `args`, `out(value)` (prints it as JSON), `app_conn(url)`
 /// (the application's own connection, with the driver an application would use) and
@@ -95,15 +81,6 @@ fn rb_eval(code: &str, args: &[&str]) -> Value {
 }
 
 /// clients/ruby/examples/worker.rb, logging `run I ID ATTEMPT` and `OUTCOME I ID`.
-fn rb_worker(db: &TestDb, queue: &str, owner: &str, extra: &[&str]) -> Proc {
-    let mut cmd = ruby();
-    cmd.arg(Path::new(GEM).join("examples/worker.rb"))
-        .args([&db.url, queue, "--owner", owner, "--drain", "--log"])
-        .arg(db.path(&format!("{owner}.log")))
-        .args(extra);
-    Proc::spawn(db, owner, cmd)
-}
-
 #[test]
 fn ruby_and_its_drivers_are_installed() {
     let v = rb_eval(

@@ -11,12 +11,11 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::client_contract::*;
+use common::languages::{node, ts_worker};
 use common::{Engine, TestDb};
 use serde_json::{Value, json};
 
@@ -25,38 +24,10 @@ const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../clients/typescr
 const QUERIES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../backlog-sql/queries");
 const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
-/// Node: `BACKLOG_TEST_NODE`, else `node`.
-fn node() -> Command {
-    let mut cmd =
-        Command::new(std::env::var("BACKLOG_TEST_NODE").unwrap_or_else(|_| "node".into()));
-    cmd.current_dir(CLIENT);
-    cmd
-}
-
-/// Compiles the package (`tsc -p clients/typescript`, into its `dist/`) once per test run, so
-/// the tests run the source as it is; fails when Node or the npm dependencies are missing.
-fn built() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let dir = Path::new(CLIENT);
-        for dep in ["typescript", "pg", "mysql2", "better-sqlite3"] {
-            assert!(
-                dir.join("node_modules").join(dep).exists(),
-                "{dep} is not installed in clients/typescript: run `npm ci` there (scripts/services.sh does)"
-            );
-        }
-        let mut cmd = node();
-        cmd.args(["node_modules/typescript/bin/tsc", "-p", "."]);
-        stdout_within(cmd, Duration::from_secs(120));
-        dir.to_path_buf()
-    })
-}
-
 /// Runs an ES module snippet with `b` (the package), `args` (the arguments) and `appConn(url)`
 /// (the application's own connection, with the driver an application would use) in scope;
 /// returns what it printed, as JSON.
 fn ts_eval(code: &str, args: &[&str]) -> Value {
-    built();
     let mut cmd = node();
     cmd.args(["--input-type=module", "-e"])
         .arg(format!("{PRELUDE}\n{code}"))
@@ -88,16 +59,6 @@ async function appConn(url) {
   return { conn, sql: (s) => conn.query(s), close: () => conn.end() };
 }
 "#;
-
-fn ts_worker(db: &TestDb, queue: &str, owner: &str, extra: &[&str]) -> Proc {
-    built();
-    let mut cmd = node();
-    cmd.arg("examples/worker.mjs")
-        .args([&db.url, queue, "--owner", owner, "--drain", "--log"])
-        .arg(db.path(&format!("{owner}.log")))
-        .args(extra);
-    Proc::spawn(db, owner, cmd)
-}
 
 #[test]
 fn typescript_and_its_dependencies_are_installed() {
