@@ -462,9 +462,14 @@ first = b.enqueue(conn, "mail", {"to": "a@example.com", "n": 1}, priority=-7, de
 again = b.enqueue(conn, "mail", {"other": True}, unique_key="welcome:42")
 at = b.enqueue(conn, "mail", [1, 2], run_at=1_700_000_000_000_000, trace_context=args[1])
 many = b.enqueue_many(conn, [{"queue": "bulk", "payload": i, "priority": i} for i in range(5)])
+mixed = b.enqueue_many(conn, [{"queue": "mix", "payload": i, **({"unique_key": f"k{i % 3}"} if i % 2 else {})}
+                              for i in range(10)])
+dup = b.enqueue_many(conn, [{"queue": "dup", "payload": 1, "unique_key": "d"},
+                            {"queue": "dup", "payload": 2}, {"queue": "dup", "payload": 3, "unique_key": "d"}])
+big = b.enqueue_many(conn, [{"queue": "big", "payload": {"i": i}} for i in range(2500)])
 conn.commit()
 print(json.dumps({"first": first, "again": again, "at": at, "many": many, "before": before,
-                  "after": time.time_ns() // 1000}))"#,
+                  "after": time.time_ns() // 1000, "mixed": mixed, "dup": dup, "big": big}))"#,
         &[&db.url, tp],
     );
     let job = every_option_kept(&db, &out, tp);
@@ -498,7 +503,31 @@ print(json.dumps({"first": first, "again": again, "at": at, "many": many, "befor
         many.windows(2).all(|w| w[0] < w[1]),
         "ids out of order: {many:?}"
     );
-    assert_eq!(count(&db, "SELECT COUNT(*) FROM backlog_job"), 7);
+    // A batch mixing keyed and plain jobs (one statement for the chunk): a key repeated in it
+    // answers its first job's id; the others are new, in order.
+    let mixed: Vec<i64> = serde_json::from_value(out["mixed"].clone()).unwrap();
+    assert_eq!((mixed[7], mixed[9]), (mixed[1], mixed[3]), "{mixed:?}");
+    let made: Vec<(usize, i64)> = [0, 1, 2, 3, 4, 5, 6, 8].iter().map(|&i| (i, mixed[i])).collect();
+    assert!(made.windows(2).all(|w| w[0].1 < w[1].1), "ids out of order: {mixed:?}");
+    for (i, id) in made {
+        assert_eq!(job_show(&db, &json!(id))["payload"], json!(i));
+    }
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM backlog_job WHERE queue = 'mix'"), 8);
+    // A duplicate key inside one batch: one job, its id twice.
+    let dup: Vec<i64> = serde_json::from_value(out["dup"].clone()).unwrap();
+    assert_eq!(dup[0], dup[2], "{dup:?}");
+    assert!(dup[1] > dup[0], "{dup:?}");
+    assert_eq!(job_show(&db, &json!(dup[0]))["payload"], json!(1));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM backlog_job WHERE queue = 'dup'"), 2);
+    // 2,500 jobs: three statements, every id in order.
+    let big: Vec<i64> = serde_json::from_value(out["big"].clone()).unwrap();
+    assert_eq!(big.len(), 2500);
+    assert!(big.windows(2).all(|w| w[0] < w[1]), "ids out of order");
+    for i in [0, 999, 1000, 2499] {
+        assert_eq!(job_show(&db, &json!(big[i]))["payload"], json!({"i": i}));
+    }
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM backlog_job WHERE queue = 'big'"), 2500);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM backlog_job"), 7 + 8 + 2 + 2500);
 }
 
 /// A job enqueued in the application's transaction exists exactly when that transaction

@@ -149,7 +149,7 @@ class Client:
         def run() -> list[int]:
             return _produce.insert(self.conn, jobs, flavor=self.dialect.name, now_us=self.now_us)
 
-        if self._in_transaction or len(jobs) == 1 and jobs[0].unique_key is None:
+        if self._in_transaction or _produce.one_statement(jobs, self.dialect.name):
             return self._retrying(run)
 
         def all_or_none() -> list[int]:

@@ -56,23 +56,43 @@ def _placeholders(text: str, pattern: str, replace: Callable[[re.Match[str]], st
 
 
 _PATTERNS = {"sqlite": None, "postgres": (r"\$(\d+)", "%(p{})s"), "mysql": (r"\?", "%s")}
-_STATEMENTS: dict[tuple[str, str, int], str] = {}
+#: A list's placeholder in the driver's own marks (PostgreSQL's files take arrays, not lists).
+_LIST_MARK = {"sqlite": "?", "mysql": "%s"}
+_TEXTS: dict[tuple[str, str], str] = {}
+_STATEMENTS: dict[tuple[str, str, int, int, int], str] = {}
+#: Most statements with their lists filled in kept at once (a batch's size is one of many).
+_KEPT = 512
 
 
-def statement(flavor: str, file: str, ids: int = 0) -> str:
-    """The catalog's statement `flavor/file.sql`, its list filled in with `ids` placeholders, in
-    the driver's placeholders: sqlite3 binds the files' numbered `?N` from a sequence as they
-    are; for psycopg the files' `$N` become `%(pN)s` (a number used twice is one parameter, as in
-    the file); for PyMySQL the positional `?` become `%s`."""
-    key = (flavor, file, ids)
-    if key not in _STATEMENTS:
-        text = QUERIES[f"{flavor}/{file}.sql"].replace("/*IDS*/", ", ".join(["?"] * ids))
+def statement(flavor: str, file: str, ids: int = 0, rows: int = 0, width: int = 0) -> str:
+    """The catalog's statement `flavor/file.sql`, in the driver's placeholders, its lists filled
+    in: `/*IDS*/` with `ids` placeholders, `/*ROWS*/` with `rows` rows of `width` (as each file's
+    `-- @list` or `-- @rows` line declares). sqlite3 binds the files' numbered `?N` from a
+    sequence as they are; for psycopg the files' `$N` become `%(pN)s` (a number used twice is one
+    parameter, as in the file); for PyMySQL the positional `?` become `%s`."""
+    key = (flavor, file, ids, rows, width)
+    text = _STATEMENTS.get(key)
+    if text is not None:
+        return text
+    base = _TEXTS.get((flavor, file))
+    if base is None:
+        base = QUERIES[f"{flavor}/{file}.sql"]
         pattern = _PATTERNS[flavor]
         if pattern is not None:
             rx, mark = pattern
-            text = _placeholders(text, rx, lambda m: mark.format(m.group(1) if m.groups() else ""))
+            base = _placeholders(base, rx, lambda m: mark.format(m.group(1) if m.groups() else ""))
+        _TEXTS[(flavor, file)] = base
+    text = base
+    if ids or rows:
+        # The lists hold nothing but placeholders: filled in after the rewrite, in the
+        # driver's marks, so a statement of a thousand rows is not scanned character by character.
+        mark = _LIST_MARK[flavor]
+        text = text.replace("/*IDS*/", ", ".join([mark] * ids))
+        one = "(" + ", ".join([mark] * width) + ")"
+        text = text.replace("/*ROWS*/", ", ".join([one] * rows))
+    if len(_STATEMENTS) < _KEPT:
         _STATEMENTS[key] = text
-    return _STATEMENTS[key]
+    return text
 
 
 def pg_params(*values: Any) -> dict[str, Any]:

@@ -770,3 +770,187 @@ QUERIES["mysql/db_now.sql"] = """\
 -- column defaults. Clients measure their offset from it (see docs/state-machine.md, "Time").
 SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) AS now
 """
+
+# The producer's batches (enqueue_many): one statement per 1,000 jobs.
+QUERIES["sqlite/job_insert.sql"] = """\
+-- Multi-row insert, one row of values per job. A taken unique key inserts nothing.
+-- @rows ROWS rows: (&str, Option<&str>, &str, i16, i64, Option<i32>, Option<String>, Option<&str>, i64)
+INSERT INTO backlog_job
+    (queue, kind, payload, priority, run_at, max_attempts, trace_context, unique_key, created_at)
+VALUES /*ROWS*/
+ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'held', 'waiting')
+DO NOTHING
+RETURNING id, queue, unique_key
+"""
+QUERIES["sqlite/job_insert_plain.sql"] = """\
+-- Multi-row insert of rows without unique keys: every row goes in, so the new ids are the
+-- statement's last rowid and the ones before it (one statement holds the write lock, and
+-- AUTOINCREMENT hands out consecutive ids), and nothing needs returning.
+-- @rows ROWS rows: (&str, Option<&str>, &str, i16, i64, Option<i32>, Option<String>, i64)
+INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, trace_context, created_at)
+VALUES /*ROWS*/
+"""
+QUERIES["sqlite/job_insert_uniform.sql"] = """\
+-- Rows that differ only in their payload (the usual batch: one queue, kind, priority and time),
+-- without unique keys: the shared values are bound once, and the payloads travel as one JSON
+-- array of strings (`payloads`), unpacked in order by json_each: eight values to bind for any
+-- number of rows. (Numbered placeholders reused per row would be fewer still in the text, but the
+-- driver asks SQLite for each placeholder's name, a linear search per placeholder.) Ids as in
+-- job_insert_plain: one statement, consecutive.
+-- @param queue: &str
+-- @param kind: Option<&str>
+-- @param priority: i16
+-- @param run_at: i64
+-- @param max_attempts: Option<i32>
+-- @param now: i64
+-- @param payloads: String
+-- @param trace_context: Option<String>
+INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, trace_context, created_at)
+SELECT ?1, ?2, p.value, ?3, ?4, ?5, ?8, ?6
+FROM json_each(?7) AS p
+ORDER BY p.key
+"""
+QUERIES["sqlite/job_group_set.sql"] = """\
+-- Puts a just-inserted job in its ordered group: waiting, until group_promote (in the same
+-- transaction) makes it available if it is its turn. No claimer saw it available: the insert
+-- is not committed yet.
+-- @param group: &str
+-- @param id: i64
+UPDATE backlog_job SET group_key = ?1, state = 'waiting' WHERE id = ?2
+"""
+QUERIES["postgres/job_insert.sql"] = """\
+-- One statement per chunk: rows come as parallel arrays, inserted in ordinality order so ids
+-- follow input order. A taken unique key inserts nothing.
+-- Each job's shard: at random below its queue's `shards` (0 when the queue has no row or one shard).
+-- @param queues: Vec<Option<String>>
+-- @param kinds: Vec<Option<String>>
+-- @param payloads: Vec<Option<String>>
+-- @param priorities: Vec<i16>
+-- @param run_ats: Vec<i64>
+-- @param max_attempts: Vec<Option<i32>>
+-- @param trace_contexts: Vec<Option<String>>
+-- @param unique_keys: Vec<Option<String>>
+-- @param now: i64
+INSERT INTO backlog_job
+    (queue, kind, payload, priority, run_at, max_attempts, trace_context, unique_key, created_at,
+     shard)
+SELECT q, k, p::jsonb, pr, ra, ma, tc, uk, $9, COALESCE(floor(random() * bq.shards), 0)
+FROM UNNEST($1::text[], $2::text[], $3::text[], $4::smallint[], $5::bigint[], $6::int[],
+            $7::text[], $8::text[])
+     WITH ORDINALITY AS t(q, k, p, pr, ra, ma, tc, uk, ord)
+     LEFT JOIN backlog_queue AS bq ON bq.name = t.q
+ORDER BY ord
+ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'held', 'waiting')
+DO NOTHING
+RETURNING id, queue, unique_key
+"""
+QUERIES["postgres/job_insert_plain.sql"] = """\
+-- Rows without unique keys: every row goes in, so nothing can conflict and only ids come back,
+-- in input order (rows are inserted in ordinality order and ids come from one sequence), as one
+-- array in one row (see job_insert_uniform).
+-- Each job's shard: at random below its queue's `shards` (0 when the queue has no row or one shard).
+-- @param queues: Vec<Option<String>>
+-- @param kinds: Vec<Option<String>>
+-- @param payloads: Vec<Option<String>>
+-- @param priorities: Vec<i16>
+-- @param run_ats: Vec<i64>
+-- @param max_attempts: Vec<Option<i32>>
+-- @param trace_contexts: Vec<Option<String>>
+-- @param now: i64
+WITH ins AS (
+    INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, trace_context, created_at,
+                             shard)
+    SELECT q, k, p::jsonb, pr, ra, ma, tc, $8, COALESCE(floor(random() * bq.shards), 0)
+    FROM UNNEST($1::text[], $2::text[], $3::text[], $4::smallint[], $5::bigint[], $6::int[],
+                $7::text[])
+         WITH ORDINALITY AS t(q, k, p, pr, ra, ma, tc, ord)
+         LEFT JOIN backlog_queue AS bq ON bq.name = t.q
+    ORDER BY ord
+    RETURNING id
+)
+SELECT array_agg(id) FROM ins
+"""
+QUERIES["postgres/job_insert_uniform.sql"] = """\
+-- Rows that differ only in their payload (the usual batch: one queue, kind, priority and time),
+-- without unique keys: the shared values go once and only the payloads as an array, so neither
+-- side encodes or decodes five arrays of one repeated value. Ids follow input order as in
+-- job_insert_plain, and come back as one array in one row: a row per id cost the client more
+-- CPU than the rest of the enqueue (a message, a row and a decode each).
+-- Each job's shard: at random below its queue's `shards` (0 when the queue has no row or one shard).
+-- @param queue: &str
+-- @param kind: Option<&str>
+-- @param priority: i16
+-- @param run_at: i64
+-- @param max_attempts: Option<i32>
+-- @param now: i64
+-- @param payloads: Vec<&str>
+-- @param trace_context: Option<String>
+WITH ins AS (
+    INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, trace_context, created_at,
+                             shard)
+    SELECT $1, $2, p::jsonb, $3, $4, $5, $8, $6, floor(random() * n.shards)
+    FROM UNNEST($7::text[]) WITH ORDINALITY AS t(p, ord),
+         (SELECT COALESCE(max(shards), 1) AS shards FROM backlog_queue WHERE name = $1) AS n
+    ORDER BY ord
+    RETURNING id
+)
+SELECT array_agg(id) FROM ins
+"""
+QUERIES["postgres/job_group_set.sql"] = """\
+-- Puts just-inserted jobs in their ordered groups: waiting, until group_promote (in the same
+-- transaction) makes those whose turn it is available. No claimer saw them available: the
+-- insert is not committed yet.
+-- @param ids: &[i64]
+-- @param groups: Vec<String>
+UPDATE backlog_job j SET group_key = t.g, state = 'waiting'
+FROM unnest($1::bigint[], $2::text[]) AS t(id, g)
+WHERE j.id = t.id
+"""
+QUERIES["mysql/job_insert.sql"] = """\
+-- Multi-row insert. A taken unique key inserts nothing (a no-op update, not
+-- INSERT IGNORE, which would also swallow other errors). lease_token carries a marker that
+-- job_insert_created reads the new ids by (no RETURNING in MySQL).
+-- Each job's shard: at random below its queue's `shards` (the Rust side picks it).
+-- @rows ROWS rows: (&str, Option<&str>, &str, i16, i64, Option<i32>, Option<String>, Option<&str>, i64, i64, i16)
+INSERT INTO backlog_job
+    (queue, kind, payload, priority, run_at, max_attempts, trace_context, unique_key, created_at,
+     lease_token, shard)
+VALUES /*ROWS*/
+ON DUPLICATE KEY UPDATE id = id
+"""
+QUERIES["mysql/job_insert_plain.sql"] = """\
+-- Rows without unique keys, when one statement's ids are consecutive (auto-increment lock mode 0
+-- or 1): every row goes in, so nothing can conflict and no marker is needed to find the new ids.
+-- Each job's shard: at random below its queue's `shards` (the Rust side picks it).
+-- @rows ROWS rows: (&str, Option<&str>, &str, i16, i64, Option<i32>, Option<String>, i64, i16)
+INSERT INTO backlog_job (queue, kind, payload, priority, run_at, max_attempts, trace_context, created_at,
+                         shard)
+VALUES /*ROWS*/
+"""
+QUERIES["mysql/job_group_set.sql"] = """\
+-- Puts a just-inserted job in its ordered group: waiting, until group_next and
+-- group_make_available (in the same transaction) make it available if it is its turn. No
+-- claimer saw it available: the insert is not committed yet.
+-- @param group: &str
+-- @param id: i64
+UPDATE backlog_job SET group_key = ?, state = 'waiting' WHERE id = ?
+"""
+QUERIES["mysql/job_insert_created.sql"] = """\
+-- The rows job_insert created: ids from the statement's first id up, carrying its marker.
+-- @param first_id: i64
+-- @param marker: i64
+SELECT id, queue, unique_key FROM backlog_job FORCE INDEX (PRIMARY)
+WHERE id >= ? AND lease_token = ? ORDER BY id
+"""
+QUERIES["mysql/job_insert_unmark.sql"] = """\
+-- Clears job_insert's marker before the transaction commits, on the ids job_insert_created
+-- found: an open range would take next-key locks up to the end of the table in a
+-- caller's REPEATABLE READ transaction, blocking every other producer until it commits.
+-- @list IDS ids: i64
+UPDATE backlog_job FORCE INDEX (PRIMARY) SET lease_token = NULL WHERE id IN (/*IDS*/)
+"""
+QUERIES["mysql/db_autoinc.sql"] = """\
+-- The auto-increment lock mode and step, read at connect: in lock mode 0 or 1 the ids of one
+-- multi-row INSERT are consecutive, `step` apart (job_insert_plain relies on it).
+SELECT CAST(@@innodb_autoinc_lock_mode AS SIGNED), CAST(@@auto_increment_increment AS SIGNED)
+"""
