@@ -3,6 +3,7 @@
  * it (docs/sql.md): enqueue, claim, complete, fail, heartbeat, release, rescue. Each operation
  * is the catalog's statement of the dialect (QUERIES), run with bound values.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { type Answer, type Db, type Flavor, MysqlDb, PgDb, SqliteDb, statement } from "./db.js";
 import { LeaseLost, SchemaMissing, SchemaTooOld } from "./errors.js";
 import { type Job, defaultOwner } from "./job.js";
@@ -145,7 +146,12 @@ export class Client {
   offsetUs = 0;
   private synced = 0;
   private queue: Promise<unknown> = Promise.resolve();
-  private inTransaction = false;
+  /**
+   * Set inside `transaction`'s body, and only there: its own calls join the open transaction,
+   * while calls from elsewhere (another handler, a timer) wait for it to end instead of
+   * running inside it.
+   */
+  private readonly scope = new AsyncLocalStorage<true>();
 
   private constructor(
     readonly url: string,
@@ -181,6 +187,11 @@ export class Client {
     return this.closer();
   }
 
+  /** Whether the caller runs inside this client's `transaction` body. */
+  get inTransaction(): boolean {
+    return this.scope.getStore() === true;
+  }
+
   /** Runs `op` when the operations before it are done (one connection, one thing at a time). */
   private serial<T>(op: () => Promise<T>): Promise<T> {
     if (this.inTransaction) return op();
@@ -205,8 +216,12 @@ export class Client {
     return this.db.run(statement(this.flavor, name, ids), values);
   }
 
-  /** BEGIN (IMMEDIATE on SQLite: the write lock at once), `body`, COMMIT; ROLLBACK on error. */
+  /**
+   * BEGIN (IMMEDIATE on SQLite: the write lock at once), `body`, COMMIT; ROLLBACK on error.
+   * Inside `transaction`, `body` runs in the transaction already open.
+   */
   private async tx<T>(body: () => Promise<T>): Promise<T> {
+    if (this.inTransaction) return body();
     const begin = this.flavor === "sqlite" ? "BEGIN IMMEDIATE" : this.flavor === "mysql" ? "START TRANSACTION" : "BEGIN";
     await this.db.run(begin, []);
     let out: T;
@@ -222,19 +237,22 @@ export class Client {
 
   /**
    * A transaction on this client's connection: `body` gets the connection's `Db` for your own
-   * statements, and jobs this client enqueues inside it exist exactly when it commits.
+   * statements (`db.run(sql, values)`, or the driver's own connection, `db.conn`). What this
+   * client does from inside `body` joins it: jobs it enqueues exist exactly when it commits,
+   * and a `complete` there is written in the same commit as your rows (transactional
+   * completion). A throw from `body` rolls it all back and rethrows; so does a `complete` whose
+   * lease was lost, which inside a transaction is strict by default (`LeaseLost`). Calls from
+   * outside `body` wait until it ends. A `transaction` inside one joins it.
+   *
+   * @example
+   * await client.transaction(async (db) => {
+   *   await db.run("INSERT INTO receipt (job) VALUES ($1)", [job.id]);
+   *   await client.complete(job);     // LeaseLost (and nothing written) if the lease was lost
+   * });
    */
   transaction<T>(body: (db: Db) => Promise<T>): Promise<T> {
-    return this.serial(() =>
-      this.tx(async () => {
-        this.inTransaction = true;
-        try {
-          return await body(this.db);
-        } finally {
-          this.inTransaction = false;
-        }
-      }),
-    );
+    if (this.inTransaction) return body(this.db);
+    return this.serial(() => this.tx(() => this.scope.run(true, () => body(this.db))));
   }
 
   /** The schema version (the last migration applied): SchemaMissing / SchemaTooOld as `connect`. */
@@ -442,10 +460,13 @@ export class Client {
     });
   }
 
-  /** Completes one job: whether its lease held (LeaseLost with `strict` when it did not). */
+  /**
+   * Completes one job: whether its lease held (LeaseLost with `strict` when it did not). Inside
+   * `transaction`, `strict` is the default: a lost lease throws, and the transaction rolls back.
+   */
   async complete(job: Job, opts: { retention?: QueueSettings["retention"] } & Strict = {}): Promise<boolean> {
     const done = await this.completeMany([job], opts);
-    return held(done.has(job.id), opts.strict, job, "complete");
+    return held(done.has(job.id), opts.strict ?? this.inTransaction, job, "complete");
   }
 
   private async failAs(job: Job, state: string, runAt: number, finishedAt: number | null, now: number, error: string): Promise<boolean> {

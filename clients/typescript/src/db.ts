@@ -26,6 +26,8 @@ export interface Answer {
 /** A connection that runs statements. */
 export interface Db {
   readonly flavor: Flavor;
+  /** The driver's connection underneath: a better-sqlite3 `Database`, a pg `Client`, a mysql2/promise connection. */
+  readonly conn: unknown;
   /** Runs `sql` with `values`: numbered placeholders on SQLite unless `positional`. */
   run(sql: string, values: readonly unknown[], positional?: boolean): Promise<Answer>;
 }

@@ -27,7 +27,7 @@ export { type Job, type Outcome, Retry, defaultOwner } from "./job.js";
 export { type EnqueueOpts, type NewJob, enqueue, enqueueMany, newToken } from "./produce.js";
 export { QUERIES } from "./queries.js";
 export { type TraceContext } from "./validate.js";
-export { type Handler, type Source, Worker, WorkerLoop, type WorkerOpts } from "./worker.js";
+export { type Handler, type Source, type TransactionalHandler, Worker, WorkerLoop, type WorkerOpts } from "./worker.js";
 
 /** This package's version: 0.<schema version>.<patch>. */
 export const VERSION = "0.19.0";

@@ -5,15 +5,25 @@
  * with the queue's backoff or the delay a `Retry` asks. SIGTERM and SIGINT stop it gracefully:
  * no more claims, the jobs in hand get `graceMs` to finish, and those still running after it are
  * released (their late outcome is refused). The same loop runs over SQL (`Worker`) and over
- * HTTP (`HttpWorker`, in http.ts): only the source of jobs differs.
+ * HTTP (`HttpWorker`, in http.ts): only the source of jobs differs. Over SQL, `transactional`
+ * runs each handler in a transaction that also completes its job: the handler's writes commit
+ * exactly when the job is completed.
  */
 import { Client, type QueueSettings } from "./client.js";
+import type { Db } from "./db.js";
 import { name as checkName } from "./validate.js";
-import { InvalidOption } from "./errors.js";
+import { InvalidOption, LeaseLost } from "./errors.js";
 import { type Job, type Outcome, Retry, defaultOwner } from "./job.js";
 
 /** A handler: resolve to complete the job, throw (or reject) to fail it (`Retry` picks the delay). */
 export type Handler = (job: Job, signal: AbortSignal) => unknown | Promise<unknown>;
+
+/**
+ * The handler of a `transactional` worker: `db` is a transaction open on a connection of the
+ * worker's; what the handler writes there commits together with the job's completion. Resolve
+ * to complete the job (in that commit); throw to roll its writes back and fail the job.
+ */
+export type TransactionalHandler = (job: Job, db: Db, signal: AbortSignal) => unknown | Promise<unknown>;
 
 /** Options of a worker. */
 export interface WorkerOpts {
@@ -35,6 +45,12 @@ export interface WorkerOpts {
   signals?: boolean;
   /** Hears what became of each job. */
   onOutcome?: (job: Job, outcome: Outcome) => void;
+  /**
+   * Over SQL only: run each handler inside a transaction, handing it the transaction's `Db`,
+   * and complete the job in that transaction before it commits. A lost lease rolls the
+   * handler's writes back (outcome `lost`); so does a throw (the job fails, as usual).
+   */
+  transactional?: boolean;
 }
 
 /** Where a worker's jobs come from and its outcomes go: the database, or `backlog serve`. */
@@ -46,6 +62,12 @@ export interface Source {
   claim(limit: number): Promise<Job[]>;
   /** Completes jobs; the ids completed (the others lost their lease). */
   complete(jobs: Job[]): Promise<Set<number>>;
+  /**
+   * Runs `body` in a transaction and completes `job` in it before it commits (a transactional
+   * worker's). Rejects, rolled back, with LeaseLost when the completion found the lease lost,
+   * or with what `body` threw.
+   */
+  transact?(job: Job, body: (db: Db) => Promise<void>): Promise<void>;
   /** Fails a job; `retryInUs` null: the queue's backoff. */
   fail(job: Job, error: string, retryInUs: number | null): Promise<Outcome>;
   cancel(job: Job): Promise<Outcome>;
@@ -55,6 +77,14 @@ export interface Source {
   /** Whether a drain is done, asked after a claim found nothing and nothing is in hand. */
   drained(emptyForMs: number): Promise<boolean>;
   close(): Promise<void>;
+}
+
+/** Thrown inside a transactional handler's transaction to roll it back when a cancel was asked. */
+const CANCEL = Symbol("cancel requested");
+
+/** What a transactional handler threw, told apart from the errors of the transaction itself. */
+class Thrown {
+  constructor(readonly error: unknown) {}
 }
 
 function positive(what: string, v: number | undefined, dflt: number, max = Infinity): number {
@@ -75,11 +105,14 @@ export class WorkerLoop {
 
   constructor(
     protected readonly source: Source,
-    readonly handler: Handler,
+    readonly handler: Handler | TransactionalHandler,
     readonly opts: WorkerOpts,
   ) {
     this.batch = positive("batch", opts.batch, 100, 1000);
     this.concurrency = positive("concurrency", opts.concurrency, 10);
+    if (opts.transactional && !source.transact) {
+      throw new InvalidOption("transactional needs a worker over SQL: this one cannot open a transaction");
+    }
   }
 
   /** Asks the worker to stop: no more claims; the jobs in hand get the grace period. */
@@ -197,32 +230,56 @@ export class WorkerLoop {
 
   private async runOne(job: Job, signal: AbortSignal): Promise<void> {
     if (job.cancelRequested) return this.hear(job, await this.source.cancel(job));
+    if (this.opts.transactional) return this.runInTransaction(job, signal);
     let failure: unknown = null;
     let failed = false;
     try {
-      await this.handler(job, signal);
+      await (this.handler as Handler)(job, signal);
     } catch (err) {
       failed = true;
       failure = err;
     }
     if (job.lost && signal.aborted) return; // given back after the grace period
     if (job.lost) return this.hear(job, "lost");
-    if (failed) {
-      let error: string;
-      let retryIn: number | null = null;
-      if (failure instanceof Retry) {
-        error = failure.message;
-        retryIn = Math.max(0, Math.round(failure.delay * 1_000_000));
-      } else {
-        error = failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure);
-      }
-      return this.hear(job, await this.source.fail(job, error, retryIn).catch(() => "lost" as const));
-    }
+    if (failed) return this.failWith(job, failure);
     if (job.cancelRequested) return this.hear(job, await this.source.cancel(job));
     // Completions go in batches: the next flush takes every job finished by then. The job
     // stays held (its lease renewed) until its completion is written.
     this.finished.push(job);
     this.flushing ??= this.flush();
+  }
+
+  /** Fails the attempt `failure` ended: the queue's backoff, or the delay of a `Retry`. */
+  private async failWith(job: Job, failure: unknown): Promise<void> {
+    let error: string;
+    let retryIn: number | null = null;
+    if (failure instanceof Retry) {
+      error = failure.message;
+      retryIn = Math.max(0, Math.round(failure.delay * 1_000_000));
+    } else {
+      error = failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure);
+    }
+    this.hear(job, await this.source.fail(job, error, retryIn).catch(() => "lost" as const));
+  }
+
+  /**
+   * The handler and the job's completion in one transaction: completed when it commits; a lost
+   * lease, a throw or a cancel asked meanwhile roll the handler's writes back.
+   */
+  private async runInTransaction(job: Job, signal: AbortSignal): Promise<void> {
+    const handler = this.handler as TransactionalHandler;
+    try {
+      await this.source.transact!(job, async (db) => {
+        await handler(job, db, signal);
+        if (job.cancelRequested) throw CANCEL;
+      });
+      return this.hear(job, "completed");
+    } catch (failure) {
+      if (job.lost && signal.aborted) return; // given back after the grace period
+      if (failure instanceof LeaseLost || job.lost) return this.hear(job, "lost");
+      if (failure === CANCEL) return this.hear(job, await this.source.cancel(job));
+      return this.failWith(job, failure);
+    }
   }
 
   private async flush(): Promise<void> {
@@ -273,6 +330,9 @@ class SqlSource implements Source {
   private refreshed = 0;
   private rescued = 0;
   private leaseMs = 0;
+  /** A transactional worker's connections for the handlers' transactions, idle ones and all. */
+  private idle: Client[] = [];
+  private readonly opened = new Set<Client>();
 
   constructor(
     private readonly url: string,
@@ -281,10 +341,21 @@ class SqlSource implements Source {
   ) {}
 
   async start(): Promise<number> {
-    // A connection per role, so that claims, completions and heartbeats do not wait on each other.
     this.claims = await Client.connect(this.url);
-    this.outcomes = await Client.connect(this.url, { checkSchema: false });
-    this.beats = await Client.connect(this.url, { checkSchema: false });
+    this.opened.add(this.claims);
+    if (this.opts.transactional && this.claims.flavor === "sqlite") {
+      // One connection for everything: a handler's transaction holds SQLite's one write lock
+      // across its awaits, and better-sqlite3 would wait for it synchronously on a second
+      // connection of this process, blocking the event loop that would finish it. On one
+      // Client, the other calls wait their turn (asynchronously) until the transaction ends.
+      this.outcomes = this.beats = this.claims;
+    } else {
+      // A connection per role, so that claims, completions and heartbeats do not wait on each other.
+      this.outcomes = await Client.connect(this.url, { checkSchema: false });
+      this.opened.add(this.outcomes);
+      this.beats = await Client.connect(this.url, { checkSchema: false });
+      this.opened.add(this.beats);
+    }
     if (Math.abs(this.claims.offsetUs) > 1_000_000) {
       console.error(`backlog-client: this clock is ${(-this.claims.offsetUs / 1e6).toFixed(1)} s off the database's; fix it (NTP)`);
     }
@@ -319,6 +390,46 @@ class SqlSource implements Source {
     return this.outcomes.completeMany(jobs, { retention: this.settings.retention });
   }
 
+  /**
+   * The handler's transaction: on a connection of its own (one per handler running at once,
+   * kept for the next), or on SQLite the worker's one connection, one transaction at a time.
+   */
+  async transact(job: Job, body: (db: Db) => Promise<void>): Promise<void> {
+    const shared = this.claims.flavor === "sqlite";
+    let client: Client;
+    if (shared) {
+      client = this.claims;
+    } else {
+      client = this.idle.pop() ?? (await Client.connect(this.url, { checkSchema: false }));
+      this.opened.add(client);
+    }
+    let healthy = true;
+    try {
+      await client.transaction(async (db) => {
+        try {
+          await body(db);
+        } catch (err) {
+          throw new Thrown(err);
+        }
+        await client.complete(job, { retention: this.settings.retention, strict: true });
+      });
+    } catch (err) {
+      if (err instanceof Thrown) throw err.error;
+      // Not the handler's: LeaseLost, or the driver's own error (the connection may be gone).
+      healthy = err instanceof LeaseLost;
+      throw err;
+    } finally {
+      if (!shared) {
+        if (healthy) {
+          this.idle.push(client);
+        } else {
+          this.opened.delete(client);
+          void client.close().catch(() => undefined);
+        }
+      }
+    }
+  }
+
   async fail(job: Job, error: string, retryInUs: number | null): Promise<Outcome> {
     const retryAt = retryInUs === null ? undefined : this.outcomes.nowUs() + retryInUs;
     return this.outcomes.fail(job, error, { settings: this.settings, ...(retryAt === undefined ? {} : { retryAt }) });
@@ -343,7 +454,9 @@ class SqlSource implements Source {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.claims?.close(), this.outcomes?.close(), this.beats?.close()]);
+    await Promise.all([...this.opened].map((c) => c.close()));
+    this.opened.clear();
+    this.idle = [];
   }
 }
 
@@ -358,7 +471,18 @@ class SqlSource implements Source {
  * await worker.run();                 // until SIGTERM
  */
 export class Worker extends WorkerLoop {
-  constructor(url: string, queue: string, handler: Handler, opts: WorkerOpts = {}) {
+  /**
+   * With `transactional: true` the handler gets the transaction's `Db` as its second argument;
+   * its writes there commit in one transaction with the job's completion.
+   *
+   * @example
+   * new Worker(url, "orders", async (job, db) => {
+   *   await db.run("INSERT INTO shipment (order_id) VALUES ($1)", [job.payload.order]);
+   * }, { transactional: true });
+   */
+  constructor(url: string, queue: string, handler: TransactionalHandler, opts: WorkerOpts & { transactional: true });
+  constructor(url: string, queue: string, handler: Handler, opts?: WorkerOpts & { transactional?: false });
+  constructor(url: string, queue: string, handler: Handler | TransactionalHandler, opts: WorkerOpts = {}) {
     checkName("queue name", queue);
     for (const k of opts.kinds ?? []) checkName("kind", k);
     super(new SqlSource(url, queue, opts), handler, opts);
