@@ -507,18 +507,30 @@ print(json.dumps({"first": first, "again": again, "at": at, "many": many, "befor
     // answers its first job's id; the others are new, in order.
     let mixed: Vec<i64> = serde_json::from_value(out["mixed"].clone()).unwrap();
     assert_eq!((mixed[7], mixed[9]), (mixed[1], mixed[3]), "{mixed:?}");
-    let made: Vec<(usize, i64)> = [0, 1, 2, 3, 4, 5, 6, 8].iter().map(|&i| (i, mixed[i])).collect();
-    assert!(made.windows(2).all(|w| w[0].1 < w[1].1), "ids out of order: {mixed:?}");
+    let made: Vec<(usize, i64)> = [0, 1, 2, 3, 4, 5, 6, 8]
+        .iter()
+        .map(|&i| (i, mixed[i]))
+        .collect();
+    assert!(
+        made.windows(2).all(|w| w[0].1 < w[1].1),
+        "ids out of order: {mixed:?}"
+    );
     for (i, id) in made {
         assert_eq!(job_show(&db, &json!(id))["payload"], json!(i));
     }
-    assert_eq!(count(&db, "SELECT COUNT(*) FROM backlog_job WHERE queue = 'mix'"), 8);
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM backlog_job WHERE queue = 'mix'"),
+        8
+    );
     // A duplicate key inside one batch: one job, its id twice.
     let dup: Vec<i64> = serde_json::from_value(out["dup"].clone()).unwrap();
     assert_eq!(dup[0], dup[2], "{dup:?}");
     assert!(dup[1] > dup[0], "{dup:?}");
     assert_eq!(job_show(&db, &json!(dup[0]))["payload"], json!(1));
-    assert_eq!(count(&db, "SELECT COUNT(*) FROM backlog_job WHERE queue = 'dup'"), 2);
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM backlog_job WHERE queue = 'dup'"),
+        2
+    );
     // 2,500 jobs: three statements, every id in order.
     let big: Vec<i64> = serde_json::from_value(out["big"].clone()).unwrap();
     assert_eq!(big.len(), 2500);
@@ -526,8 +538,14 @@ print(json.dumps({"first": first, "again": again, "at": at, "many": many, "befor
     for i in [0, 999, 1000, 2499] {
         assert_eq!(job_show(&db, &json!(big[i]))["payload"], json!({"i": i}));
     }
-    assert_eq!(count(&db, "SELECT COUNT(*) FROM backlog_job WHERE queue = 'big'"), 2500);
-    assert_eq!(count(&db, "SELECT COUNT(*) FROM backlog_job"), 7 + 8 + 2 + 2500);
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM backlog_job WHERE queue = 'big'"),
+        2500
+    );
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM backlog_job"),
+        7 + 8 + 2 + 2500
+    );
 }
 
 /// A job enqueued in the application's transaction exists exactly when that transaction
@@ -646,6 +664,11 @@ try:
 except b.LeaseLost:
     seen["nack"] = "LeaseLost"
 seen["acked"] = client.ack(job)
+client.enqueue_many([{"queue": "ok", "payload": {"n": i}} for i in range(3)])
+jobs = client.claim("ok", 3)
+stale = b.Job(**{**jobs[1].__dict__, "token": jobs[1].token + 1})
+seen["ack_many"] = client.ack_many([jobs[0], stale, jobs[2]]) == {jobs[0].id, jobs[2].id}
+seen["ack_many_left"] = client.ack_many([jobs[1]]) == {jobs[1].id}
 print(json.dumps(seen))"#,
         &[&db.url],
     );
@@ -658,6 +681,7 @@ print(json.dumps(seen))"#,
         "client": "InvalidPayload", "lenient": [false, "lost", false, false],
         "ack": ["LeaseLost", true], "heartbeat": ["LeaseLost", true],
         "release": ["LeaseLost", true], "nack": "LeaseLost", "acked": true,
+        "ack_many": true, "ack_many_left": true,
     });
     assert_eq!(out, want);
     assert_eq!(
@@ -668,7 +692,7 @@ print(json.dumps(seen))"#,
         0,
         "bad input wrote a job"
     );
-    assert_eq!(db.stats()["ok"]["completed"], 1);
+    assert_eq!(db.stats()["ok"]["completed"], 4);
 
     // A schema below the version the client speaks.
     db.sql("DELETE FROM backlog_migration WHERE version = 19");
@@ -968,7 +992,7 @@ print(json.dumps(seen))"#,
             "a refused request wrote a job in {queue}"
         );
     }
-    assert_eq!(db.stats()["ok"]["completed"], 1);
+    assert_eq!(db.stats()["ok"]["completed"], 4);
 
     // The drain: every job completed exactly once; the failing ones ran twice.
     let want_runs: Vec<i64> = (0..30).map(|i| if i % 5 < 2 { 2 } else { 1 }).collect();

@@ -209,6 +209,23 @@ class Client:
         held = self._retrying(lambda: self.dialect.complete(self.conn, kept, job, now))
         return _held(held, strict, job, "ack")
 
+    def ack_many(self, jobs: Sequence[Job], *, retention: Optional[str] = None) -> set[int]:
+        """Completes jobs as `ack` does, one statement (or transaction) per queue and claim batch
+        of up to 1,000: returns the ids completed; the others had lost their lease (nothing
+        changed for them). `retention`: the same for every job (default: each queue's)."""
+        done: set[int] = set()
+        by_queue: dict[str, list[Job]] = {}
+        for job in jobs:
+            by_queue.setdefault(job.queue, []).append(job)
+        now = self.now_us()
+        for queue, some in by_queue.items():
+            kept = retention or str(self.queue_settings(queue)["retention"])
+            for at in range(0, len(some), 1000):
+                part = some[at:at + 1000]
+                done |= self._retrying(
+                    lambda: self.dialect.complete_many(self.conn, kept, part, now))
+        return done
+
     def nack(self, job: Job, error: str, *, retry_at: Optional[int] = None,
              settings: Optional[dict[str, Any]] = None, strict: bool = False) -> str:
         """Fails this attempt with `error`: a retry at `retry_at` (µs; default the queue's

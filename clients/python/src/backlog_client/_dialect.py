@@ -134,6 +134,12 @@ class _Dialect:
         raise NotImplementedError
 
     def complete(self, conn: Any, retention: str, job: Job, now: int) -> bool:
+        return job.id in self.complete_many(conn, retention, [job], now)
+
+    def complete_many(self, conn: Any, retention: str, jobs: Sequence[Job],
+                      now: int) -> set[int]:
+        """Completes jobs whose leases (id and token) still hold, in one statement (or one
+        transaction): the ids completed."""
         raise NotImplementedError
 
     def fail(self, conn: Any, job: Job, state: str, run_at: int, finished_at: Optional[int],
@@ -192,8 +198,9 @@ class _Sqlite(_Dialect):
         params = (token, owner, expires, now, queue, kinds_json, limit)
         return conn.execute(self.sql("job_claim", order), params).fetchall(), []
 
-    def complete(self, conn: Any, retention: str, job: Job, now: int) -> bool:
-        pairs = json.dumps([[job.id, job.token]])
+    def complete_many(self, conn: Any, retention: str, jobs: Sequence[Job],
+                      now: int) -> set[int]:
+        pairs = json.dumps([[job.id, job.token] for job in jobs])
         if retention == "delete":
             rows = conn.execute(self.sql("job_complete_delete"), (pairs,)).fetchall()
         elif retention == "keep":
@@ -202,7 +209,7 @@ class _Sqlite(_Dialect):
             with self.transaction(conn):
                 conn.execute(self.sql("job_complete_archive"), (pairs, now))
                 rows = conn.execute(self.sql("job_complete_delete"), (pairs,)).fetchall()
-        return len(rows) == 1
+        return {int(r[0]) for r in rows}
 
     def fail(self, conn: Any, job: Job, state: str, run_at: int, finished_at: Optional[int],
              now: int, error: str) -> bool:
@@ -267,14 +274,18 @@ class _Postgres(_Dialect):
                          limit, flat, order=order).fetchall()
         return rows, [(r[10], (r[3], r[6], r[0])) for r in rows]
 
-    def complete(self, conn: Any, retention: str, job: Job, now: int) -> bool:
+    def complete_many(self, conn: Any, retention: str, jobs: Sequence[Job],
+                      now: int) -> set[int]:
         name = {"delete": "job_complete_delete", "keep": "job_complete_keep",
                 "archive": "job_complete_archive"}[retention]
+        # In id order: the order the statement locks rows in (see job_complete_delete.sql).
+        ordered = sorted(jobs, key=lambda j: j.id)
+        ids, tokens = [j.id for j in ordered], [j.token for j in ordered]
         if retention == "delete":
-            cur = self._run(conn, name, [job.id], [job.token])
+            cur = self._run(conn, name, ids, tokens)
         else:
-            cur = self._run(conn, name, [job.id], [job.token], now)
-        return len(cur.fetchall()) == 1
+            cur = self._run(conn, name, ids, tokens, now)
+        return {int(r[0]) for r in cur.fetchall()}
 
     def fail(self, conn: Any, job: Job, state: str, run_at: int, finished_at: Optional[int],
              now: int, error: str) -> bool:
@@ -385,21 +396,28 @@ class _MySql(_Dialect):
                           ids=len(ids))
         return rows, reached
 
-    def complete(self, conn: Any, retention: str, job: Job, now: int) -> bool:
-        if retention == "delete":
+    def complete_many(self, conn: Any, retention: str, jobs: Sequence[Job],
+                      now: int) -> set[int]:
+        if retention == "delete" and len(jobs) == 1:
+            job = jobs[0]
             cur = self._run(conn, "job_complete_delete_fenced", (job.id, job.token), ids=1)
-            return bool(cur.rowcount == 1)
-        # keep and archive: lock the row, check it is still ours, copy it where it is kept (keep:
-        # the completed jobs' ring, through the view backlog_job_done_current, schema version
-        # 17), delete it.
-        copy = {"keep": "job_complete_keep", "archive": "job_complete_archive"}[retention]
+            return {job.id} if cur.rowcount == 1 else set()
+        # Lock the rows (in id order), keep those still ours, copy them where they are kept
+        # (keep: the completed jobs' ring, through the view backlog_job_done_current, schema
+        # version 17; archive: backlog_job_archive), delete them.
+        tokens = {j.id: j.token for j in jobs}
+        ids = sorted(tokens)
         with self.transaction(conn):
-            row = self._run(conn, "job_complete_lock", (job.id,), ids=1).fetchone()
-            if row is None or row[1] != job.token or row[2] != "running":
-                return False
-            self._run(conn, copy, (now, job.id), ids=1)
-            self._run(conn, "job_complete_delete", (job.id,), ids=1)
-        return True
+            rows = self._run(conn, "job_complete_lock", ids, ids=len(ids)).fetchall()
+            held = sorted(int(r[0]) for r in rows
+                          if r[1] == tokens.get(int(r[0])) and r[2] == "running")
+            if not held:
+                return set()
+            if retention != "delete":
+                copy = {"keep": "job_complete_keep", "archive": "job_complete_archive"}[retention]
+                self._run(conn, copy, (now, *held), ids=len(held))
+            self._run(conn, "job_complete_delete", held, ids=len(held))
+        return set(held)
 
     def fail(self, conn: Any, job: Job, state: str, run_at: int, finished_at: Optional[int],
              now: int, error: str) -> bool:
