@@ -691,10 +691,168 @@ print(seen)"#,
     drop(server);
 }
 
+/// Transactional completion: the application's row and the job's completion commit together.
+/// `Client.transaction` writes a receipt and completes a job in one commit; with a stale token
+/// the completion changes no row, so `LeaseLost` is thrown and the receipt rolled back; a call
+/// made outside the transaction's body waits for it instead of joining it. A `Worker` with
+/// `transactional: true` hands each handler the transaction: a handler that throws leaves no
+/// receipt and its job is retried; a lease lost before the completion (released by another
+/// connection; on SQLite, whose one writer is this transaction, inside it) rolls the receipt
+/// back and is heard as `lost`; in the end each job has exactly one receipt, written by the
+/// attempt that completed it.
+fn transactional(engine: Engine) {
+    let db = TestDb::new(engine);
+    let q = "tx";
+    db.sql("CREATE TABLE app_receipt (job BIGINT NOT NULL, attempt INT NOT NULL)");
+    db.ok(&[
+        "queue",
+        "set",
+        q,
+        "--lease",
+        "1s",
+        "--backoff-base",
+        "20ms",
+        "--backoff-max",
+        "40ms",
+    ]);
+    let out = ts_eval(
+        r#"const [url, q] = args;
+const c = await b.Client.connect(url);
+const other = await b.Client.connect(url);
+const [m1, m2] = c.flavor === "postgres" ? ["$1", "$2"] : c.flavor === "sqlite" ? ["?1", "?2"] : ["?", "?"];
+const receipt = `INSERT INTO app_receipt (job, attempt) VALUES (${m1}, ${m2})`;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const seen = {};
+await c.enqueueMany([0, 1].map((i) => ({ queue: "one", payload: { i } })));
+const [first, second] = await c.claim("one", 2);
+seen.first = first.id;
+seen.second = second.id;
+seen.completed = await c.transaction(async (db) => {
+  await db.run(receipt, [first.id, first.attempt]);
+  return c.complete(first);
+});
+try {
+  await c.transaction(async (db) => {
+    await db.run(receipt, [second.id, second.attempt]);
+    await c.complete({ ...second, token: second.token + 1n });
+  });
+  seen.stale = "no error";
+} catch (err) { seen.stale = [err.constructor.name, err.jobId === second.id]; }
+const side = new Promise((resolve) => setTimeout(() => resolve(c.enqueue("side", { outside: true })), 10));
+try {
+  await c.transaction(async (db) => {
+    await db.run(receipt, [-1, 1]);
+    await sleep(100);
+    throw new Error("rolled back");
+  });
+} catch (err) { seen.rolledBack = err.message; }
+seen.side = await side;
+
+seen.ids = await c.enqueueMany(Array.from({ length: 12 }, (_, i) => ({ queue: q, payload: { i } })));
+const outcomes = {};
+let runs = 0;
+let stolen = false;
+await new b.Worker(url, q, async (job, db) => {
+  runs++;
+  await db.run(receipt, [job.id, job.attempt]);
+  await sleep(10);
+  if (job.payload.i === 3 && job.attempt === 1) throw new Error("fails once on purpose");
+  if (job.payload.i === 5 && !stolen) {
+    stolen = true;
+    if (db.flavor === "sqlite") seen.released = (await db.run(b.statement("sqlite", "job_release"), [0, job.id, job.token])).affected === 1;
+    else seen.released = await other.release(job);
+  }
+}, { transactional: true, concurrency: 4, batch: 4, signals: false,
+     onOutcome: (job, o) => (outcomes[o] = (outcomes[o] ?? 0) + 1) }).run({ drain: true });
+seen.outcomes = outcomes;
+seen.runs = runs;
+try {
+  new b.HttpWorker(new b.HttpClient("http://127.0.0.1:9", "not-a-real-token-0123"), q, () => undefined, { transactional: true });
+  seen.http = "no error";
+} catch (err) { seen.http = err.constructor.name; }
+await Promise.all([c.close(), other.close()]);
+print(seen)"#,
+        &[&db.url, q],
+    );
+    let want = json!({
+        "completed": true,
+        "stale": ["LeaseLost", true],
+        "rolledBack": "rolled back",
+        "released": true,
+        "outcomes": {"completed": 12, "retry": 1, "lost": 1},
+        "runs": 14,
+        "http": "InvalidOption",
+    });
+    for (key, value) in want.as_object().unwrap() {
+        assert_eq!(&out[key], value, "{key}: {out}");
+    }
+    let receipts = |job: &Value| {
+        count(
+            &db,
+            &format!("SELECT COUNT(*) FROM app_receipt WHERE job = {job}"),
+        )
+    };
+    let in_state = |job: &Value, state: &str| {
+        count(
+            &db,
+            &format!("SELECT COUNT(*) FROM backlog_job_all WHERE id = {job} AND state = '{state}'"),
+        )
+    };
+
+    // Client.transaction: completed with its receipt; the stale token left neither.
+    assert_eq!(receipts(&out["first"]), 1);
+    assert_eq!(in_state(&out["first"], "completed"), 1);
+    assert_eq!(
+        receipts(&out["second"]),
+        0,
+        "the stale completion kept its receipt"
+    );
+    assert_eq!(
+        in_state(&out["second"], "running"),
+        1,
+        "the stale completion changed the job"
+    );
+    // The call from outside ran after the rollback, not inside the transaction.
+    assert_eq!(receipts(&json!(-1)), 0);
+    assert!(out["side"].is_i64(), "{out}");
+    assert_eq!(in_state(&out["side"], "available"), 1, "{out}");
+
+    // The worker: one receipt per job, by the attempt that completed it.
+    assert_eq!(db.stats()[q]["completed"], 12, "{}", db.stats());
+    let joined = format!(
+        "FROM app_receipt r JOIN backlog_job_all j ON j.id = r.job WHERE j.queue = '{q}' \
+         AND j.state = 'completed'"
+    );
+    assert_eq!(count(&db, &format!("SELECT COUNT(*) {joined}")), 12);
+    assert_eq!(
+        count(&db, &format!("SELECT COUNT(DISTINCT r.job) {joined}")),
+        12
+    );
+    assert_eq!(
+        count(
+            &db,
+            &format!("SELECT COUNT(*) {joined} AND r.attempt = j.attempt")
+        ),
+        12,
+        "a receipt of an attempt that did not complete its job"
+    );
+    let failed_once = &out["ids"][3];
+    assert_eq!(
+        db.sql(&format!(
+            "SELECT attempt FROM app_receipt WHERE job = {failed_once}"
+        ))
+        .trim(),
+        "2",
+        "the failed attempt's receipt was not rolled back"
+    );
+    assert_eq!(receipts(&out["ids"][5]), 1);
+}
+
 on_every_backend! {
     typescript_contract => contract,
     typescript_producer => producer,
     typescript_errors => errors,
     typescript_pause_order_and_stop => pause_order_and_stop,
     typescript_http => http,
+    typescript_transactional => transactional,
 }
