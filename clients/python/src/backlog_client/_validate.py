@@ -22,6 +22,8 @@ MAX_TRACESTATE_LEN = 512
 SMALLINT = (-32768, 32767)
 INT_MAX = 2**31 - 1
 
+#: json.dumps(value, allow_nan=False, separators=(",", ":")), without making an encoder a call.
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
 _NAME = re.compile(r"[A-Za-z0-9_.:-]+")
 _NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
@@ -62,14 +64,14 @@ def key(what: str, value: object) -> str:
 def payload(value: Any) -> str:
     """The payload as JSON text: valid JSON (no NaN or infinity), at most 1 MiB, no NUL."""
     try:
-        text = json.dumps(value, allow_nan=False, separators=(",", ":"))
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError) as err:
         raise InvalidPayload(f"the payload is not JSON: {err}") from None
     if len(text.encode()) > PAYLOAD_LIMIT:
         raise InvalidPayload(
             f"the payload is {len(text.encode())} bytes of JSON; the limit is {PAYLOAD_LIMIT}"
         )
-    if _NUL_ESCAPE.search(text):
+    if "\\u0000" in text and _NUL_ESCAPE.search(text):
         raise InvalidPayload("\\u0000 is not allowed in payloads")
     return text
 
