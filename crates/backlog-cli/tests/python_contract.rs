@@ -669,6 +669,12 @@ jobs = client.claim("ok", 3)
 stale = b.Job(**{**jobs[1].__dict__, "token": jobs[1].token + 1})
 seen["ack_many"] = client.ack_many([jobs[0], stale, jobs[2]]) == {jobs[0].id, jobs[2].id}
 seen["ack_many_left"] = client.ack_many([jobs[1]]) == {jobs[1].id}
+client.enqueue_many([{"queue": "ok", "payload": {"n": i}} for i in range(4)])
+jobs = client.claim("ok", 2)
+stale = b.Job(**{**jobs[1].__dict__, "token": jobs[1].token + 1})
+done, more = client.ack_and_claim([jobs[0], stale], "ok", 2)
+seen["ack_and_claim"] = [done == {jobs[0].id}, len(more), {j.id for j in more} & {j.id for j in jobs} == set()]
+seen["ack_and_claim_left"] = client.ack_many([jobs[1], *more]) == {jobs[1].id, *(j.id for j in more)}
 print(json.dumps(seen))"#,
         &[&db.url],
     );
@@ -681,7 +687,8 @@ print(json.dumps(seen))"#,
         "client": "InvalidPayload", "lenient": [false, "lost", false, false],
         "ack": ["LeaseLost", true], "heartbeat": ["LeaseLost", true],
         "release": ["LeaseLost", true], "nack": "LeaseLost", "acked": true,
-        "ack_many": true, "ack_many_left": true,
+        "ack_many": true, "ack_many_left": true, "ack_and_claim": [true, 2, true],
+        "ack_and_claim_left": true,
     });
     assert_eq!(out, want);
     assert_eq!(
@@ -692,7 +699,7 @@ print(json.dumps(seen))"#,
         0,
         "bad input wrote a job"
     );
-    assert_eq!(db.stats()["ok"]["completed"], 4);
+    assert_eq!(db.stats()["ok"]["completed"], 8);
 
     // A schema below the version the client speaks.
     db.sql("DELETE FROM backlog_migration WHERE version = 19");

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 
 from . import _produce
 from ._cursors import FULL_PASS, RESCUE_FLOOR, Cursors
-from ._dialect import _Sqlite, dialect_for
+from ._dialect import Key, _Sqlite, dialect_for
 from ._job import Job, default_owner, new_token, now_us
 from ._validate import Delay, Instant, TraceContext
 from .errors import LeaseLost, SchemaMissing, SchemaTooOld
@@ -176,28 +176,57 @@ class Client:
               settings: Optional[dict[str, Any]] = None) -> list[Job]:
         """Claims up to `limit` due jobs of `queue` with the claim statement of the dialect,
         under one fresh lease token. `kinds`: only jobs of these kinds (None: any)."""
+        return self.ack_and_claim([], queue, limit, owner=owner, lease_ms=lease_ms, kinds=kinds,
+                                  settings=settings)[1]
+
+    def ack_and_claim(self, done: Sequence[Job], queue: str, limit: int, *,
+                      owner: Optional[str] = None, lease_ms: Optional[int] = None,
+                      kinds: Optional[Sequence[str]] = None,
+                      settings: Optional[dict[str, Any]] = None) -> tuple[set[int], list[Job]]:
+        """Completes `done` (jobs of `queue`, as `ack_many`) and claims up to `limit` more, as
+        `claim`: on PostgreSQL in one statement and one commit
+        (job_complete_then_claim_{keep,delete}), elsewhere (and for archive) one after the other.
+        Returns the ids completed and the jobs claimed."""
         settings = settings or self.queue_settings(queue)
         lease_us = (lease_ms or settings["lease_ms"]) * 1000
         token, now = new_token(), self.now_us()
         expires = now + lease_us
         order = settings["ordering"]
+        retention = str(settings["retention"])
         cursors_key = (queue, tuple(kinds or ()))
         after, started = self.cursors.plan(cursors_key), time.monotonic()
-        rows, reached = self._retrying(lambda: self.dialect.claim(
-            self.conn, queue, token, owner or default_owner(), expires, now, kinds, limit,
-            order, {} if after is None else after))
+        who = owner or default_owner()
+        cursors = {} if after is None else after
+        both_at_once = bool(done) and self.dialect.name == "postgres" and retention != "archive"
+        completed: set[int] = set()
+        if done and not both_at_once:
+            completed = self.ack_many(done, retention=retention)
+
+        def run() -> tuple[list[Any], list[tuple[int, Key]]]:
+            nonlocal completed
+            if both_at_once:
+                both = self.dialect.complete_claim(self.conn, retention, done, now, queue, token,
+                                                   who, expires, now, kinds, limit, order, cursors)
+                assert both is not None
+                completed = both[0]
+                return both[1], both[2]
+            return self.dialect.claim(self.conn, queue, token, who, expires, now, kinds, limit,
+                                      order, cursors)
+
+        rows, reached = self._retrying(run)
         if order == "fifo":
             self.cursors.record(cursors_key, after is None, time.monotonic() - started, reached)
+        loads = json.loads
         jobs = [
-            Job(id=r[0], queue=queue, kind=r[1], payload=json.loads(r[2]), priority=r[3],
+            Job(id=r[0], queue=queue, kind=r[1], payload=loads(r[2]), priority=r[3],
                 attempt=r[4], max_attempts=r[5], run_at=r[6], created_at=r[7], token=token,
                 lease_expires_at=expires, trace_context=r[8], group=r[9])
             for r in rows
         ]
         # UPDATE … RETURNING gives rows in no particular order: claim order again.
-        key = (lambda j: (j.priority, j.run_at, j.id)) if settings["ordering"] == "fifo" else (
+        key = (lambda j: (j.priority, j.run_at, j.id)) if order == "fifo" else (
             lambda j: (j.priority, -j.run_at, -j.id))
-        return sorted(jobs, key=key)
+        return completed, sorted(jobs, key=key)
 
     def ack(self, job: Job, *, retention: Optional[str] = None, strict: bool = False) -> bool:
         """Completes the job (what that does follows the queue's retention). True when it was

@@ -98,6 +98,11 @@ class Consumer:
         beats = _Heartbeats(self.client.url, lease_ms)
         beats.start()
         idle, refreshed = 0.05, time.monotonic()
+        # Jobs whose handler returned, completed together: with the next claim (on PostgreSQL
+        # one statement does both), or before the next job of the batch once the first of them
+        # has waited COMPLETE_WAIT_S, or when the consumer stops. Their leases are renewed
+        # until then.
+        finished: list[Job] = []
         try:
             while not self.stop.is_set():
                 if beats.error is not None:
@@ -105,20 +110,18 @@ class Consumer:
                 if time.monotonic() - refreshed > 5:
                     settings, refreshed = self.client.queue_settings(self.queue), time.monotonic()
                 self._rescue_now_and_then()
-                jobs = self.client.claim(self.queue, self.batch, owner=self.owner,
-                                         lease_ms=lease_ms, kinds=self.kinds, settings=settings)
+                done, jobs = self.client.ack_and_claim(
+                    finished, self.queue, self.batch, owner=self.owner, lease_ms=lease_ms,
+                    kinds=self.kinds, settings=settings)
+                self._report(finished, done, beats)
                 if not jobs:
                     if drain and self.client.pending(self.queue) == 0:
-                        return
+                        break
                     self.stop.wait(idle)
                     idle = min(idle * 2, self.poll_max_s)
                     continue
                 idle = 0.05
                 beats.hold(jobs)
-                # Jobs whose handler returned, completed together: after the batch, or before
-                # the next job once the first of them has waited COMPLETE_WAIT_S. Their leases
-                # are renewed until then.
-                finished: list[Job] = []
                 since = 0.0
                 for i, job in enumerate(jobs):
                     if self.stop.is_set():
@@ -134,7 +137,7 @@ class Consumer:
                         finished.append(job)
                     else:
                         beats.drop(job)
-                self._complete(finished, settings, beats)
+            self._complete(finished, settings, beats)
         finally:
             beats.stop.set()
             beats.join()
@@ -142,9 +145,12 @@ class Consumer:
     def _complete(self, finished: list[Job], settings: dict[str, Any],
                   beats: HeldLeases) -> None:
         """Completes the jobs whose handler returned, in one statement, and reports each."""
-        if not finished:
-            return
-        done = self.client.ack_many(finished, retention=settings["retention"])
+        if finished:
+            self._report(finished, self.client.ack_many(finished, retention=settings["retention"]),
+                         beats)
+
+    def _report(self, finished: list[Job], done: set[int], beats: HeldLeases) -> None:
+        """Reports the outcome of completed jobs (`done`: the ids whose lease held)."""
         for job in finished:
             beats.drop(job)
             self.on_outcome(job, "completed" if job.id in done else "lost")

@@ -142,6 +142,15 @@ class _Dialect:
         transaction): the ids completed."""
         raise NotImplementedError
 
+    def complete_claim(self, conn: Any, retention: str, done: Sequence[Job], done_now: int,
+                       queue: str, token: int, owner: str, expires: int, now: int,
+                       kinds: Optional[Sequence[str]], limit: int, order: str,
+                       after: dict[int, Key]
+                       ) -> Optional[tuple[set[int], list[Any], list[tuple[int, Key]]]]:
+        """Completes `done` and claims the next jobs in one statement, where the dialect has one
+        for this retention: (ids completed, the claim's rows and cursors), else None."""
+        return None
+
     def fail(self, conn: Any, job: Job, state: str, run_at: int, finished_at: Optional[int],
              now: int, error: str) -> bool:
         raise NotImplementedError
@@ -251,8 +260,11 @@ class _Postgres(_Dialect):
         return isinstance(err, self.psycopg.errors.UndefinedTable)
 
     def transient(self, err: Exception) -> bool:
+        # LockNotAvailable: the combined completion and claim gives up a lock wait after 50 ms
+        # (lock_timeout, job_complete_then_claim_*.sql), its transaction rolled back whole.
         errors = self.psycopg.errors
-        return isinstance(err, (errors.DeadlockDetected, errors.SerializationFailure))
+        return isinstance(err, (errors.DeadlockDetected, errors.SerializationFailure,
+                                errors.LockNotAvailable))
 
     def _run(self, conn: Any, name: str, *values: Any, order: Optional[str] = None) -> Any:
         return conn.execute(self.sql(name, order), pg_params(*values))
@@ -265,14 +277,46 @@ class _Postgres(_Dialect):
             cur = self._run(conn, "job_claim", token, owner, expires, now, queue, kinds_list,
                             limit, order=order)
             return cur.fetchall(), []
-        # The cursors as the statement takes them: three values a shard from shard 0, the
-        # smallest key where a shard has none; empty for a full pass.
+        rows = self._run(conn, "job_claim", token, owner, expires, now, queue, kinds_list,
+                         limit, self._cursor(after), order=order).fetchall()
+        return rows, [(r[10], (r[3], r[6], r[0])) for r in rows]
+
+    @staticmethod
+    def _cursor(after: dict[int, Key]) -> list[int]:
+        # The cursors as the claims take them: three values a shard from shard 0, the smallest
+        # key where a shard has none; empty for a full pass.
         flat: list[int] = []
         for shard in range(max(after, default=-1) + 1):
             flat += after.get(shard, (-32768, -2**63, -2**63))
-        rows = self._run(conn, "job_claim", token, owner, expires, now, queue, kinds_list,
-                         limit, flat, order=order).fetchall()
-        return rows, [(r[10], (r[3], r[6], r[0])) for r in rows]
+        return flat
+
+    def complete_claim(self, conn: Any, retention: str, done: Sequence[Job], done_now: int,
+                       queue: str, token: int, owner: str, expires: int, now: int,
+                       kinds: Optional[Sequence[str]], limit: int, order: str,
+                       after: dict[int, Key]
+                       ) -> Optional[tuple[set[int], list[Any], list[tuple[int, Key]]]]:
+        if retention not in ("keep", "delete"):
+            return None  # archive: no combined statement
+        ordered = sorted(done, key=lambda j: j.id)
+        values: list[Any] = [token, owner, expires, now, queue,
+                             None if kinds is None else list(kinds), limit,
+                             [j.id for j in ordered], [j.token for j in ordered]]
+        if retention == "keep":
+            values.append(done_now)
+        if order == "fifo":
+            values.append(self._cursor(after))
+        rows = self._run(conn, f"job_complete_then_claim_{retention}", *values,
+                         order=order).fetchall()
+        # A row per claimed job (done_ids NULL), then one whose done_ids are the completed ids.
+        completed: set[int] = set()
+        claimed = []
+        for r in rows:
+            if r[1] is None:
+                completed = {int(i) for i in r[0] or ()}
+            else:
+                claimed.append(r[1:])
+        reached = [(r[10], (r[3], r[6], r[0])) for r in claimed] if order == "fifo" else []
+        return completed, claimed, reached
 
     def complete_many(self, conn: Any, retention: str, jobs: Sequence[Job],
                       now: int) -> set[int]:
