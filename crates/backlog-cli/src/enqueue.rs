@@ -43,6 +43,14 @@ pub struct EnqueueArgs {
     /// The W3C trace context to carry to the job's handler, so its span continues this trace.
     #[arg(long, env = "TRACEPARENT", value_name = "TRACEPARENT")]
     pub traceparent: Option<String>,
+    /// Wait for job ID to end before running (repeat, or give IDs with commas, for several; at
+    /// most 1,000): the job stays `waiting` until every one has ended.
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    pub after: Vec<i64>,
+    /// What the job does if one of --after ends dead or cancelled: cancel (the default; the
+    /// jobs waiting for it are cancelled too), run or ignore (it runs once every one has ended).
+    #[arg(long, value_name = "POLICY", requires = "after", value_parser = parse_on_parent_failure)]
+    pub on_parent_failure: Option<backlog::OnParentFailure>,
     /// The W3C `tracestate` that goes with --traceparent.
     #[arg(
         long,
@@ -69,6 +77,12 @@ pub fn check(a: &EnqueueArgs, limit: usize) -> anyhow::Result<()> {
         GroupKey::new(g.as_str())?;
     }
     trace_context(a)?;
+    let mut probe = NewJob::new(queue_name(&a.queue)?, Payload::parse("null", limit)?);
+    probe.group = a.group.as_deref().map(GroupKey::new).transpose()?;
+    for &parent in &a.after {
+        probe = probe.after(parent);
+    }
+    backlog::check_dependencies(std::slice::from_ref(&probe))?;
     match (&a.payload, &a.jsonl) {
         (None, None) => bail!("a payload is required: give JSON, - to read stdin, or --jsonl FILE"),
         (Some(p), None) if p != "-" => {
@@ -88,7 +102,15 @@ fn template(client: &Client, a: &EnqueueArgs, payload: Payload) -> anyhow::Resul
     job.group = a.group.as_deref().map(GroupKey::new).transpose()?;
     job.run_at = a.delay.map(|d| client.now() + d.as_micros() as i64);
     job.trace_context = trace_context(a)?;
+    let policy = a.on_parent_failure.unwrap_or_default();
+    for &parent in &a.after {
+        job = job.after_with(parent, policy);
+    }
     Ok(job)
+}
+
+fn parse_on_parent_failure(s: &str) -> Result<backlog::OnParentFailure, String> {
+    backlog::OnParentFailure::parse(s).map_err(|e| e.to_string())
 }
 
 /// The trace context given with --traceparent (or `TRACEPARENT`), validated.

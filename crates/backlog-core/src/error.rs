@@ -96,6 +96,22 @@ pub enum Error {
         /// The accepted values.
         expected: &'static str,
     },
+    /// A job's dependencies cannot be taken as given (a parent named twice, a bad id, a job of
+    /// an ordered group).
+    #[error("invalid dependencies: {reason}")]
+    DependencyInvalid {
+        /// Why they were refused.
+        reason: String,
+    },
+    /// A parent named by a new job is not a job: it never was, or it ended and was pruned
+    /// (under retention `delete`, at once).
+    #[error(
+        "job {parent} cannot be waited for: no such job (it never was, or it ended and was pruned)"
+    )]
+    ParentNotFound {
+        /// The parent's id.
+        parent: i64,
+    },
     /// A job was handed to an operation on another queue.
     #[error("job {job_id} belongs to queue {queue:?}, not {expected:?}")]
     JobQueueMismatch {

@@ -28,6 +28,101 @@ pub struct NewJob {
     /// The ordered group it belongs to: jobs of a queue with one group key run in enqueue order,
     /// at most the queue's group concurrency of them at a time.
     pub group: Option<GroupKey>,
+    /// The jobs it waits for (its parents): it stays `waiting` until every one has ended, and
+    /// is released, in the transaction that ends the last of them, as its queue's jobs are
+    /// (see [`Dependency`]). At most [`MAX_PARENTS`]; each an existing job.
+    pub depends_on: Vec<Dependency>,
+}
+
+/// Most parents one job may wait for.
+pub const MAX_PARENTS: usize = 1000;
+
+/// What a job does when one of its parents ends dead or cancelled instead of completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnParentFailure {
+    /// It is cancelled at once, and so are the jobs waiting for it with this policy (the
+    /// default).
+    #[default]
+    Cancel,
+    /// It runs once every parent has ended, whatever their outcomes.
+    Run,
+    /// It runs once every parent has ended, as if this one had completed.
+    Ignore,
+}
+
+impl OnParentFailure {
+    /// Every policy's name, for messages.
+    pub const NAMES: &'static str = "cancel, run, ignore";
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnParentFailure::Cancel => "cancel",
+            OnParentFailure::Run => "run",
+            OnParentFailure::Ignore => "ignore",
+        }
+    }
+
+    /// The policy of a name.
+    pub fn parse(s: &str) -> crate::Result<Self> {
+        match s {
+            "cancel" => Ok(OnParentFailure::Cancel),
+            "run" => Ok(OnParentFailure::Run),
+            "ignore" => Ok(OnParentFailure::Ignore),
+            _ => Err(crate::Error::OptionInvalid {
+                what: "parent failure policy",
+                value: s.to_owned(),
+                expected: Self::NAMES,
+            }),
+        }
+    }
+}
+
+/// A job that another waits for, and what the waiting job does if it fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Dependency {
+    /// The parent's id.
+    pub parent: i64,
+    /// What the child does if the parent ends dead or cancelled.
+    pub on_failure: OnParentFailure,
+}
+
+/// Checks the dependencies of a batch before anything is written: at most [`MAX_PARENTS`] a
+/// job, positive ids, no parent twice, and no job of an ordered group (not supported yet). Every
+/// backend's insert calls it.
+pub fn check_dependencies(jobs: &[NewJob]) -> crate::Result<()> {
+    for job in jobs.iter().filter(|j| !j.depends_on.is_empty()) {
+        let n = job.depends_on.len();
+        if n > MAX_PARENTS {
+            return Err(crate::Error::ValueOutOfRange {
+                what: "parents of one job",
+                value: n as i64,
+                min: 0,
+                max: MAX_PARENTS as i64,
+            });
+        }
+        let mut seen = std::collections::HashSet::with_capacity(n);
+        for d in &job.depends_on {
+            if d.parent < 1 {
+                return Err(crate::Error::DependencyInvalid {
+                    reason: format!("parent id {} is not a job id", d.parent),
+                });
+            }
+            if !seen.insert(d.parent) {
+                return Err(crate::Error::DependencyInvalid {
+                    reason: format!("job {} is named twice as a parent", d.parent),
+                });
+            }
+        }
+        if job.group.is_some() {
+            return Err(crate::Error::DependencyInvalid {
+                reason: "a job of an ordered group cannot wait for other jobs (not supported yet)"
+                    .into(),
+            });
+        }
+    }
+    Ok(())
 }
 
 impl NewJob {
@@ -43,7 +138,21 @@ impl NewJob {
             unique_key: None,
             trace_context: None,
             group: None,
+            depends_on: vec![],
         }
+    }
+
+    /// This job waits for job `parent` to end, and is cancelled if it ends dead or cancelled
+    /// ([`OnParentFailure::Cancel`]).
+    pub fn after(self, parent: i64) -> Self {
+        self.after_with(parent, OnParentFailure::Cancel)
+    }
+
+    /// This job waits for job `parent` to end; `on_failure` says what it does if the parent ends
+    /// dead or cancelled.
+    pub fn after_with(mut self, parent: i64, on_failure: OnParentFailure) -> Self {
+        self.depends_on.push(Dependency { parent, on_failure });
+        self
     }
 
     /// This job in an ordered group: the jobs of its queue with the same group key run in
@@ -189,6 +298,9 @@ pub struct Job {
     /// Read from the archive (`backlog_job_archive`, retention `archive`): finished for good,
     /// and no action changes it.
     pub archived: bool,
+    /// Its parents that have not ended yet: a `waiting` job with some waits for them, not for
+    /// its group's turn (0 for a job that waits for none).
+    pub deps_left: i32,
 }
 
 impl Job {

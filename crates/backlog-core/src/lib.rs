@@ -37,7 +37,10 @@ pub use backoff::backoff_delay;
 pub use clock::{Clock, ManualClock, SystemClock, now_micros};
 pub use duration::{format_duration, parse_duration};
 pub use error::{DbErrorKind, Error, Result};
-pub use job::{ClaimedJob, EnqueueOutcome, ErrorRecord, Job, JobRef, NewJob};
+pub use job::{
+    ClaimedJob, Dependency, EnqueueOutcome, ErrorRecord, Job, JobRef, MAX_PARENTS, NewJob,
+    OnParentFailure, check_dependencies,
+};
 pub use queue::{
     BlockReason, BlockedGroup, Due, GroupFailure, Ordering, QueueFlow, QueueInfo, QueueSettings,
     QueueStats, RateLimit, Retention,

@@ -14,6 +14,7 @@ use crate::table::{holds_key, kind_in};
 /// The CHECK constraints of `backlog_job` that a new job can break, checked for every job
 /// before any goes in.
 pub(crate) fn check_new(jobs: &[NewJob]) -> Result<()> {
+    backlog_core::check_dependencies(jobs)?;
     for job in jobs {
         if let Some(m) = job.max_attempts.filter(|&m| m < 1) {
             return Err(check_violation(format!("max_attempts >= 1 (got {m})")));
@@ -27,6 +28,7 @@ impl State {
     /// of the queue holds (one inserted earlier in the batch too) gives that job's id.
     pub fn job_insert(&mut self, jobs: Vec<NewJob>, now: i64) -> Result<Vec<EnqueueOutcome>> {
         check_new(&jobs)?;
+        self.check_parents(&jobs)?;
         let mut grouped: Vec<(String, String)> = jobs
             .iter()
             .filter_map(|j| {
@@ -139,6 +141,7 @@ impl State {
     /// The state a job that would become available takes: waiting, in an ordered group.
     fn available_or_waiting(job: &Job) -> JobState {
         match job.group {
+            _ if job.deps_left > 0 => JobState::Waiting,
             Some(_) => JobState::Waiting,
             None => JobState::Available,
         }
@@ -155,9 +158,113 @@ impl State {
         EnqueueOutcome { id, created: true }
     }
 
+    /// `ParentNotFound` for the first parent of `jobs` that is not a job (never was, or pruned).
+    pub(crate) fn check_parents(&self, jobs: &[NewJob]) -> Result<()> {
+        for d in jobs.iter().flat_map(|j| &j.depends_on) {
+            if self.jobs.get_or_archived(d.parent).is_none() {
+                return Err(Error::ParentNotFound { parent: d.parent });
+            }
+        }
+        Ok(())
+    }
+
+    /// `job_insert_deps.sql`: a new job's parents. Each one still unfinished is marked as
+    /// having dependents and counted in the job's `deps_left`, and the job waits for them; a
+    /// parent that ended already counts as ended, so one that ended dead or cancelled cancels
+    /// the job at once where its policy says so. The parents must exist ([`Self::check_parents`]).
+    fn attach_parents(&mut self, child: i64, deps: &[backlog_core::Dependency], now: i64) {
+        let mut left = 0;
+        let mut doomed = None;
+        for d in deps {
+            self.deps
+                .entry(d.parent)
+                .or_default()
+                .push((child, d.on_failure));
+            match self.jobs.get_or_archived(d.parent).map(|p| p.state) {
+                Some(s) if !s.is_finished() => left += 1,
+                Some(s @ (JobState::Dead | JobState::Cancelled))
+                    if d.on_failure == backlog_core::OnParentFailure::Cancel =>
+                {
+                    doomed.get_or_insert((d.parent, s));
+                }
+                _ => {}
+            }
+        }
+        self.jobs.update(child, |j| {
+            j.deps_left = left;
+            if let Some((parent, s)) = doomed {
+                j.state = JobState::Cancelled;
+                j.finished_at = Some(now);
+                j.errors
+                    .push(parent_failed(j.attempt, now, parent, s.as_str()));
+            } else if left > 0 {
+                j.state = JobState::Waiting;
+            }
+        });
+    }
+
+    /// What the database's `backlog_job_deps` triggers do when jobs with dependents end
+    /// (`ended`: each parent and how it ended: `completed`, `dead`, `cancelled` or `deleted`):
+    /// each waiting child counts one parent fewer and is released (available, due no earlier
+    /// than `now`) when none is left; a child whose parent failed with policy `cancel` is
+    /// cancelled, which ends it in turn (the cascade).
+    pub(crate) fn parents_ended(&mut self, ended: Vec<(i64, &'static str)>, now: i64) {
+        let mut ended = ended;
+        while let Some((parent, how)) = ended.pop() {
+            let Some(children) = self.deps.get(&parent).cloned() else {
+                continue;
+            };
+            for (child, policy) in children {
+                let waiting = self
+                    .jobs
+                    .get(child)
+                    .is_some_and(|j| j.state == JobState::Waiting && j.deps_left > 0);
+                if !waiting {
+                    continue;
+                }
+                let doom = how != "completed" && policy == backlog_core::OnParentFailure::Cancel;
+                let queue = self.jobs.update(child, |j| {
+                    j.deps_left -= 1;
+                    if doom {
+                        j.state = JobState::Cancelled;
+                        j.finished_at = Some(now);
+                        j.errors.push(parent_failed(j.attempt, now, parent, how));
+                    } else if j.deps_left == 0 {
+                        j.state = JobState::Available;
+                        j.run_at = j.run_at.max(now);
+                    }
+                    (
+                        j.queue.clone(),
+                        j.state == JobState::Available && j.run_at <= now,
+                    )
+                });
+                match queue {
+                    Some(_) if doom => ended.push((child, "cancelled")),
+                    Some((queue, true)) => self.woke(&queue),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// [`Self::parents_ended`] for one job that ended `how`, if it has dependents.
+    fn ended(&mut self, id: i64, how: &'static str, now: i64) {
+        if self.deps.contains_key(&id) {
+            self.parents_ended(vec![(id, how)], now);
+        }
+    }
+
     /// Adds a new available job under `id` (from [`crate::table::Table::next_id`]), waking its
     /// queue if it is due. Its unique key, if any, must be free.
-    pub fn insert_row(&mut self, id: i64, job: NewJob, now: i64) {
+    pub fn insert_row(&mut self, id: i64, mut job: NewJob, now: i64) {
+        let deps = std::mem::take(&mut job.depends_on);
+        self.insert_fresh(id, job, now);
+        if !deps.is_empty() {
+            self.attach_parents(id, &deps, now);
+        }
+    }
+
+    fn insert_fresh(&mut self, id: i64, job: NewJob, now: i64) {
         let queue = job.queue.as_str();
         let run_at = job.run_at.unwrap_or(now);
         if run_at <= now {
@@ -190,6 +297,7 @@ impl State {
             trace_context: job.trace_context,
             group: job.group.map(|g| g.as_str().to_owned()),
             archived: false,
+            deps_left: 0,
         });
     }
 
@@ -317,6 +425,7 @@ impl State {
                 Retention::Keep => drop(self.jobs.update(r.id, finish)),
                 Retention::Archive => self.jobs.move_to_archive(r.id, finish),
             }
+            self.ended(r.id, "completed", p.now);
             done.push(r);
         }
         done
@@ -355,6 +464,9 @@ impl State {
         })?;
         if state == JobState::Available && run_at <= now {
             self.woke(&queue);
+        }
+        if state.is_finished() {
+            self.ended(job.id, state.as_str(), now);
         }
         Ok(())
     }
@@ -426,6 +538,7 @@ impl State {
         let queue = job.queue.clone();
         // A job of an ordered group that becomes available waits for its group's turn; one that
         // is available already (its group's turn: a run-now) stays so.
+        let was = job.state;
         if to == JobState::Available && job.state != JobState::Available {
             to = Self::available_or_waiting(job);
         }
@@ -449,20 +562,29 @@ impl State {
         if to == JobState::Available {
             self.woke(&queue);
         }
+        if to.is_finished() && !was.is_finished() {
+            self.ended(id, to.as_str(), now);
+        }
         self.admin_result(id, action, true)
     }
 
     /// `job_delete.sql`: a job that is not running, from the table or the archive.
-    pub fn job_delete(&mut self, id: i64) -> Result<Job> {
-        match self.jobs.get_or_archived(id) {
-            None => Err(Error::JobNotFound { job_id: id }),
-            Some(j) if j.state == JobState::Running && !j.archived => Err(j.conflict("delete")),
+    pub fn job_delete(&mut self, id: i64, now: i64) -> Result<Job> {
+        let job = match self.jobs.get_or_archived(id) {
+            None => return Err(Error::JobNotFound { job_id: id }),
+            Some(j) if j.state == JobState::Running && !j.archived => {
+                return Err(j.conflict("delete"));
+            }
             Some(_) => self
                 .jobs
                 .remove(id)
                 .or_else(|| self.jobs.remove_archived(id))
-                .ok_or(Error::JobNotFound { job_id: id }),
+                .ok_or(Error::JobNotFound { job_id: id })?,
+        };
+        if !job.state.is_finished() {
+            self.ended(id, "deleted", now);
         }
+        Ok(job)
     }
 
     /// [`AdminAction::outcome`] with the job as it is now.
@@ -521,6 +643,8 @@ impl State {
             };
             if !dead {
                 self.woke(&queue);
+            } else {
+                self.ended(id, "dead", now);
             }
             out.push(Rescued { queue, dead });
         }
@@ -597,5 +721,15 @@ impl State {
                         .is_none_or(|t| j.state == JobState::Running || j.run_at <= t)
             })
             .count() as i64
+    }
+}
+
+/// The error a child cancelled because its parent failed keeps, as the database's trigger
+/// writes it.
+fn parent_failed(attempt: i32, at: i64, parent: i64, how: &str) -> ErrorRecord {
+    ErrorRecord {
+        attempt,
+        at,
+        error: format!("cancelled: job {parent}, which it waited for, ended {how}"),
     }
 }

@@ -73,7 +73,7 @@ pub use crate::tx::MemoryTx;
 
 /// The schema version whose contract this backend follows: the SQL backends' `SCHEMA_VERSION`
 /// (the conformance suite checks that the two agree).
-pub const SCHEMA_VERSION: i64 = 19;
+pub const SCHEMA_VERSION: i64 = 20;
 
 /// A backend that keeps everything in memory, behind one lock: what a database holds lasts as
 /// long as the value. Every operation behaves as on the SQL backends (the conformance suite runs
@@ -359,8 +359,8 @@ impl Backend for MemoryBackend {
         self.with(|s| s.job_admin(id, action, now))
     }
 
-    async fn job_delete(&self, id: i64, _now: i64) -> Result<Job> {
-        self.with(|s| s.job_delete(id))
+    async fn job_delete(&self, id: i64, now: i64) -> Result<Job> {
+        self.with(|s| s.job_delete(id, now))
     }
 
     async fn job_count_pending(&self, p: &JobCountPendingParams) -> Result<i64> {

@@ -38,6 +38,9 @@ pub(crate) struct State {
     pub rate: HashMap<String, (f64, i64)>,
     /// `backlog_group.rate_at`, by (queue, group): each group's rate-limit arrival time.
     pub group_rate: HashMap<(String, String), i64>,
+    /// `backlog_job_dep`, by parent: the jobs waiting for it, each with its failure policy. A
+    /// job with an entry is one with `has_dependents` set.
+    pub deps: HashMap<i64, Vec<(i64, backlog_core::OnParentFailure)>>,
 }
 
 /// A `backlog_leader` row.

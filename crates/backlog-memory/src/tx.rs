@@ -172,6 +172,7 @@ impl BackendTx for MemoryTx {
         check_new(&jobs)?;
         let state = Arc::clone(&self.state);
         let mut s = lock(&state);
+        s.check_parents(&jobs)?;
         let mut out = Vec::with_capacity(jobs.len());
         for job in jobs {
             if !self.queues.contains(&job.queue) {

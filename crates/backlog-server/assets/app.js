@@ -866,7 +866,10 @@
       fact("Priority", String(j.priority)),
       fact("Unique key", j.unique_key ? h("code", {}, j.unique_key) : "—"),
       fact("Created", time(j.created_at)),
-      fact("Run at", j.state === "waiting" ? "when its group's turn comes" : time(j.run_at)),
+      j.deps_left > 0 ? fact("Waits for", h("span", { id: "job-deps" },
+        `${j.deps_left} job${j.deps_left === 1 ? "" : "s"} it depends on to end`)) : null,
+      fact("Run at", j.state !== "waiting" ? time(j.run_at)
+        : j.deps_left > 0 ? "once the jobs it depends on have ended" : "when its group's turn comes"),
       fact("Last attempt", time(j.attempted_at)),
       fact("Finished", time(j.finished_at)),
       fact("Lease owner", j.lease_owner || "—"),

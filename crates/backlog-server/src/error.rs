@@ -100,6 +100,8 @@ impl From<Error> for ApiError {
             Error::StateInvalid { .. } => (S::BAD_REQUEST, "state_invalid"),
             Error::OptionInvalid { .. } => (S::BAD_REQUEST, "option_invalid"),
             Error::JobQueueMismatch { .. } => (S::BAD_REQUEST, "job_queue_mismatch"),
+            Error::DependencyInvalid { .. } => (S::BAD_REQUEST, "dependency_invalid"),
+            Error::ParentNotFound { .. } => (S::BAD_REQUEST, "parent_not_found"),
             Error::LeaseLost { job_id } => {
                 return ApiError::new(S::CONFLICT, "lease_lost", e.to_string()).with_job(*job_id);
             }

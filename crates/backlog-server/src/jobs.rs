@@ -45,6 +45,15 @@ pub struct EnqueueRequest {
     /// queue's group concurrency at a time.
     #[schema(min_length = 1)]
     pub group: Option<String>,
+    /// The jobs it waits for (at most 1,000, each an existing job): it stays `waiting` until
+    /// every one has ended, and is released in the transaction that ends the last of them.
+    #[serde(default)]
+    pub after: Vec<i64>,
+    /// What it does if one of `after` ends dead or cancelled: `cancel` (the default: it is
+    /// cancelled, and so are the jobs waiting for it), `run` or `ignore` (it runs once every
+    /// parent has ended).
+    #[schema(pattern = "^(cancel|run|ignore)$")]
+    pub on_parent_failure: Option<String>,
 }
 
 impl EnqueueRequest {
@@ -58,6 +67,13 @@ impl EnqueueRequest {
         job.group = self.group.map(GroupKey::new).transpose()?;
         if let Some(d) = self.delay {
             job.run_at = Some(client.now() + parse_duration(&d)?.as_micros() as i64);
+        }
+        let policy = match self.on_parent_failure.as_deref() {
+            Some(p) => backlog::OnParentFailure::parse(p)?,
+            None => backlog::OnParentFailure::Cancel,
+        };
+        for parent in self.after {
+            job = job.after_with(parent, policy);
         }
         Ok(job)
     }

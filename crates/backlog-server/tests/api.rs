@@ -2031,7 +2031,105 @@ async fn cron_schedules_are_listed(engine: Engine) {
     api.done().await;
 }
 
+/// `after` and `on_parent_failure` on enqueue (issue 47): the child waits (`deps_left`), is
+/// released when its parent completes through the worker protocol, and bad dependencies are
+/// refused with the error's code and nothing written.
+async fn jobs_that_wait_for_other_jobs(engine: Engine) {
+    let api = Api::new(engine).await;
+    let (status, parent) = api
+        .post("/api/v1/jobs", json!({"queue": "deps", "payload": 1}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{parent}");
+    let parent = parent["id"].as_i64().unwrap();
+    let (status, child) = api
+        .post(
+            "/api/v1/jobs",
+            json!({"queue": "deps", "payload": 2, "after": [parent], "on_parent_failure": "run"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{child}");
+    let child = child["id"].as_i64().unwrap();
+    let shown = api
+        .ok(Method::GET, &format!("/api/v1/jobs/{child}"), None)
+        .await;
+    assert_eq!(
+        (&shown["state"], &shown["deps_left"]),
+        (&json!("waiting"), &json!(1))
+    );
+
+    for (body, code) in [
+        (
+            json!({"queue": "deps", "payload": 3, "after": [987654321]}),
+            "parent_not_found",
+        ),
+        (
+            json!({"queue": "deps", "payload": 3, "after": [0]}),
+            "dependency_invalid",
+        ),
+        (
+            json!({"queue": "deps", "payload": 3, "after": [parent, parent]}),
+            "dependency_invalid",
+        ),
+        (
+            json!({"queue": "deps", "payload": 3, "after": [parent], "on_parent_failure": "maybe"}),
+            "option_invalid",
+        ),
+        (
+            json!({"queue": "deps", "payload": 3, "after": [parent], "group": "g"}),
+            "dependency_invalid",
+        ),
+    ] {
+        api.fails(
+            Method::POST,
+            "/api/v1/jobs",
+            Some(body),
+            StatusCode::BAD_REQUEST,
+            code,
+        )
+        .await;
+    }
+    // A batch with one bad parent writes none of its jobs.
+    api.fails(
+        Method::POST,
+        "/api/v1/jobs/batch",
+        Some(json!({"jobs": [{"queue": "deps", "payload": 4},
+                             {"queue": "deps", "payload": 5, "after": [987654321]}]})),
+        StatusCode::BAD_REQUEST,
+        "parent_not_found",
+    )
+    .await;
+    let listed = api.ok(Method::GET, "/api/v1/jobs?queue=deps", None).await;
+    assert_eq!(listed["jobs"].as_array().unwrap().len(), 2, "{listed}");
+
+    // The parent completed through the worker protocol releases the child.
+    let claimed = api
+        .ok(
+            Method::POST,
+            "/api/v1/queues/deps/claim",
+            Some(json!({"limit": 10, "lease": "30s"})),
+        )
+        .await;
+    let jobs = claimed["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "only the parent is due: {claimed}");
+    let token = jobs[0]["token"].as_str().unwrap();
+    api.ok(
+        Method::POST,
+        &format!("/api/v1/jobs/{parent}/complete"),
+        Some(json!({"token": token})),
+    )
+    .await;
+    let shown = api
+        .ok(Method::GET, &format!("/api/v1/jobs/{child}"), None)
+        .await;
+    assert_eq!(
+        (&shown["state"], &shown["deps_left"]),
+        (&json!("available"), &json!(0))
+    );
+    api.done().await;
+}
+
 per_backend!(
+    jobs_that_wait_for_other_jobs,
     cron_schedules_are_listed,
     workers_are_listed_while_they_run,
     flow_control_metrics,

@@ -18,7 +18,110 @@ pub(crate) fn one_statement(rows: &[NewJob]) -> bool {
     rows.len() <= INSERT_CHUNK
         && rows
             .iter()
-            .all(|j| j.unique_key.is_none() && j.group.is_none())
+            .all(|j| j.unique_key.is_none() && j.group.is_none() && j.depends_on.is_empty())
+}
+
+/// What a dialect does for [`attach_parents`], in the inserting transaction (schema version 20).
+pub(crate) trait DepOps {
+    /// Locks the unfinished ones of `parents` (sorted, distinct), in id order, and marks them
+    /// as having dependents; returns them.
+    async fn deps_mark(&mut self, parents: &[i64]) -> Result<Vec<i64>>;
+    /// The state of each of `ids` that is a job, wherever it is kept.
+    async fn deps_states(&mut self, ids: &[i64]) -> Result<Vec<(i64, String)>>;
+    /// Inserts the edges: (parent, child, policy).
+    async fn deps_link(&mut self, edges: &[(i64, i64, &'static str)]) -> Result<()>;
+    /// Makes new jobs wait for `left` parents each.
+    async fn deps_wait(&mut self, left: i32, ids: &[i64]) -> Result<()>;
+    /// Cancels a new job, one of whose parents failed already, with this error; `left`: its
+    /// parents not yet ended.
+    async fn deps_cancel(&mut self, id: i64, left: i32, now: i64, error: &str) -> Result<()>;
+}
+
+/// Whether any row of a batch waits for other jobs.
+pub(crate) fn any_dependent(rows: &[NewJob]) -> bool {
+    rows.iter().any(|j| !j.depends_on.is_empty())
+}
+
+/// Ties the jobs an inserted batch created to their parents, in the inserting transaction (after
+/// [`insert_all`]; `per_row` is its answer for `rows`). Each parent still unfinished is locked
+/// and marked as having dependents, and counted in its children's `deps_left`: those wait. A
+/// parent that ended counts as ended: one that ended dead or cancelled cancels a child whose
+/// policy is `cancel`, at once. A parent that is not a job (never was, or was pruned) fails the
+/// whole insert with [`backlog_core::Error::ParentNotFound`], and the transaction's rollback takes
+/// the batch back. Jobs not created (a unique key held already) get no edges: the job holding
+/// the key is the answer, as it is.
+pub(crate) async fn attach_parents<D: DepOps>(
+    conn: &mut D,
+    rows: &[NewJob],
+    per_row: &[(i64, bool)],
+    now: i64,
+) -> Result<()> {
+    let created = || {
+        rows.iter()
+            .zip(per_row)
+            .filter(|(row, (_, created))| *created && !row.depends_on.is_empty())
+    };
+    let mut parents: Vec<i64> = created()
+        .flat_map(|(row, _)| row.depends_on.iter().map(|d| d.parent))
+        .collect();
+    if parents.is_empty() {
+        return Ok(());
+    }
+    parents.sort_unstable();
+    parents.dedup();
+    let unfinished: std::collections::HashSet<i64> =
+        conn.deps_mark(&parents).await?.into_iter().collect();
+    let ended: Vec<i64> = parents
+        .iter()
+        .copied()
+        .filter(|p| !unfinished.contains(p))
+        .collect();
+    let mut states: HashMap<i64, String> = HashMap::new();
+    if !ended.is_empty() {
+        states.extend(conn.deps_states(&ended).await?);
+    }
+    if let Some(&parent) = ended.iter().find(|p| !states.contains_key(p)) {
+        return Err(backlog_core::Error::ParentNotFound { parent });
+    }
+    let mut edges = Vec::new();
+    let mut waits: std::collections::BTreeMap<i32, Vec<i64>> = Default::default();
+    let mut doomed = Vec::new();
+    for (row, &(child, _)) in created() {
+        let mut left = 0;
+        let mut cause = None;
+        for d in &row.depends_on {
+            edges.push((d.parent, child, d.on_failure.as_str()));
+            if unfinished.contains(&d.parent) {
+                left += 1;
+                continue;
+            }
+            let how = &states[&d.parent];
+            if how != "completed" && d.on_failure == backlog_core::OnParentFailure::Cancel {
+                cause.get_or_insert((d.parent, how.as_str()));
+            }
+        }
+        match cause {
+            Some((parent, how)) => doomed.push((
+                child,
+                left,
+                format!("cancelled: job {parent}, which it waited for, ended {how}"),
+            )),
+            None if left > 0 => waits.entry(left).or_default().push(child),
+            None => {}
+        }
+    }
+    for chunk in edges.chunks(INSERT_CHUNK) {
+        conn.deps_link(chunk).await?;
+    }
+    for (left, ids) in waits {
+        for chunk in ids.chunks(INSERT_CHUNK) {
+            conn.deps_wait(left, chunk).await?;
+        }
+    }
+    for (child, left, error) in doomed {
+        conn.deps_cancel(child, left, now, &error).await?;
+    }
+    Ok(())
 }
 
 /// What a dialect does to put just-inserted jobs in their ordered groups, inside the inserting

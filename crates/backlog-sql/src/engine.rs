@@ -163,6 +163,13 @@ pub(crate) trait Dialect: Send + Sync + 'static {
         async { Ok(0) }
     }
 
+    /// Whether the database releases the children of jobs that end (schema version 20: the
+    /// triggers of PostgreSQL and SQLite); else ending a job with dependents takes a transaction
+    /// whose [`Releases::jobs_ended`] does it (MySQL).
+    fn releases_children(&self) -> bool {
+        true
+    }
+
     /// A queue's settings were stored through this backend: forget what was cached of them.
     fn settings_changed(&self) {}
 
@@ -403,9 +410,18 @@ macro_rules! sql_backend {
                 if p.retry_at.is_some_and(|at| at <= p.now) {
                     $crate::engine::Dialect::rewind(self);
                 }
-                if $crate::engine::Dialect::tx_per_statement(self) {
+                // A failure that ends the job: its children go in the same transaction, where the
+                // database does not release them itself.
+                let ends = p.retry_at.is_none()
+                    && !$crate::engine::Dialect::releases_children(self);
+                if $crate::engine::Dialect::tx_per_statement(self) || ends {
                     let mut tx = self.tx().await.db()?;
                     $crate::engine::ConnOps::fail(&mut *tx, &p).await?;
+                    if ends {
+                        let how = if p.cancelled { "cancelled" } else { "dead" };
+                        $crate::engine::Releases::jobs_ended(&mut *tx, &[p.job.id], how, p.now)
+                            .await?;
+                    }
                     return tx.commit().await.db();
                 }
                 let mut conn = self.pool.acquire().await.db()?;
@@ -721,12 +737,26 @@ macro_rules! sql_backend {
                     t.to, t.run_at, t.reset_attempts, t.finished_at, id, t.from[0], t.from[1],
                     t.from[2],
                 );
-                let res = $crate::pooler::on_pool!(self, stmt.query(), execute).db()?;
-                if res.rows_affected() > 0 {
+                let ends = action == backlog_core::AdminAction::Cancel
+                    && !$crate::engine::Dialect::releases_children(self);
+                let changed = if ends {
+                    // A cancel ends the job: its children go in the same transaction.
+                    let mut tx = self.tx().await.db()?;
+                    let res = stmt.query().execute(&mut *tx).await.db()?;
+                    if res.rows_affected() > 0 {
+                        $crate::engine::Releases::jobs_ended(&mut *tx, &[id], "cancelled", now)
+                            .await?;
+                    }
+                    tx.commit().await.db()?;
+                    res.rows_affected()
+                } else {
+                    $crate::pooler::on_pool!(self, stmt.query(), execute).db()?.rows_affected()
+                };
+                if changed > 0 {
                     $crate::engine::Dialect::rewind(self);
                 }
                 let job = backlog_core::Backend::job_get(self, id).await?;
-                action.outcome(id, res.rows_affected() > 0, job)
+                action.outcome(id, changed > 0, job)
             }
 
             async fn job_delete(
@@ -749,7 +779,22 @@ macro_rules! sql_backend {
                 } else {
                     $cat::job_delete(id)
                 };
-                let res = $crate::pooler::on_pool!(self, stmt.query(), execute).db()?;
+                let ends = !job.state.is_finished()
+                    && !$crate::engine::Dialect::releases_children(self);
+                let res = if ends {
+                    // A job deleted before it ran ends as `deleted` for its children, which go
+                    // in the same transaction.
+                    let mut tx = self.tx().await.db()?;
+                    let res = stmt.query().execute(&mut *tx).await.db()?;
+                    if res.rows_affected() > 0 {
+                        $crate::engine::Releases::jobs_ended(&mut *tx, &[id], "deleted", now)
+                            .await?;
+                    }
+                    tx.commit().await.db()?;
+                    res
+                } else {
+                    $crate::pooler::on_pool!(self, stmt.query(), execute).db()?
+                };
                 if res.rows_affected() > 0 {
                     return Ok(job);
                 }
@@ -1184,6 +1229,21 @@ pub(crate) trait ConnOps: Send {
     ) -> impl Future<Output = Result<Option<i64>>> + Send;
 }
 
+/// What a connection does after statements of its transaction ended jobs, where the database
+/// does not release their children itself ([`Dialect::releases_children`]; schema version 20):
+/// MySQL's does, PostgreSQL's and SQLite's triggers do it in the ending statement, and theirs does
+/// nothing.
+pub(crate) trait Releases: Send {
+    /// Jobs `ids` ended (`how`: `completed`, `dead`, `cancelled` or `deleted`) in this
+    /// transaction: their waiting children are counted down, released or cancelled.
+    fn jobs_ended(
+        &mut self,
+        ids: &[i64],
+        how: &'static str,
+        now: i64,
+    ) -> impl Future<Output = Result<()>> + Send;
+}
+
 /// [`ConnOps`] for the connection type `$conn` over the catalog module `$cat`.
 macro_rules! conn_ops {
     ($conn:ty, $cat:ident) => {
@@ -1460,7 +1520,7 @@ impl<T> SqlTxClaim<T> {
 
 impl<T: HeldTx> SqlTxClaim<T>
 where
-    <T::DB as sqlx::Database>::Connection: crate::JobConnection + ConnOps + LockedOps,
+    <T::DB as sqlx::Database>::Connection: crate::JobConnection + ConnOps + LockedOps + Releases,
 {
     /// The writes `f` asks for, in this transaction: completions by retention (archived ones,
     /// like failures, through a lease and the fenced statements every claimed job takes), then
@@ -1500,7 +1560,8 @@ where
                         self.claimed_at,
                         f.now,
                     )
-                    .await?
+                    .await?;
+                    Releases::jobs_ended(conn, &ids, "completed", f.now).await?;
                 }
             }
         }
@@ -1513,6 +1574,9 @@ where
                 cancelled: false,
             };
             ConnOps::fail(conn, &p).await?;
+            if x.retry_at.is_none() {
+                Releases::jobs_ended(conn, &[x.id], "dead", f.now).await?;
+            }
         }
         Ok(())
     }
@@ -1521,7 +1585,7 @@ where
 #[async_trait::async_trait]
 impl<T: HeldTx + 'static> TxClaim for SqlTxClaim<T>
 where
-    <T::DB as sqlx::Database>::Connection: crate::JobConnection + ConnOps + LockedOps,
+    <T::DB as sqlx::Database>::Connection: crate::JobConnection + ConnOps + LockedOps + Releases,
 {
     fn jobs(&self) -> &[ClaimedJob] {
         &self.jobs

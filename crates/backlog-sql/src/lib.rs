@@ -41,7 +41,7 @@ pub use tx::{JobConnection, JobTx, SqlBackend};
 
 /// The schema version this build creates and expects: the number of its last migration, the same
 /// in every dialect.
-pub const SCHEMA_VERSION: i64 = 19;
+pub const SCHEMA_VERSION: i64 = 20;
 
 /// Connection pool settings.
 #[derive(Debug, Clone)]

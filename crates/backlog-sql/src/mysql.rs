@@ -1053,13 +1053,28 @@ async fn hand_off(
     Ok(jobs)
 }
 
-/// Completes the jobs whose token is current, on a connection inside a transaction.
-async fn complete_on(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Result<Vec<JobRef>> {
+/// What [`complete_on`] did: the jobs completed, and those it left to a transaction (jobs with
+/// dependents, met by the fenced statement of retention `delete` outside one).
+#[derive(Default)]
+struct Completion {
+    done: Vec<JobRef>,
+    deferred: Vec<JobRef>,
+}
+
+/// Completes the jobs whose token is current. `in_tx`: the connection is inside a transaction,
+/// where the children of jobs with dependents are released too (schema version 20); outside one
+/// (retention `delete`'s fenced statements run alone), such jobs are left untouched and come back
+/// in [`Completion::deferred`] for the caller to complete in one.
+async fn complete_on(
+    conn: &mut MySqlConnection,
+    p: &JobCompleteParams,
+    in_tx: bool,
+) -> Result<Completion> {
     if p.jobs.is_empty() {
-        return Ok(vec![]);
+        return Ok(Completion::default());
     }
     if p.retention == Retention::Delete {
-        return complete_fenced(conn, p).await;
+        return complete_fenced(conn, p, in_tx).await;
     }
     let asked: Vec<i64> = p.jobs.iter().map(|j| j.id).collect();
     let locked = cat::job_complete_lock(&asked)
@@ -1068,6 +1083,7 @@ async fn complete_on(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Resul
         .await
         .db()?;
     let mut ids = Vec::with_capacity(locked.len());
+    let mut parents = Vec::new();
     for r in &locked {
         let id: i64 = r.try_get("id").db()?;
         let token: Option<i64> = r.try_get("lease_token").db()?;
@@ -1075,10 +1091,13 @@ async fn complete_on(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Resul
         let current = p.jobs.iter().any(|j| j.id == id && Some(j.token) == token);
         if state == "running" && current {
             ids.push(id);
+            if r.try_get::<bool, _>("has_dependents").db()? {
+                parents.push((id, "completed"));
+            }
         }
     }
     if ids.is_empty() {
-        return Ok(vec![]);
+        return Ok(Completion::default());
     }
     let delete = || cat::job_complete_delete(&ids).query();
     match p.retention {
@@ -1103,14 +1122,24 @@ async fn complete_on(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Resul
             delete().execute(&mut *conn).await.db()?;
         }
     }
-    Ok(shared::refs_with_ids(&p.jobs, &ids))
+    release_children(conn, parents, p.now).await?;
+    Ok(Completion {
+        done: shared::refs_with_ids(&p.jobs, &ids),
+        deferred: vec![],
+    })
 }
 
 /// Completes under retention `delete` without a locking read first: one fenced statement per
 /// lease token (usually one per claimed batch). Only when a statement changes fewer rows than
-/// asked does a read find out which jobs had lost their lease. (Kept and archived jobs move to
-/// another table: locked first, copied, deleted.)
-async fn complete_fenced(conn: &mut MySqlConnection, p: &JobCompleteParams) -> Result<Vec<JobRef>> {
+/// asked does a read find out which jobs had lost their lease, and which have dependents (the
+/// statement leaves those alone): completed here inside a transaction (`in_tx`), with their
+/// children's release, else deferred to one. (Kept and archived jobs move to another table:
+/// locked first, copied, deleted.)
+async fn complete_fenced(
+    conn: &mut MySqlConnection,
+    p: &JobCompleteParams,
+    in_tx: bool,
+) -> Result<Completion> {
     let mut by_token: Vec<(i64, Vec<i64>)> = vec![];
     for j in &p.jobs {
         match by_token.iter_mut().find(|(t, _)| *t == j.token) {
@@ -1119,12 +1148,36 @@ async fn complete_fenced(conn: &mut MySqlConnection, p: &JobCompleteParams) -> R
         }
     }
     let mut done = Vec::with_capacity(p.jobs.len());
+    let mut deferred = Vec::new();
     for (token, mut ids) in by_token {
         ids.sort_unstable();
         let stmt = cat::job_complete_delete_fenced(&ids, token);
         let changed = stmt.query().execute(&mut *conn).await.db()?.rows_affected();
         if changed as usize == ids.len() {
             done.extend(ids);
+            continue;
+        }
+        let parents: Vec<i64> = cat::job_deps_running(&ids, token)
+            .scalar()
+            .fetch_all(&mut *conn)
+            .await
+            .db()?;
+        ids.retain(|id| !parents.contains(id));
+        if !parents.is_empty() {
+            if in_tx {
+                cat::job_complete_delete(&parents)
+                    .query()
+                    .execute(&mut *conn)
+                    .await
+                    .db()?;
+                let ended = parents.iter().map(|&id| (id, "completed")).collect();
+                release_children(conn, ended, p.now).await?;
+                done.extend(&parents);
+            } else {
+                deferred.extend(parents.iter().map(|&id| JobRef { id, token }));
+            }
+        }
+        if ids.is_empty() {
             continue;
         }
         let lost: Vec<i64> = cat::job_complete_present(&ids, p.now)
@@ -1134,7 +1187,115 @@ async fn complete_fenced(conn: &mut MySqlConnection, p: &JobCompleteParams) -> R
             .db()?;
         done.extend(ids.into_iter().filter(|id| !lost.contains(id)));
     }
-    Ok(shared::refs_with_ids(&p.jobs, &done))
+    Ok(Completion {
+        done: shared::refs_with_ids(&p.jobs, &done),
+        deferred,
+    })
+}
+
+/// What the parents ended in one round of [`release_children`] do to one child: how many ended,
+/// and the first that failed with policy `cancel` (its id and how it ended), if any.
+type ChildEnds = (i32, Option<(i64, &'static str)>);
+
+/// The deepest cascade of cancellations one release follows (a chain of jobs, each waiting for
+/// the one before, whose first failed).
+const MAX_CASCADE: usize = 1000;
+
+/// What the triggers of PostgreSQL and SQLite do when jobs with dependents end, done here by
+/// backlog's statements in the transaction that ended them (schema version 20; MySQL has no
+/// trigger condition that spares the other rows). `ended`: each such job and how it ended
+/// (`completed`, `dead`, `cancelled`, `deleted`). Per child, the parents ended here are summed;
+/// the children still waiting are locked in id order and counted down, made available when none
+/// is left (due no earlier than now), or cancelled when a parent failed and the edge's policy is
+/// `cancel`, which ends them in turn: the cascade.
+pub(crate) async fn release_children(
+    conn: &mut MySqlConnection,
+    ended: Vec<(i64, &'static str)>,
+    now: i64,
+) -> Result<()> {
+    let mut ended = ended;
+    for _ in 0..MAX_CASCADE {
+        if ended.is_empty() {
+            return Ok(());
+        }
+        let how: HashMap<i64, &'static str> = ended.iter().copied().collect();
+        let mut parents: Vec<i64> = how.keys().copied().collect();
+        parents.sort_unstable();
+        let mut per_child: std::collections::BTreeMap<i64, ChildEnds> = Default::default();
+        for chunk in parents.chunks(batch::INSERT_CHUNK) {
+            let edges: Vec<(i64, i64, String)> = cat::job_deps_children(chunk)
+                .as_()
+                .fetch_all(&mut *conn)
+                .await
+                .db()?;
+            for (parent, child, policy) in edges {
+                let entry = per_child.entry(child).or_default();
+                entry.0 += 1;
+                let h = how[&parent];
+                if h != "completed" && policy == "cancel" {
+                    entry.1.get_or_insert((parent, h));
+                }
+            }
+        }
+        let children: Vec<i64> = per_child.keys().copied().collect();
+        let mut next = Vec::new();
+        let mut released = Vec::new();
+        let mut down: std::collections::BTreeMap<i32, Vec<i64>> = Default::default();
+        for chunk in children.chunks(batch::INSERT_CHUNK) {
+            let locked: Vec<(i64, i32, bool)> = cat::job_deps_lock_children(chunk)
+                .as_()
+                .fetch_all(&mut *conn)
+                .await
+                .db()?;
+            for (child, left, has_dependents) in locked {
+                let (n, cause) = per_child[&child];
+                if let Some((parent, h)) = cause {
+                    let error = format!("cancelled: job {parent}, which it waited for, ended {h}");
+                    cat::job_deps_cancel(now, &error, (left - n).max(0), child)
+                        .query()
+                        .execute(&mut *conn)
+                        .await
+                        .db()?;
+                    if has_dependents {
+                        next.push((child, "cancelled"));
+                    }
+                } else if left <= n {
+                    released.push(child);
+                } else {
+                    down.entry(n).or_default().push(child);
+                }
+            }
+        }
+        for chunk in released.chunks(batch::INSERT_CHUNK) {
+            cat::job_deps_release(now, chunk)
+                .query()
+                .execute(&mut *conn)
+                .await
+                .db()?;
+        }
+        for (n, ids) in down {
+            for chunk in ids.chunks(batch::INSERT_CHUNK) {
+                cat::job_deps_count_down(n, chunk)
+                    .query()
+                    .execute(&mut *conn)
+                    .await
+                    .db()?;
+            }
+        }
+        ended = next;
+    }
+    Err(Error::DependencyInvalid {
+        reason: format!("a cascade of cancellations deeper than {MAX_CASCADE} jobs"),
+    })
+}
+
+impl crate::engine::Releases for MySqlConnection {
+    async fn jobs_ended(&mut self, ids: &[i64], how: &'static str, now: i64) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        release_children(self, ids.iter().map(|&id| (id, how)).collect(), now).await
+    }
 }
 
 /// Deletes (or archives, then deletes) one bounded batch of finished jobs, on a connection inside
@@ -1379,6 +1540,10 @@ impl batch::InsertOps for Inserter<'_> {
 }
 
 impl Dialect for MySqlBackend {
+    fn releases_children(&self) -> bool {
+        false
+    }
+
     /// Per queue with settings, one statement (no LATERAL in MariaDB): a probe of the claim
     /// index above the queue's count.
     async fn job_reshard(&self) -> Result<u64> {
@@ -1554,6 +1719,7 @@ impl Dialect for MySqlBackend {
     }
 
     async fn job_insert(&self, params: JobInsertParams) -> Result<Vec<EnqueueOutcome>> {
+        backlog_core::check_dependencies(&params.jobs)?;
         let dedup = Deduped::new(params.jobs);
         // With consecutive ids (or one row) the new ids come from the statement itself.
         if (self.id_step.is_some() || dedup.rows.len() == 1) && batch::one_statement(&dedup.rows) {
@@ -1581,6 +1747,9 @@ impl Dialect for MySqlBackend {
             let per_row = batch::insert_all(&mut ins, &dedup.rows).await?;
             if batch::any_grouped(&dedup.rows) {
                 batch::place_in_groups(&mut *tx, &dedup.rows, &per_row, params.now).await?;
+            }
+            if batch::any_dependent(&dedup.rows) {
+                batch::attach_parents(&mut *tx, &dedup.rows, &per_row, params.now).await?;
             }
             tx.commit().await.db()?;
             Ok(per_row)
@@ -1632,7 +1801,7 @@ impl Dialect for MySqlBackend {
                 true => vec![],
                 false => hand_off(&mut tx, &p).await?,
             };
-            let completed = complete_on(&mut tx, &p.complete).await?;
+            let completed = complete_on(&mut tx, &p.complete, true).await?.done;
             // The groups whose turn no job took, under their locks: their next jobs are
             // available to this very claim.
             let left = shared::groups_left(groups, &claimed);
@@ -1667,12 +1836,23 @@ impl Dialect for MySqlBackend {
     async fn job_complete(&self, p: JobCompleteParams) -> Result<Vec<JobRef>> {
         shared::retry_transient(|| async {
             if p.retention == Retention::Delete {
-                // Fenced single statements: no transaction needed around them.
+                // Fenced single statements: no transaction needed around them, but for jobs
+                // with dependents, whose children's release goes with their completion.
                 let mut conn = self.pool.acquire().await.db()?;
-                return complete_on(&mut conn, &p).await;
+                let mut c = complete_on(&mut conn, &p, false).await?;
+                if !c.deferred.is_empty() {
+                    let rest = JobCompleteParams {
+                        jobs: std::mem::take(&mut c.deferred),
+                        ..p.clone()
+                    };
+                    let mut tx = self.tx().await.db()?;
+                    c.done.extend(complete_on(&mut tx, &rest, true).await?.done);
+                    tx.commit().await.db()?;
+                }
+                return Ok(c.done);
             }
             let mut tx = self.tx().await.db()?;
-            let done = complete_on(&mut tx, &p).await?;
+            let done = complete_on(&mut tx, &p, true).await?.done;
             tx.commit().await.db()?;
             Ok(done)
         })
@@ -1847,15 +2027,20 @@ impl Dialect for MySqlBackend {
                 .execute(&mut *tx)
                 .await
                 .db()?;
-            let rows: Vec<(String, i64)> = cat::job_rescued(&ids)
+            let rows: Vec<(i64, String, i64, bool)> = cat::job_rescued(&ids)
                 .as_()
                 .fetch_all(&mut *tx)
                 .await
                 .db()?;
+            let parents = (rows.iter())
+                .filter(|r| r.2 != 0 && r.3)
+                .map(|r| (r.0, "dead"))
+                .collect();
+            release_children(&mut tx, parents, p.now).await?;
             tx.commit().await.db()?;
             Ok(rows
                 .into_iter()
-                .map(|(queue, dead)| Rescued {
+                .map(|(_, queue, dead, _)| Rescued {
                     queue,
                     dead: dead != 0,
                 })
@@ -1925,6 +2110,7 @@ impl crate::tx::JobConnection for MySqlConnection {
         jobs: Vec<NewJob>,
         now: i64,
     ) -> Result<Vec<EnqueueOutcome>> {
+        backlog_core::check_dependencies(&jobs)?;
         crate::engine::ConnOps::ensure_queues(self, &jobs, now).await?;
         let dedup = Deduped::new(jobs);
         // The auto-increment lock mode is unknown here: ids are read back by marker.
@@ -1938,11 +2124,14 @@ impl crate::tx::JobConnection for MySqlConnection {
         if batch::any_grouped(&dedup.rows) {
             batch::place_in_groups(self, &dedup.rows, &per_row, now).await?;
         }
+        if batch::any_dependent(&dedup.rows) {
+            batch::attach_parents(self, &dedup.rows, &per_row, now).await?;
+        }
         Ok(dedup.outcomes(&per_row))
     }
 
     async fn backlog_complete(&mut self, params: &JobCompleteParams) -> Result<Vec<JobRef>> {
-        complete_on(self, params).await
+        Ok(complete_on(self, params, true).await?.done)
     }
 }
 
@@ -1951,6 +2140,75 @@ crate::engine::conn_ops!(MySqlConnection, cat);
 /// A row of `group_next.sql`: a group's next job (none when the group has no due waiting one),
 /// its group, and the queue's group concurrency and rate limit, as [`batch::Promoted`] has them.
 type NextInGroup = (Option<i64>, String, i32, Option<i32>, i64);
+
+impl batch::DepOps for MySqlConnection {
+    async fn deps_mark(&mut self, parents: &[i64]) -> Result<Vec<i64>> {
+        let mut unfinished = Vec::new();
+        for chunk in parents.chunks(batch::INSERT_CHUNK) {
+            let rows: Vec<(i64, bool)> = cat::job_deps_lock(chunk)
+                .as_()
+                .fetch_all(&mut *self)
+                .await
+                .db()?;
+            let unmarked: Vec<i64> = rows.iter().filter(|r| !r.1).map(|r| r.0).collect();
+            if !unmarked.is_empty() {
+                cat::job_deps_mark(&unmarked)
+                    .query()
+                    .execute(&mut *self)
+                    .await
+                    .db()?;
+            }
+            unfinished.extend(rows.into_iter().map(|r| r.0));
+        }
+        Ok(unfinished)
+    }
+
+    async fn deps_states(&mut self, ids: &[i64]) -> Result<Vec<(i64, String)>> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(batch::INSERT_CHUNK) {
+            let rows: Vec<(i64, String)> = cat::job_deps_states(chunk)
+                .as_()
+                .fetch_all(&mut *self)
+                .await
+                .db()?;
+            out.extend(rows);
+            let archived: Vec<(i64, String)> = cat::job_deps_states_archived(chunk)
+                .as_()
+                .fetch_all(&mut *self)
+                .await
+                .db()?;
+            out.extend(archived);
+        }
+        Ok(out)
+    }
+
+    async fn deps_link(&mut self, edges: &[(i64, i64, &'static str)]) -> Result<()> {
+        cat::job_deps_link(edges)
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn deps_wait(&mut self, left: i32, ids: &[i64]) -> Result<()> {
+        cat::job_deps_wait(left, ids)
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn deps_cancel(&mut self, id: i64, left: i32, now: i64, error: &str) -> Result<()> {
+        cat::job_deps_cancel(now, error, left, id)
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        Ok(())
+    }
+}
 
 impl batch::GroupOps for MySqlConnection {
     async fn group_set(&mut self, ids: &[i64], groups: &[String]) -> Result<()> {

@@ -1015,6 +1015,7 @@ impl Dialect for PgBackend {
     }
 
     async fn job_insert(&self, params: JobInsertParams) -> Result<Vec<EnqueueOutcome>> {
+        backlog_core::check_dependencies(&params.jobs)?;
         let dedup = Deduped::new(params.jobs);
         let now = params.now;
         // Behind a transaction pooler every statement needs a transaction: the one below.
@@ -1040,6 +1041,9 @@ impl Dialect for PgBackend {
                 batch::insert_all(&mut Inserter { conn: &mut tx, now }, &dedup.rows).await?;
             if batch::any_grouped(&dedup.rows) {
                 batch::place_in_groups(&mut *tx, &dedup.rows, &per_row, now).await?;
+            }
+            if batch::any_dependent(&dedup.rows) {
+                batch::attach_parents(&mut *tx, &dedup.rows, &per_row, now).await?;
             }
             tx.commit().await.db()?;
             Ok(per_row)
@@ -1388,10 +1392,14 @@ impl crate::tx::JobConnection for PgConnection {
     ) -> Result<Vec<EnqueueOutcome>> {
         crate::engine::ConnOps::ensure_queues(self, &jobs, now).await?;
         // No deadlock retry here, unlike job_insert: the transaction is the caller's to retry.
+        backlog_core::check_dependencies(&jobs)?;
         let dedup = Deduped::new(jobs);
         let per_row = batch::insert_all(&mut Inserter { conn: self, now }, &dedup.rows).await?;
         if batch::any_grouped(&dedup.rows) {
             batch::place_in_groups(self, &dedup.rows, &per_row, now).await?;
+        }
+        if batch::any_dependent(&dedup.rows) {
+            batch::attach_parents(self, &dedup.rows, &per_row, now).await?;
         }
         // Delivered when the caller commits (and dropped with a rollback). On a connection that
         // keeps the trigger quiet this is the only wake-up; on another, PostgreSQL folds it into
@@ -1413,6 +1421,61 @@ impl crate::tx::JobConnection for PgConnection {
 }
 
 crate::engine::conn_ops!(PgConnection, cat);
+
+/// The database's triggers release the children of jobs that end (schema version 20).
+impl crate::engine::Releases for PgConnection {
+    async fn jobs_ended(&mut self, _ids: &[i64], _how: &'static str, _now: i64) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl batch::DepOps for PgConnection {
+    async fn deps_mark(&mut self, parents: &[i64]) -> Result<Vec<i64>> {
+        cat::job_deps_mark(parents)
+            .scalar()
+            .fetch_all(&mut *self)
+            .await
+            .db()
+    }
+
+    async fn deps_states(&mut self, ids: &[i64]) -> Result<Vec<(i64, String)>> {
+        cat::job_deps_states(ids)
+            .as_()
+            .fetch_all(&mut *self)
+            .await
+            .db()
+    }
+
+    async fn deps_link(&mut self, edges: &[(i64, i64, &'static str)]) -> Result<()> {
+        let parents: Vec<i64> = edges.iter().map(|e| e.0).collect();
+        let children: Vec<i64> = edges.iter().map(|e| e.1).collect();
+        let policies: Vec<String> = edges.iter().map(|e| e.2.to_owned()).collect();
+        cat::job_deps_link(&parents, &children, policies)
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn deps_wait(&mut self, left: i32, ids: &[i64]) -> Result<()> {
+        cat::job_deps_wait(left, ids)
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn deps_cancel(&mut self, id: i64, left: i32, now: i64, error: &str) -> Result<()> {
+        cat::job_deps_cancel(now, error, left, id)
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        Ok(())
+    }
+}
 
 impl batch::GroupOps for PgConnection {
     async fn group_set(&mut self, ids: &[i64], groups: &[String]) -> Result<()> {

@@ -93,6 +93,9 @@ macro_rules! job_from_row {
             trace_context: $crate::rows::trace_context(row.try_get("trace_context").db()?),
             group: row.try_get("group_key").db()?,
             archived: false,
+            // Read where the statement returns it (the job table's rows of job_get, job_list):
+            // 0 for a job that waits for none, and for one kept elsewhere (finished).
+            deps_left: row.try_get::<i32, _>("deps_left").unwrap_or(0),
         }
     }};
 }

@@ -103,6 +103,9 @@ impl SqliteBackend {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
+            // A job cancelled because its parent failed cancels its own children in turn: the
+            // trigger that does it fires again for the rows it changes (schema version 20).
+            .pragma("recursive_triggers", "ON")
             .busy_timeout(config.sqlite_busy_timeout);
         // The one writer connection may itself wait out the busy timeout on another process's
         // lock: a caller queued behind it waits at least that long before it gives up.
@@ -648,6 +651,7 @@ impl Dialect for SqliteBackend {
     }
 
     async fn job_insert(&self, params: JobInsertParams) -> Result<Vec<EnqueueOutcome>> {
+        backlog_core::check_dependencies(&params.jobs)?;
         let dedup = Deduped::new(params.jobs);
         let now = params.now;
         let mut conn = self.pool.acquire().await.db()?;
@@ -666,6 +670,9 @@ impl Dialect for SqliteBackend {
         let per_row = batch::insert_all(&mut Inserter { conn: &mut tx, now }, &dedup.rows).await?;
         if batch::any_grouped(&dedup.rows) {
             batch::place_in_groups(&mut *tx, &dedup.rows, &per_row, now).await?;
+        }
+        if batch::any_dependent(&dedup.rows) {
+            batch::attach_parents(&mut *tx, &dedup.rows, &per_row, now).await?;
         }
         tx.commit().await.db()?;
         Ok(dedup.outcomes(&per_row))
@@ -874,11 +881,15 @@ impl crate::tx::JobConnection for SqliteConnection {
         jobs: Vec<NewJob>,
         now: i64,
     ) -> Result<Vec<EnqueueOutcome>> {
+        backlog_core::check_dependencies(&jobs)?;
         crate::engine::ConnOps::ensure_queues(self, &jobs, now).await?;
         let dedup = Deduped::new(jobs);
         let per_row = batch::insert_all(&mut Inserter { conn: self, now }, &dedup.rows).await?;
         if batch::any_grouped(&dedup.rows) {
             batch::place_in_groups(self, &dedup.rows, &per_row, now).await?;
+        }
+        if batch::any_dependent(&dedup.rows) {
+            batch::attach_parents(self, &dedup.rows, &per_row, now).await?;
         }
         Ok(dedup.outcomes(&per_row))
     }
@@ -889,6 +900,64 @@ impl crate::tx::JobConnection for SqliteConnection {
 }
 
 crate::engine::conn_ops!(SqliteConnection, cat);
+
+/// Ids as the JSON array the statements read with `json_each`.
+fn json_ids(ids: &[i64]) -> String {
+    serde_json::to_string(ids).expect("ids serialize")
+}
+
+/// The database's triggers release the children of jobs that end (schema version 20).
+impl crate::engine::Releases for SqliteConnection {
+    async fn jobs_ended(&mut self, _ids: &[i64], _how: &'static str, _now: i64) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl batch::DepOps for SqliteConnection {
+    async fn deps_mark(&mut self, parents: &[i64]) -> Result<Vec<i64>> {
+        cat::job_deps_mark(&json_ids(parents))
+            .scalar()
+            .fetch_all(&mut *self)
+            .await
+            .db()
+    }
+
+    async fn deps_states(&mut self, ids: &[i64]) -> Result<Vec<(i64, String)>> {
+        cat::job_deps_states(&json_ids(ids))
+            .as_()
+            .fetch_all(&mut *self)
+            .await
+            .db()
+    }
+
+    async fn deps_link(&mut self, edges: &[(i64, i64, &'static str)]) -> Result<()> {
+        let edges = serde_json::to_string(edges).expect("edges serialize");
+        cat::job_deps_link(&edges)
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn deps_wait(&mut self, left: i32, ids: &[i64]) -> Result<()> {
+        cat::job_deps_wait(left, &json_ids(ids))
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        Ok(())
+    }
+
+    async fn deps_cancel(&mut self, id: i64, left: i32, now: i64, error: &str) -> Result<()> {
+        cat::job_deps_cancel(now, error, left, id)
+            .query()
+            .execute(&mut *self)
+            .await
+            .db()?;
+        Ok(())
+    }
+}
 
 impl batch::GroupOps for SqliteConnection {
     async fn group_set(&mut self, ids: &[i64], groups: &[String]) -> Result<()> {

@@ -127,11 +127,12 @@ mod worker;
 pub use backlog_core::{
     AUDIT_ACTIONS, AdminAction, AuditEntry, AuditListParams, Backend, BlockReason, BlockedGroup,
     Capabilities, ClaimStrategy, ClaimedJob, Clock, CompleteClaimed, CronSchedule,
-    DEFAULT_PAYLOAD_LIMIT, DbErrorKind, EnqueueOutcome, Error, ErrorRecord, GroupFailure, GroupKey,
-    Job, JobRef, JobState, Kind, ManualClock, NewJob, Ordering, Payload, QueueFlow, QueueInfo,
-    QueueName, QueueSettings, QueueStats, RateLimit, Result, Retention, StatCounts, StatDepth,
-    StatRow, StateFilter, SystemClock, TraceContext, TxClaim, TxFailure, TxFinish, UniqueKey,
-    WAIT_BOUNDS_US, WorkerRegistration, format_duration, minute_of, parse_duration,
+    DEFAULT_PAYLOAD_LIMIT, DbErrorKind, Dependency, EnqueueOutcome, Error, ErrorRecord,
+    GroupFailure, GroupKey, Job, JobRef, JobState, Kind, MAX_PARENTS, ManualClock, NewJob,
+    OnParentFailure, Ordering, Payload, QueueFlow, QueueInfo, QueueName, QueueSettings, QueueStats,
+    RateLimit, Result, Retention, StatCounts, StatDepth, StatRow, StateFilter, SystemClock,
+    TraceContext, TxClaim, TxFailure, TxFinish, UniqueKey, WAIT_BOUNDS_US, WorkerRegistration,
+    check_dependencies, format_duration, minute_of, parse_duration,
 };
 /// For tests that need no database: `Client::from_backend(Arc::new(MemoryBackend::new()))`.
 ///

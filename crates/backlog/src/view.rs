@@ -106,6 +106,9 @@ pub struct JobView {
     pub tracestate: Option<String>,
     /// Moved to the archive by retention `archive`: finished for good, no action changes it.
     pub archived: bool,
+    /// Its parents not yet ended: a waiting job with some waits for them (0 for one that waits
+    /// for no other job).
+    pub deps_left: i32,
 }
 
 /// One failed attempt.
@@ -180,6 +183,7 @@ impl JobView {
                 .as_ref()
                 .and_then(|t| t.tracestate().map(str::to_owned)),
             archived: j.archived,
+            deps_left: j.deps_left,
         })
     }
 

@@ -8,7 +8,8 @@
 -- @param from_b: &str
 -- @param from_c: &str
 -- A job of an ordered group that would become available waits for its group's turn instead (one
--- that is available already, its group's turn, stays so: a run-now).
+-- that is available already, its group's turn, stays so: a run-now); so does one with parents not
+-- yet ended (deps_left, schema version 20).
 -- A completed job kept in backlog_job_done (version 15) that the action applies to (a retry)
 -- moves back into the job table in the same statement, changed as the UPDATE changes a job
 -- there. A job is in one table or the other, so one of the two parts changes it.
@@ -32,7 +33,7 @@ WITH back AS (
     RETURNING id
 ), changed AS (
     UPDATE backlog_job
-    SET state = CASE WHEN $1 = 'available' AND group_key IS NOT NULL
+    SET state = CASE WHEN $1 = 'available' AND (group_key IS NOT NULL OR deps_left > 0)
                           AND state <> 'available' THEN 'waiting' ELSE $1 END,
         run_at = COALESCE($2::bigint, run_at),
         attempt = CASE WHEN $3::boolean THEN 0 ELSE attempt END, finished_at = $4::bigint

@@ -5,12 +5,12 @@
 SELECT id, queue, kind, state, payload::text AS payload, priority, run_at, attempt, max_attempts,
        lease_token, lease_owner, lease_expires_at, unique_key, errors::text AS errors,
        result::text AS result, progress::text AS progress, created_at, attempted_at, finished_at,
-       cancel_requested_at, trace_context, group_key
+       cancel_requested_at, trace_context, group_key, deps_left
 FROM backlog_job WHERE id = $1
 UNION ALL
 SELECT id, queue, kind, state, payload::text, priority, run_at, attempt, max_attempts,
        lease_token, lease_owner, lease_expires_at, unique_key, errors::text, result::text,
        progress::text, created_at, attempted_at, finished_at, cancel_requested_at, trace_context,
-       group_key
+       group_key, 0
 FROM backlog_job_done WHERE id = $1
 LIMIT 1

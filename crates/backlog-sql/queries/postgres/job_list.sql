@@ -17,7 +17,8 @@ SELECT * FROM (
     (SELECT id, queue, kind, state, payload::text AS payload, priority, run_at, attempt,
             max_attempts, lease_token, lease_owner, lease_expires_at, unique_key,
             errors::text AS errors, result::text AS result, progress::text AS progress,
-            created_at, attempted_at, finished_at, cancel_requested_at, trace_context, group_key
+            created_at, attempted_at, finished_at, cancel_requested_at, trace_context, group_key,
+            deps_left
      FROM backlog_job
      WHERE ($1::text IS NULL OR queue = $1::text) AND ($2::text IS NULL OR state = $2::text)
        AND id > $3
@@ -31,7 +32,7 @@ SELECT * FROM (
     (SELECT id, queue, kind, state, payload::text, priority, run_at, attempt, max_attempts,
             lease_token, lease_owner, lease_expires_at, unique_key, errors::text, result::text,
             progress::text, created_at, attempted_at, finished_at, cancel_requested_at,
-            trace_context, group_key
+            trace_context, group_key, 0
      FROM backlog_job_done
      WHERE ($2::text IS NULL OR $2::text = 'completed') AND ($1::text IS NULL OR queue = $1::text)
        AND id > $3

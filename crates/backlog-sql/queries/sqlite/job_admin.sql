@@ -9,9 +9,10 @@
 -- @param from_b: &str
 -- @param from_c: &str
 -- A job of an ordered group that would become available waits for its group's turn instead (one
--- that is available already, its group's turn, stays so: a run-now).
+-- that is available already, its group's turn, stays so: a run-now); so does one with parents not
+-- yet ended (deps_left, schema version 20).
 UPDATE backlog_job
-SET state = CASE WHEN ?1 = 'available' AND group_key IS NOT NULL
+SET state = CASE WHEN ?1 = 'available' AND (group_key IS NOT NULL OR deps_left > 0)
                       AND state <> 'available' THEN 'waiting' ELSE ?1 END,
     run_at = COALESCE(?2, run_at), attempt = CASE WHEN ?3 THEN 0 ELSE attempt END,
     finished_at = ?4

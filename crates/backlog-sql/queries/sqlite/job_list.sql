@@ -12,7 +12,7 @@
 -- @param unique_key: Option<&str>
 SELECT id, queue, kind, state, payload, priority, run_at, attempt, max_attempts, lease_token,
        lease_owner, lease_expires_at, unique_key, errors, result, progress, created_at,
-       attempted_at, finished_at, cancel_requested_at, trace_context, group_key
+       attempted_at, finished_at, cancel_requested_at, trace_context, group_key, deps_left
 FROM backlog_job
 WHERE (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR state = ?2) AND id > ?3
   AND (?4 = 0 OR (?4 = 1 AND run_at <= ?5) OR (?4 = 2 AND run_at > ?5 AND attempt = 0)

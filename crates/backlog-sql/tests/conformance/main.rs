@@ -12,6 +12,7 @@ mod harness;
 mod claims;
 mod concurrency;
 mod counts;
+mod dependencies;
 mod enqueue;
 mod operators;
 mod outcomes;
@@ -29,6 +30,7 @@ use harness::Db;
 use claims::*;
 use concurrency::*;
 use counts::*;
+use dependencies::*;
 use enqueue::*;
 use operators::*;
 use outcomes::*;
@@ -154,6 +156,14 @@ harness::conformance!(
     cron_ticks_fire_once,
     topic_subscriptions,
     transactions_the_caller_controls,
+    a_child_waits_for_every_parent,
+    a_fan_in_is_released_once_by_its_last_parent,
+    a_failed_parent_cancels_its_children_in_cascade,
+    parents_that_ended_already_or_never_were,
+    bad_dependencies_change_nothing,
+    operator_cancel_delete_and_rescue_end_parents,
+    parents_completed_in_a_callers_transaction,
+    parents_ending_at_once_release_their_child_once,
 );
 
 #[allow(dead_code)]

@@ -1,0 +1,4 @@
+-- New jobs that wait for `left` parents each: waiting (not yet committed: no claimer saw them).
+-- @param left: i32
+-- @param ids: &[i64]
+UPDATE backlog_job SET state = 'waiting', deps_left = $1 WHERE id = ANY($2)
