@@ -148,7 +148,11 @@ async fn column_tables_match_the_schema(engine: Engine) {
             db.try_exec(&probe).await.unwrap_or_else(|e| {
                 panic!("docs/sql.md names {table}.{c}, which {engine:?} lacks: {e}")
             });
-            if !also.is_empty() && c != "shard" && c != "unique_active" {
+            // Not in the archive: where a live job waits to be claimed, MySQL's key of unfinished
+            // jobs, and what a job waits for and whether jobs wait for it (a finished job waits
+            // for none, and its children were released when it finished).
+            let live_only = ["shard", "unique_active", "deps_left", "has_dependents"];
+            if !also.is_empty() && !live_only.contains(&c.as_str()) {
                 let probe = format!("SELECT {c} FROM {also} WHERE 1 = 0");
                 db.try_exec(&probe)
                     .await
