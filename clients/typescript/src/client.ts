@@ -10,7 +10,7 @@ import { type Job, defaultOwner } from "./job.js";
 import { type EnqueueOpts, type NewJob, dbNowUs, insert, localUs, newToken, row, rows } from "./produce.js";
 
 /** The schema version this client speaks (docs/sql.md "Version"); its minor version follows it. */
-export const SCHEMA_VERSION = 19;
+export const SCHEMA_VERSION = 20;
 /** Most expired leases one rescue statement moves. */
 export const RESCUE_BATCH = 1000;
 /** A scan's floor for a full pass: the smallest 64-bit integer. */

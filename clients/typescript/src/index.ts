@@ -30,4 +30,4 @@ export { type TraceContext } from "./validate.js";
 export { type Handler, type Source, type TransactionalHandler, Worker, WorkerLoop, type WorkerOpts } from "./worker.js";
 
 /** This package's version: 0.<schema version>.<patch>. */
-export const VERSION = "0.19.0";
+export const VERSION = "0.20.0";

@@ -702,7 +702,7 @@ print(json.dumps(seen))"#,
     assert_eq!(db.stats()["ok"]["completed"], 8);
 
     // A schema below the version the client speaks.
-    db.sql("DELETE FROM backlog_migration WHERE version = 19");
+    db.sql("DELETE FROM backlog_migration WHERE version = 20");
     let out = python_app(
         r#"try:
     b.connect(args[0])
@@ -714,7 +714,7 @@ except b.SchemaTooOld as err:
     assert_eq!(out[0], "SchemaTooOld", "{out}");
     assert_eq!(
         (out[1].as_i64(), out[2].as_i64()),
-        (Some(18), Some(19)),
+        (Some(19), Some(20)),
         "{out}"
     );
     assert!(

@@ -68,14 +68,14 @@ fn typescript_and_its_dependencies_are_installed() {
     );
     assert_eq!(
         out,
-        json!(["0.19.0", 19, "function", "function", "function"])
+        json!(["0.20.0", 20, "function", "function", "function"])
     );
     let package: Value = serde_json::from_str(
         &std::fs::read_to_string(Path::new(CLIENT).join("package.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(
-        package["version"], "0.19.0",
+        package["version"], "0.20.0",
         "the version follows the schema"
     );
 }
@@ -444,7 +444,7 @@ print(seen)"#,
     assert_eq!(db.stats()["ok"]["completed"], 1);
 
     // A schema below the version the client speaks; then none at all.
-    db.sql("DELETE FROM backlog_migration WHERE version = 19");
+    db.sql("DELETE FROM backlog_migration WHERE version = 20");
     let connect = r#"try {
   await b.Client.connect(args[0]);
   print("connected");
@@ -454,7 +454,7 @@ print(seen)"#,
     let out = ts_eval(connect, &[&db.url]);
     assert_eq!(
         out.as_array().unwrap()[..4],
-        [json!("SchemaTooOld"), json!(true), json!(18), json!(19)]
+        [json!("SchemaTooOld"), json!(true), json!(19), json!(20)]
     );
     assert!(
         out[4].as_str().unwrap().contains("backlog migrate"),

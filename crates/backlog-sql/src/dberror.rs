@@ -8,8 +8,13 @@ pub(crate) fn db(err: sqlx::Error) -> Error {
     if let sqlx::Error::Database(e) = &err {
         let code = e.code().unwrap_or_default();
         let msg = e.message();
-        // undefined_table (PostgreSQL), ER_NO_SUCH_TABLE (MySQL), "no such table" (SQLite).
-        if code == "42P01" || code == "1146" || code == "42S02" || msg.contains("no such table") {
+        // undefined_table (PostgreSQL), ER_NO_SUCH_TABLE (MySQL), "no such table" (SQLite); and
+        // a column a later version added: undefined_column, ER_BAD_FIELD_ERROR, "no such column"
+        // (a build reading a schema older than its own: `backlog migrate`).
+        if ["42P01", "1146", "42S02", "42703", "1054", "42S22"].contains(&code.as_ref())
+            || msg.contains("no such table")
+            || msg.contains("no such column")
+        {
             return Error::SchemaOutdated {
                 found: 0,
                 expected: crate::SCHEMA_VERSION,

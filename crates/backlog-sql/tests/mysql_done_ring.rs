@@ -290,7 +290,8 @@ fn back_to_16() -> String {
     let tables: Vec<String> = (0..16).map(|k| format!("backlog_job_done_{k}")).collect();
     format!(
         "DROP VIEW backlog_job_all, backlog_job_done, backlog_job_done_current; \
-         DROP TABLE {}, backlog_job_done_ring, backlog_worker; \
+         DROP TABLE {}, backlog_job_done_ring, backlog_worker, backlog_job_dep; \
+         ALTER TABLE backlog_job DROP COLUMN deps_left, DROP COLUMN has_dependents; \
          ALTER TABLE backlog_cron DROP COLUMN schedule, DROP COLUMN queue, DROP COLUMN kind, \
              DROP COLUMN next_tick, DROP COLUMN declared_at; \
          CREATE VIEW backlog_job_all AS SELECT * FROM backlog_job; \
@@ -347,7 +348,7 @@ async fn jobs_in_every_state_survive_the_upgrade_to_version_17() {
     let at_16: String = sqlx::query_scalar(rows).fetch_one(&mut c).await.unwrap();
 
     let report = b.migrate().await.unwrap();
-    assert_eq!((report.applied, report.current), (vec![17, 18, 19], 19));
+    assert_eq!((report.applied, report.current), (vec![17, 18, 19, 20], 20));
     let at_17: String = sqlx::query_scalar(rows).fetch_one(&mut c).await.unwrap();
     assert_eq!(at_17, at_16, "every job as it was");
 

@@ -27,7 +27,12 @@ async fn count(c: &mut PgConnection, sql: &str) -> i64 {
 
 /// Back to version 14: what 0015_job_done.sql, 0016_job_done_ring.sql and the later versions
 /// made, gone.
-const BACK_TO_14: &str = "DROP TRIGGER backlog_job_count_insert ON backlog_job; \
+const BACK_TO_14: &str = "DROP TRIGGER backlog_job_deps_update ON backlog_job; \
+    DROP TRIGGER backlog_job_deps_delete ON backlog_job; \
+    DROP FUNCTION backlog_job_deps_ended(); DROP FUNCTION backlog_job_deps_release(bigint[], text[]); \
+    DROP TABLE backlog_job_dep; \
+    ALTER TABLE backlog_job DROP COLUMN deps_left, DROP COLUMN has_dependents; \
+    DROP TRIGGER backlog_job_count_insert ON backlog_job; \
     DROP TRIGGER backlog_job_count_update ON backlog_job; \
     DROP TRIGGER backlog_job_count_delete ON backlog_job; \
     DROP TRIGGER backlog_job_archive_count_insert ON backlog_job_archive; \
@@ -101,7 +106,7 @@ async fn jobs_in_every_state_survive_the_upgrades_to_versions_15_and_16() {
     let report = b.migrate().await.unwrap();
     assert_eq!(
         (report.applied, report.current),
-        (vec![15, 16, 17, 18, 19], 19)
+        (vec![15, 16, 17, 18, 19, 20], 20)
     );
     let at_15 = rows("backlog_job_all").fetch_all(&mut c).await.unwrap();
     assert_eq!(at_15, at_14, "every job as it was");
@@ -189,7 +194,10 @@ async fn completed_jobs_kept_at_version_15_move_into_the_ring() {
     assert_eq!(at_15.len(), 2);
 
     let report = b.migrate().await.unwrap();
-    assert_eq!((report.applied, report.current), (vec![16, 17, 18, 19], 19));
+    assert_eq!(
+        (report.applied, report.current),
+        (vec![16, 17, 18, 19, 20], 20)
+    );
     let at_16: Vec<String> = sqlx::query_scalar(jobs).fetch_all(&mut c).await.unwrap();
     assert_eq!(at_16, at_15, "every job as it was");
     // Each in the partition of its finish time's slot (two-hour periods).

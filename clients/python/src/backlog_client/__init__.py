@@ -51,7 +51,7 @@ from .errors import (
     Unauthorized,
 )
 
-__version__ = "0.19.0"
+__version__ = "0.20.0"
 
 __all__ = [
     "QUERIES",

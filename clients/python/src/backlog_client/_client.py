@@ -20,7 +20,7 @@ from .errors import LeaseLost, SchemaMissing, SchemaTooOld
 T = TypeVar("T")
 
 #: The schema version this client speaks (docs/sql.md "Version"); its minor version follows it.
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 #: How often a consumer runs the rescue of expired leases, at most (docs/sql.md "How often").
 RESCUE_EVERY_S = 1.0
 #: Most expired leases one rescue statement moves.
