@@ -207,6 +207,42 @@ def peer_table(sitting, folder, runs_by_label):
     return out
 
 
+# Issue 48's targets for each client: (batched enqueue against the raw INSERT, drain jobs/s).
+CLIENT_TARGETS = {"Python": (0.8, 10_000), "TypeScript": (0.8, 20_000), "Ruby": (0.8, 10_000)}
+
+
+def clients_table(sitting, folder):
+    """The clients' figures (scripts/client_bench.py), when the sitting has them."""
+    if "clients" not in sitting:
+        return []
+    data = json.loads((folder / sitting["clients"]).read_text())
+    peer = med(data.get("graphile_drain_per_s", []))
+    out = ["## The clients", "",
+           f"`{data['command']}` (build `{data['build']}`, {data['date']}; load "
+           f"{data['load_at_start']:.1f} at its start): each client of `clients/` on PostgreSQL, "
+           f"one process, {len(next(iter(data['clients'].values())))} round(s) alternating "
+           "with graphile-worker's own benchmark. Medians of the rounds; the enqueue ratio is "
+           "each round's batched enqueue (1,000 jobs a call) over the same rows sent as one plain "
+           "multi-row INSERT with the same driver, the drain "
+           f"{data['jobs']:,} no-op jobs by the client's SQL worker.", "",
+           "| client | batched enqueue | against the raw INSERT (wanted ≥) | drain (wanted ≥) "
+           "| drain against graphile-worker | drained by |",
+           "|---|---:|---:|---:|---:|---|"]
+    for name, rounds in data["clients"].items():
+        least, floor = CLIENT_TARGETS[name]
+        enq = med(r["enqueue_per_s"] for r in rounds)
+        ratio = med(r["enqueue_ratio"] for r in rounds)
+        drain = med(r["drain_per_s"] for r in rounds)
+        versus = "—" if peer is None else f"{drain / peer:.2f}×"
+        out.append(f"| {name} | {enq:,.0f}/s | {ratio:.2f} ({least:.2f}) "
+                   f"| {drain:,.0f}/s ({floor:,}) | {versus} | {rounds[0].get('drain_settings', '')} |")
+    if peer is not None:
+        out += ["", f"graphile-worker's drain in the same sitting: {peer:,.0f} jobs/s (its own "
+                "benchmark: two worker processes, concurrency 24 each)."]
+    out.append("")
+    return out
+
+
 def render(folder):
     folder = Path(folder)
     sitting = json.loads((folder / "sitting.json").read_text())
@@ -225,6 +261,7 @@ def render(folder):
         runs_by_label[run["label"]] = [json.loads((folder / f).read_text()) for f in run["files"]]
     out += targets_table(sitting, folder, runs_by_label)
     out += peer_table(sitting, folder, runs_by_label)
+    out += clients_table(sitting, folder)
     for backend in sitting["order"]:
         out += [f"## {backend}", ""]
         for run in sitting["runs"]:
