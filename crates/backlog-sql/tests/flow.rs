@@ -367,7 +367,13 @@ impl GroupLog {
     /// Every job of the `groups` groups of `per_group` ran once, each group in enqueue order.
     fn check(&self, groups: usize, per_group: usize) {
         let l = self.0.lock().unwrap();
-        assert_eq!(l.started.len(), groups * per_group, "every job ran once");
+        let distinct: HashSet<i64> = l.started.iter().map(|(_, id)| *id).collect();
+        assert_eq!(
+            l.started.len(),
+            groups * per_group,
+            "every job ran once ({} distinct jobs started)",
+            distinct.len()
+        );
         for g in 0..groups {
             let order: Vec<i64> = (l.started.iter())
                 .filter(|(name_of, _)| *name_of == group_name(g))
