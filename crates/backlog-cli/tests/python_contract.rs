@@ -11,46 +11,20 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::client_contract::*;
+use common::languages::{python, python_worker};
 use common::{Engine, TestDb};
 use serde_json::{Value, json};
 
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/python");
-/// Where `import backlog_client` finds the package, as `pip install ./clients/python` would.
-const CLIENT_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../clients/python/src");
 const QUERIES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../backlog-sql/queries");
-
-/// The interpreter: `BACKLOG_TEST_PYTHON`, else Debian's `/usr/bin/python3` (the one Debian's
-/// python3-psycopg and python3-pymysql install for; a `python3` earlier on PATH, such as
-/// pyenv's, does not see them), else `python3`.
-fn python() -> String {
-    std::env::var("BACKLOG_TEST_PYTHON").unwrap_or_else(|_| {
-        if Path::new("/usr/bin/python3").exists() {
-            "/usr/bin/python3".into()
-        } else {
-            "python3".into()
-        }
-    })
-}
-
-fn example(file: &str) -> PathBuf {
-    Path::new(EXAMPLES).join(file)
-}
-
-/// The interpreter with the package importable from its source tree.
-fn python_cmd() -> Command {
-    let mut cmd = Command::new(python());
-    cmd.env("PYTHONPATH", CLIENT_SRC);
-    cmd
-}
 
 /// Runs a Python snippet with `backlog_client` importable; returns its stdout.
 fn python_eval(code: &str, args: &[&str]) -> String {
-    let mut cmd = python_cmd();
+    let mut cmd = python();
     cmd.arg("-c")
         .arg(format!("import sys; args = sys.argv[1:]\n{code}"))
         .args(args);
@@ -60,7 +34,7 @@ fn python_eval(code: &str, args: &[&str]) -> String {
 /// `python3 -m backlog_client enqueue URL QUEUE --jsonl FILE`: the plain INSERT, in one
 /// transaction.
 fn python_enqueue(db: &TestDb, queue: &str, jsonl: &str) -> usize {
-    let mut cmd = python_cmd();
+    let mut cmd = python();
     cmd.args(["-m", "backlog_client", "enqueue", &db.url, queue, "--jsonl"])
         .arg(db.path(jsonl));
     let out = stdout_within(cmd, Duration::from_secs(30));
@@ -100,15 +74,6 @@ fn python_copies_equal_the_query_files() {
             file.display()
         );
     }
-}
-
-fn python_worker(db: &TestDb, queue: &str, owner: &str, extra: &[&str]) -> Proc {
-    let mut cmd = python_cmd();
-    cmd.arg(example("worker.py"))
-        .args([&db.url, queue, "--owner", owner, "--drain", "--log"])
-        .arg(db.path(&format!("{owner}.log")))
-        .args(extra);
-    Proc::spawn(db, owner, cmd)
 }
 
 /// 2,000 jobs (1,500 from Python's plain INSERT, 500 from `backlog enqueue --jsonl`), every tenth
@@ -1021,7 +986,7 @@ print(json.dumps(seen))"#,
 
     // SIGTERM while a job runs: it finishes and is completed, the rest of the batch is given
     // back, and the process exits 0.
-    let mut cmd = python_cmd();
+    let mut cmd = python();
     cmd.arg("-c")
         .arg(
             r#"import sys, time

@@ -138,12 +138,13 @@ impl State {
         }
     }
 
-    /// The state a job that would become available takes: waiting, in an ordered group.
+    /// The state a job that would become available takes: waiting, in an ordered group or for
+    /// parents not yet ended.
     fn available_or_waiting(job: &Job) -> JobState {
-        match job.group {
-            _ if job.deps_left > 0 => JobState::Waiting,
-            Some(_) => JobState::Waiting,
-            None => JobState::Available,
+        if job.group.is_some() || job.deps_left > 0 {
+            JobState::Waiting
+        } else {
+            JobState::Available
         }
     }
 

@@ -901,11 +901,6 @@ impl crate::tx::JobConnection for SqliteConnection {
 
 crate::engine::conn_ops!(SqliteConnection, cat);
 
-/// Ids as the JSON array the statements read with `json_each`.
-fn json_ids(ids: &[i64]) -> String {
-    serde_json::to_string(ids).expect("ids serialize")
-}
-
 /// The database's triggers release the children of jobs that end (schema version 20).
 impl crate::engine::Releases for SqliteConnection {
     async fn jobs_ended(&mut self, _ids: &[i64], _how: &'static str, _now: i64) -> Result<()> {
@@ -915,7 +910,7 @@ impl crate::engine::Releases for SqliteConnection {
 
 impl batch::DepOps for SqliteConnection {
     async fn deps_mark(&mut self, parents: &[i64]) -> Result<Vec<i64>> {
-        cat::job_deps_mark(&json_ids(parents))
+        cat::job_deps_mark(&shared::ids_json(parents))
             .scalar()
             .fetch_all(&mut *self)
             .await
@@ -923,7 +918,7 @@ impl batch::DepOps for SqliteConnection {
     }
 
     async fn deps_states(&mut self, ids: &[i64]) -> Result<Vec<(i64, String)>> {
-        cat::job_deps_states(&json_ids(ids))
+        cat::job_deps_states(&shared::ids_json(ids))
             .as_()
             .fetch_all(&mut *self)
             .await
@@ -941,7 +936,7 @@ impl batch::DepOps for SqliteConnection {
     }
 
     async fn deps_wait(&mut self, left: i32, ids: &[i64]) -> Result<()> {
-        cat::job_deps_wait(left, &json_ids(ids))
+        cat::job_deps_wait(left, &shared::ids_json(ids))
             .query()
             .execute(&mut *self)
             .await
